@@ -1,0 +1,9 @@
+/* bp_abi.h — everything a plugin author includes: #include <backplane/bp_abi.h> */
+#ifndef BP_ABI_H
+#define BP_ABI_H
+#include "bp_status.h"
+#include "bp_types.h"
+#include "bp_ops.h"
+#include "bp_tensor.h"
+#include "bp_plugin.h"
+#endif

@@ -1,0 +1,132 @@
+/*
+ * bp_ops.h — the op set and the meaning of each op's sources and parameters.
+ *
+ * Shapes follow ggml: ne[0] is the innermost (contiguous) dimension, so a
+ * matrix with K columns and N rows is [K, N]. "F" below means F32 or F16
+ * (devices report what they support through supports_op).
+ *
+ * Op parameters live in bp_tensor.op_params as 32-bit words; floats are
+ * stored bit-for-bit (memcpy), read them with bp_op_param_f32().
+ *
+ * ABI: enum values are frozen; new ops are appended before BP_OP_COUNT, and
+ * an op's sources and parameters never change meaning (a changed op is a new
+ * op). A device that does not know an op answers false from supports_op.
+ */
+#ifndef BP_OPS_H
+#define BP_OPS_H
+
+#include <assert.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum bp_op {
+    BP_OP_NONE = 0,       /* a leaf: weights, inputs, caches */
+
+    /* GET_ROWS: src0 table [K, R, d2, d3] (any type), src1 ids I32 [n, d2, d3, 1]
+     * -> F32 [K, n, d2, d3]; row i of the result is row src1[i] of src0.
+     * An id outside [0, R) makes compute fail with BP_ERR_INVALID_ARGUMENT. */
+    BP_OP_GET_ROWS = 1,
+
+    /* MUL_MAT: src0 W [K, N, d2, d3] (any type), src1 X [K, M, e2, e3] (F)
+     * -> F32 [N, M, e2, e3], with e2 % d2 == 0 and e3 % d3 == 0 (W is
+     * broadcast over dims 2 and 3). dst[n, m] = sum_k W[k, n] * X[k, m]. */
+    BP_OP_MUL_MAT = 2,
+
+    /* ADD, MUL: src0 a [n0..n3] (F), src1 b with a.ne[i] % b.ne[i] == 0
+     * (b repeats over a) -> same shape and type as a; elementwise a+b, a*b. */
+    BP_OP_ADD = 3,
+    BP_OP_MUL = 4,
+
+    /* SCALE: src0 x -> same shape; x * s + b. params: f32 s, f32 b. */
+    BP_OP_SCALE = 5,
+
+    /* RMS_NORM: src0 x [n, ...] -> same shape; each row (dim 0) divided by
+     * sqrt(mean(x^2) + eps). params: f32 eps. */
+    BP_OP_RMS_NORM = 6,
+
+    /* SOFT_MAX: src0 x [n, r, d2, d3], optional src1 mask [n, r', m2, m3]
+     * (F32 or F16, r' >= r, d2 % m2 == 0, d3 % m3 == 0) -> F32 same shape as x;
+     * softmax over dim 0 of (x * scale + mask). params: f32 scale. */
+    BP_OP_SOFT_MAX = 7,
+
+    /* ROPE: src0 x [head_dim, n_head, n_tok, 1], src1 pos I32 [n_tok]
+     * -> same shape and type as x. The first n_dims (even, <= head_dim)
+     * elements of each head are rotated by pos * freq_scale * base^(-2i/n_dims);
+     * the rest are copied. mode 0 (normal) rotates adjacent pairs (x[2i],
+     * x[2i+1]); mode 2 (NEOX) rotates (x[i], x[i + n_dims/2]).
+     * params: i32 n_dims, i32 mode, f32 freq_base, f32 freq_scale. */
+    BP_OP_ROPE = 8,
+
+    /* SILU, GELU: src0 x -> same shape and type. GELU is the tanh approximation
+     * 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))). */
+    BP_OP_SILU = 9,
+    BP_OP_GELU = 10,
+
+    /* CPY: src0 a, src1 b with the same number of elements -> a view of b;
+     * copies a into b in row-major element order, converting between F32,
+     * F16 and BF16. */
+    BP_OP_CPY = 11,
+
+    /* CONT: src0 a (any strides) -> a contiguous tensor of a's shape and type. */
+    BP_OP_CONT = 12,
+
+    /* RESHAPE, VIEW, PERMUTE, TRANSPOSE: no computation; the result aliases
+     * its view source (view_src, view_offs). Devices treat them as no-ops.
+     * PERMUTE params: i32 axis[4] (axis[i] is where source dim i goes). */
+    BP_OP_RESHAPE = 13,
+    BP_OP_VIEW = 14,
+    BP_OP_PERMUTE = 15,
+    BP_OP_TRANSPOSE = 16,
+
+    /* SET_ROWS: src0 dst [K, R, d2, d3] (F), src1 values F32 [K, n, d2, d3],
+     * src2 ids I32 [n, d2', d3'] (d2 % d2' == 0, d3 % d3' == 0)
+     * -> a view of src0; row src2[i] of src0 = row i of src1 (converted).
+     * An id outside [0, R) makes compute fail with BP_ERR_INVALID_ARGUMENT. */
+    BP_OP_SET_ROWS = 17,
+
+    /* FLASH_ATTN_EXT: src0 q [D, n_q, H, B] (F32), src1 k [D, n_kv, H_kv, B] (F),
+     * src2 v [Dv, n_kv, H_kv, B] (F), optional src3 mask [n_kv, n_q', 1, 1]
+     * (F32 or F16, n_q' >= n_q; -INFINITY masks) with H % H_kv == 0
+     * (grouped-query: head h reads kv head h / (H / H_kv))
+     * -> F32 [Dv, H, n_q, B] (note: heads before tokens, ready for reshape).
+     * out = softmax(scale * q.k^T + mask) . v. params: f32 scale. */
+    BP_OP_FLASH_ATTN_EXT = 18,
+
+    BP_OP_COUNT
+};
+
+static_assert(BP_OP_GET_ROWS == 1 && BP_OP_MUL_MAT == 2 && BP_OP_ADD == 3 && BP_OP_MUL == 4 &&
+              BP_OP_SCALE == 5 && BP_OP_RMS_NORM == 6 && BP_OP_SOFT_MAX == 7 && BP_OP_ROPE == 8,
+              "bp_op values are frozen");
+static_assert(BP_OP_SILU == 9 && BP_OP_GELU == 10 && BP_OP_CPY == 11 && BP_OP_CONT == 12 &&
+              BP_OP_RESHAPE == 13 && BP_OP_VIEW == 14 && BP_OP_PERMUTE == 15 &&
+              BP_OP_TRANSPOSE == 16 && BP_OP_SET_ROWS == 17 && BP_OP_FLASH_ATTN_EXT == 18,
+              "bp_op values are frozen");
+
+#define BP_ROPE_MODE_NORMAL 0
+#define BP_ROPE_MODE_NEOX   2
+
+/* Upper-case op name ("MUL_MAT"); "UNKNOWN" otherwise. */
+static inline const char *bp_op_name(enum bp_op op)
+{
+    static const char *const names[BP_OP_COUNT] = {
+        "NONE", "GET_ROWS", "MUL_MAT", "ADD", "MUL", "SCALE", "RMS_NORM", "SOFT_MAX",
+        "ROPE", "SILU", "GELU", "CPY", "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE",
+        "SET_ROWS", "FLASH_ATTN_EXT",
+    };
+    return ((unsigned)op < BP_OP_COUNT) ? names[op] : "UNKNOWN";
+}
+
+/* True for ops that only re-describe memory (no kernel runs). */
+static inline int bp_op_is_view(enum bp_op op)
+{
+    return op == BP_OP_NONE || op == BP_OP_RESHAPE || op == BP_OP_VIEW ||
+           op == BP_OP_PERMUTE || op == BP_OP_TRANSPOSE;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BP_OPS_H */

@@ -1,0 +1,251 @@
+/*
+ * backplane.h — the application API of libbackplane.
+ *
+ * Plugins are discovered on first use of any function here (calling
+ * bp_load_plugins() first is allowed, never required) and stay loaded until
+ * bp_unload() or process exit.
+ *
+ * Errors: every fallible call returns a bp_status; bp_last_error() returns a
+ * sentence about the most recent failure on the calling thread.
+ * Op constructors (bp_mul_mat, ...) return NULL instead, set the last error
+ * and mark their context failed; passing NULL to a constructor returns NULL,
+ * so a whole graph can be built and checked once (bp_context_status, or the
+ * status of bp_graph_build).
+ */
+#ifndef BACKPLANE_H
+#define BACKPLANE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <backplane/bp_abi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define BP_API __attribute__((visibility("default")))
+#else
+#define BP_API
+#endif
+
+/* Library version (not the ABI version): "0.1.0". */
+BP_API const char *bp_version_string(void);
+
+/* Sentence describing the last failure on this thread ("" if none). */
+BP_API const char *bp_last_error(void);
+
+/* ---------------------------------------------------------------- loader */
+
+/* Loading options; zero-initialise and set what you need. */
+struct bp_load_options {
+    /* Probe each candidate plugin in a child process first (fork, with a time
+     * limit) so that one crashing or hanging in init is recorded instead of
+     * taking this process down. Costs one fork per plugin file. */
+    bool isolate_probe;
+    /* Seconds the child may take; 0 means 10. */
+    unsigned probe_timeout_s;
+};
+
+/* Discover and load plugins once (idempotent). Later calls with different
+ * options do nothing; call bp_unload() first to reload. Returns BP_OK even when
+ * some plugins were refused: see bp_plugin_failure_*. */
+BP_API bp_status bp_load_plugins(const struct bp_load_options *opts);
+
+/* Shut every plugin down (registry shutdown), free all devices, and forget
+ * the loader state. Every object obtained before is invalid afterwards. */
+BP_API void bp_unload(void);
+
+struct bp_plugin_info {
+    const char *family;       /* "cpu" */
+    const char *variant;      /* "avx2" or "" */
+    const char *path;         /* absolute path of the shared object */
+    uint32_t    abi_version;  /* the plugin's BP_ABI_VERSION */
+    int         score;        /* its variant score (1 when it has no score entry) */
+    size_t      n_devices;
+    struct bp_registry *reg;
+};
+BP_API size_t bp_plugin_count(void);
+BP_API const struct bp_plugin_info *bp_plugin_get(size_t index);
+/* The registry of a loaded family, or NULL. */
+BP_API struct bp_registry *bp_registry_by_name(const char *family);
+
+/* Why a candidate plugin was not loaded. Values are stable (scripts match
+ * on bp_plugin_failure_code_name). */
+enum bp_plugin_failure_code {
+    BP_PLUGIN_FAIL_NOT_SHARED_OBJECT = 1,  /* dlopen: not an ELF shared object */
+    BP_PLUGIN_FAIL_MISSING_DEPENDENCY = 2, /* dlopen: a library it needs is missing (named) */
+    BP_PLUGIN_FAIL_DLOPEN = 3,             /* dlopen failed for another reason */
+    BP_PLUGIN_FAIL_MISSING_ENTRY = 4,      /* no bp_plugin_abi_version or bp_plugin_init */
+    BP_PLUGIN_FAIL_ABI_MAJOR = 5,          /* plugin's ABI major differs from the host's */
+    BP_PLUGIN_FAIL_INIT = 6,               /* bp_plugin_init returned an error */
+    BP_PLUGIN_FAIL_DUPLICATE = 7,          /* a plugin of the same family was loaded first */
+    BP_PLUGIN_FAIL_FILTERED = 8,           /* excluded by an environment variable */
+    BP_PLUGIN_FAIL_CRASHED = 9,            /* the probe child died of a signal */
+    BP_PLUGIN_FAIL_TIMEOUT = 10,           /* the probe child did not answer in time */
+    BP_PLUGIN_FAIL_CANNOT_RUN = 11,        /* variant score 0: this machine lacks what it needs */
+    BP_PLUGIN_FAIL_OUTSCORED = 12,         /* another variant of the family scored higher */
+    BP_PLUGIN_FAIL_BAD_NAME = 13,          /* file name is not libbackplane-<family>[-<variant>].so */
+    BP_PLUGIN_FAIL_BAD_REGISTRY = 14,      /* init succeeded but returned an unusable registry */
+};
+struct bp_plugin_failure {
+    const char *path;
+    const char *family;       /* from the file name, "" if unparsable */
+    enum bp_plugin_failure_code code;
+    const char *reason;       /* one sentence: what was wrong */
+    const char *remedy;       /* one sentence: what to do */
+};
+BP_API size_t bp_plugin_failure_count(void);
+BP_API const struct bp_plugin_failure *bp_plugin_failure_get(size_t index);
+/* "ABI_MAJOR", "CRASHED", ... */
+BP_API const char *bp_plugin_failure_code_name(enum bp_plugin_failure_code code);
+
+/* --------------------------------------------------------------- devices */
+
+BP_API size_t bp_device_count(void);
+BP_API struct bp_device *bp_device_get(size_t index);
+/* Exact name match ("cpu", "vulkan0"); NULL and last error when absent. */
+BP_API struct bp_device *bp_device_by_name(const char *name);
+/* The devices an application should use by default: BACKPLANE_DEVICES when
+ * set (comma-separated names), otherwise the first GPU/IGPU device, otherwise
+ * the first CPU device. Fills up to cap pointers; *n_out gets the count. */
+BP_API bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out);
+
+BP_API const char *bp_device_name(struct bp_device *dev);
+BP_API const char *bp_device_description(struct bp_device *dev);
+BP_API enum bp_device_type bp_device_type(struct bp_device *dev);
+BP_API const char *bp_device_type_name(enum bp_device_type type);
+BP_API void bp_device_memory(struct bp_device *dev, size_t *free, size_t *total);
+BP_API void bp_device_caps(struct bp_device *dev, struct bp_device_caps *caps);
+BP_API struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev);
+BP_API bool bp_device_supports_op(struct bp_device *dev, const struct bp_tensor *node);
+/* Proc address from the device's registry, or NULL. */
+BP_API void *bp_device_proc_address(struct bp_device *dev, const char *name);
+
+/* -------------------------------------------------------------- backends */
+
+BP_API bp_status bp_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
+BP_API void bp_backend_free(struct bp_backend *b);
+BP_API bp_status bp_backend_graph_compute(struct bp_backend *b, struct bp_graph *g);
+BP_API bp_status bp_backend_synchronize(struct bp_backend *b);
+/* Uses the backend's set_n_threads proc when it has one; BP_ERR_UNSUPPORTED otherwise. */
+BP_API bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads);
+
+/* --------------------------------------------------------------- buffers */
+
+BP_API bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out);
+BP_API void bp_buffer_free(struct bp_buffer *buf);
+BP_API size_t bp_buffer_size(const struct bp_buffer *buf);
+BP_API bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value);
+/* Raw byte access to a buffer (for guard checks and debugging). */
+BP_API bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size);
+BP_API bp_status bp_buffer_write(struct bp_buffer *buf, size_t offset, const void *src, size_t size);
+
+/* -------------------------------------------------------------- contexts */
+
+/* A context owns tensor metadata (not data). */
+struct bp_context;
+BP_API bp_status bp_context_new(size_t max_tensors, struct bp_context **out);
+BP_API void bp_context_free(struct bp_context *ctx);
+/* BP_OK, or the first error an op constructor hit in this context. */
+BP_API bp_status bp_context_status(const struct bp_context *ctx);
+
+/* Options for bp_context_alloc_tensors. */
+struct bp_alloc_options {
+    /* Bytes of unused space before and after every tensor (rounded up to the
+     * alignment); the check harness fills them with a pattern to catch
+     * out-of-bounds writes. */
+    size_t guard_bytes;
+};
+/* Place every tensor of ctx that has no buffer yet (views excepted: they
+ * alias their source) in one new buffer of buft; *out receives it (the
+ * caller frees it after the tensors are no longer used). opts may be NULL. */
+BP_API bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type *buft,
+                                          const struct bp_alloc_options *opts,
+                                          struct bp_buffer **out);
+/* Bytes bp_context_alloc_tensors would need. */
+BP_API size_t bp_context_alloc_size(struct bp_context *ctx, struct bp_buffer_type *buft,
+                                    const struct bp_alloc_options *opts);
+/* Tensor number i of the context in creation order, NULL past the end. */
+BP_API struct bp_tensor *bp_context_tensor(struct bp_context *ctx, size_t i);
+BP_API size_t bp_context_tensor_count(const struct bp_context *ctx);
+BP_API struct bp_tensor *bp_context_find(struct bp_context *ctx, const char *name);
+
+/* --------------------------------------------------------------- tensors */
+
+/* New leaf tensor, contiguous. n_dims 1..4; missing dims are 1. */
+BP_API struct bp_tensor *bp_tensor_new(struct bp_context *ctx, enum bp_type type, int n_dims,
+                                       const int64_t *ne);
+BP_API struct bp_tensor *bp_tensor_new_1d(struct bp_context *ctx, enum bp_type type, int64_t ne0);
+BP_API struct bp_tensor *bp_tensor_new_2d(struct bp_context *ctx, enum bp_type type, int64_t ne0,
+                                          int64_t ne1);
+BP_API struct bp_tensor *bp_tensor_new_3d(struct bp_context *ctx, enum bp_type type, int64_t ne0,
+                                          int64_t ne1, int64_t ne2);
+BP_API struct bp_tensor *bp_tensor_new_4d(struct bp_context *ctx, enum bp_type type, int64_t ne0,
+                                          int64_t ne1, int64_t ne2, int64_t ne3);
+/* Sets the name (truncated to BP_MAX_NAME-1 bytes); returns t. */
+BP_API struct bp_tensor *bp_tensor_set_name(struct bp_tensor *t, const char *name);
+
+/* Copy bytes [offset, offset+size) of the tensor's storage from/to host memory.
+ * The tensor must be allocated; the range must lie within bp_nbytes(t). */
+BP_API bp_status bp_tensor_set(struct bp_tensor *t, const void *src, size_t offset, size_t size);
+BP_API bp_status bp_tensor_get(const struct bp_tensor *t, void *dst, size_t offset, size_t size);
+
+/* ------------------------------------------------ op constructors (bp_ops.h) */
+
+BP_API struct bp_tensor *bp_get_rows(struct bp_context *ctx, struct bp_tensor *table,
+                                     struct bp_tensor *ids);
+BP_API struct bp_tensor *bp_mul_mat(struct bp_context *ctx, struct bp_tensor *w,
+                                    struct bp_tensor *x);
+BP_API struct bp_tensor *bp_add(struct bp_context *ctx, struct bp_tensor *a, struct bp_tensor *b);
+BP_API struct bp_tensor *bp_mul(struct bp_context *ctx, struct bp_tensor *a, struct bp_tensor *b);
+BP_API struct bp_tensor *bp_scale(struct bp_context *ctx, struct bp_tensor *x, float s, float b);
+BP_API struct bp_tensor *bp_rms_norm(struct bp_context *ctx, struct bp_tensor *x, float eps);
+/* mask may be NULL. */
+BP_API struct bp_tensor *bp_soft_max(struct bp_context *ctx, struct bp_tensor *x,
+                                     struct bp_tensor *mask, float scale);
+BP_API struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
+                                 int n_dims, int mode, float freq_base, float freq_scale);
+BP_API struct bp_tensor *bp_silu(struct bp_context *ctx, struct bp_tensor *x);
+BP_API struct bp_tensor *bp_gelu(struct bp_context *ctx, struct bp_tensor *x);
+BP_API struct bp_tensor *bp_cpy(struct bp_context *ctx, struct bp_tensor *src, struct bp_tensor *dst);
+BP_API struct bp_tensor *bp_cont(struct bp_context *ctx, struct bp_tensor *x);
+/* n_dims 1..4; element count must match; x must be contiguous. */
+BP_API struct bp_tensor *bp_reshape(struct bp_context *ctx, struct bp_tensor *x, int n_dims,
+                                    const int64_t *ne);
+/* A view with its own shape ne[0..n_dims) and byte strides nb[1..n_dims)
+ * (nb[0] is the type size) starting offset bytes into x; must lie inside x. */
+BP_API struct bp_tensor *bp_view(struct bp_context *ctx, struct bp_tensor *x, int n_dims,
+                                 const int64_t *ne, const size_t *nb, size_t offset);
+/* axis[i] is the position source dim i takes in the result (a permutation). */
+BP_API struct bp_tensor *bp_permute(struct bp_context *ctx, struct bp_tensor *x, int a0, int a1,
+                                    int a2, int a3);
+BP_API struct bp_tensor *bp_transpose(struct bp_context *ctx, struct bp_tensor *x);
+BP_API struct bp_tensor *bp_set_rows(struct bp_context *ctx, struct bp_tensor *dst,
+                                     struct bp_tensor *values, struct bp_tensor *ids);
+/* mask may be NULL. */
+BP_API struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_tensor *q,
+                                           struct bp_tensor *k, struct bp_tensor *v,
+                                           struct bp_tensor *mask, float scale);
+
+/* ---------------------------------------------------------------- graphs */
+
+/* A graph of up to capacity nodes, owned by the caller (bp_graph_free). */
+BP_API bp_status bp_graph_new(size_t capacity, struct bp_graph **out);
+BP_API void bp_graph_free(struct bp_graph *g);
+/* Append every node needed to compute t that is not yet in g, sources first
+ * (views are included: they are free). Fails when the context of t has a
+ * sticky error or the graph is full. */
+BP_API bp_status bp_graph_build(struct bp_graph *g, struct bp_tensor *t);
+
+/* ------------------------------------------------------------- utilities */
+
+/* Human "1.5 GiB" into buf; returns buf. */
+BP_API const char *bp_format_bytes(size_t bytes, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BACKPLANE_H */

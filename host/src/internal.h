@@ -1,0 +1,37 @@
+/*
+ * internal.h — what the files of libbackplane share among themselves.
+ * Nothing here is installed; applications use backplane.h.
+ */
+#ifndef BP_HOST_INTERNAL_H
+#define BP_HOST_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <backplane/backplane.h>
+
+#define BP_HIDDEN __attribute__((visibility("hidden")))
+
+/* error.c — the per-thread last error. Returns status, so a failing path can
+ * `return bp__fail(BP_ERR_SHAPE, "...")`. Also logs at debug level. */
+BP_HIDDEN bp_status bp__fail(bp_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+BP_HIDDEN void bp__clear_error(void);
+
+/* log.c — diagnostics filtered by BACKPLANE_LOG (default: warn). */
+BP_HIDDEN void bp__log(enum bp_log_level level, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+BP_HIDDEN void bp__vlog(enum bp_log_level level, const char *who, const char *fmt, va_list ap);
+BP_HIDDEN int bp__log_enabled(enum bp_log_level level);
+
+/* env.c — getenv that returns NULL in setuid/setgid programs. */
+BP_HIDDEN const char *bp__getenv(const char *name);
+
+/* loader.c — load plugins on first use (idempotent, thread-safe). Every
+ * public entry point that touches plugins or devices calls it. */
+BP_HIDDEN void bp__ensure_loaded(void);
+
+/* The host-services table handed to plugins. */
+BP_HIDDEN const struct bp_host_services *bp__host_services(void);
+
+#endif /* BP_HOST_INTERNAL_H */
