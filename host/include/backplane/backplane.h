@@ -161,7 +161,12 @@ struct bp_alloc_options {
 };
 /* Place every tensor of ctx that has no buffer yet (views excepted: they
  * alias their source) in one new buffer of buft; *out receives it (the
- * caller frees it after the tensors are no longer used). opts may be NULL. */
+ * caller frees it after the tensors are no longer used). opts may be NULL.
+ * Offsets are multiples of the buffer type's alignment; each tensor takes
+ * get_alloc_size bytes when the buffer type has it, else bp_nbytes. Views in
+ * ctx whose source now has memory are resolved too. When no tensor needs
+ * memory the call returns BP_OK and sets *out to NULL (nothing to free). On
+ * failure no tensor is changed and *out is NULL. */
 BP_API bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type *buft,
                                           const struct bp_alloc_options *opts,
                                           struct bp_buffer **out);
@@ -194,6 +199,8 @@ BP_API bp_status bp_tensor_set(struct bp_tensor *t, const void *src, size_t offs
 BP_API bp_status bp_tensor_get(const struct bp_tensor *t, void *dst, size_t offset, size_t size);
 
 /* ------------------------------------------------ op constructors (bp_ops.h) */
+/* Where bp_ops.h says "F", the constructors also accept bf16: whether a
+ * device computes it is for its supports_op to say at compute time. */
 
 BP_API struct bp_tensor *bp_get_rows(struct bp_context *ctx, struct bp_tensor *table,
                                      struct bp_tensor *ids);
@@ -216,7 +223,11 @@ BP_API struct bp_tensor *bp_cont(struct bp_context *ctx, struct bp_tensor *x);
 BP_API struct bp_tensor *bp_reshape(struct bp_context *ctx, struct bp_tensor *x, int n_dims,
                                     const int64_t *ne);
 /* A view with its own shape ne[0..n_dims) and byte strides nb[1..n_dims)
- * (nb[0] is the type size) starting offset bytes into x; must lie inside x. */
+ * (nb[0] is the type size) starting offset bytes into x; must lie inside x.
+ * nb points to n_dims entries indexed like bp_tensor.nb; nb[0] is not read
+ * (the element size is used) and nb may be NULL when n_dims == 1. Offset and
+ * strides must keep elements aligned (multiples of 4 bytes for f32, i32,
+ * q4_K, q8_K; of 2 bytes for the other types). */
 BP_API struct bp_tensor *bp_view(struct bp_context *ctx, struct bp_tensor *x, int n_dims,
                                  const int64_t *ne, const size_t *nb, size_t offset);
 /* axis[i] is the position source dim i takes in the result (a permutation). */
@@ -237,7 +248,9 @@ BP_API bp_status bp_graph_new(size_t capacity, struct bp_graph **out);
 BP_API void bp_graph_free(struct bp_graph *g);
 /* Append every node needed to compute t that is not yet in g, sources first
  * (views are included: they are free). Fails when the context of t has a
- * sticky error or the graph is full. */
+ * sticky error or the graph is full. t == NULL (an op constructor failed)
+ * gives BP_ERR_INVALID_ARGUMENT with the earlier error repeated. On failure
+ * g is left as it was before the call. */
 BP_API bp_status bp_graph_build(struct bp_graph *g, struct bp_tensor *t);
 
 /* ------------------------------------------------------------- utilities */

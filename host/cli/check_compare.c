@@ -1,0 +1,104 @@
+/*
+ * check_compare.c — is a device's output close enough to the CPU reference?
+ *
+ * The measure is the normalised mean squared error, sum (a-b)^2 / sum b^2,
+ * which does not care about the output's scale. Thresholds sit in one table:
+ * exact-by-construction ops (copies, gathers) get the tightest bound; ops
+ * whose summation order or transcendental functions differ between honest
+ * implementations get more room; anything rounded through f16/bf16 gets the
+ * room one unit in the last place of that format leaves.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_harness.h"
+
+struct threshold_row {
+    enum bp_op op;
+    double f32, f16, bf16;
+};
+
+static const struct threshold_row thresholds[] = {
+    {BP_OP_GET_ROWS,       1e-7, 1e-7, 1e-7},  /* pure gathers: exact after conversion */
+    {BP_OP_SET_ROWS,       1e-7, 1e-5, 1e-4},
+    {BP_OP_CPY,            1e-7, 1e-5, 1e-4},
+    {BP_OP_CONT,           1e-7, 1e-7, 1e-7},
+    {BP_OP_ADD,            1e-7, 1e-5, 1e-4},
+    {BP_OP_MUL,            1e-7, 1e-5, 1e-4},
+    {BP_OP_SCALE,          1e-7, 1e-5, 1e-4},
+    {BP_OP_SILU,           1e-7, 1e-5, 1e-4},
+    {BP_OP_GELU,           1e-7, 1e-5, 1e-4},
+    {BP_OP_RMS_NORM,       1e-6, 1e-5, 1e-4},
+    {BP_OP_SOFT_MAX,       1e-6, 1e-6, 1e-5},  /* the output is f32 whatever the mask type */
+    {BP_OP_ROPE,           1e-6, 1e-5, 1e-4},
+    {BP_OP_MUL_MAT,        1e-6, 1e-5, 1e-4},  /* f16 weights: the activations may be rounded too */
+    {BP_OP_FLASH_ATTN_EXT, 1e-6, 5e-5, 5e-4},
+};
+
+double check_threshold(enum bp_op op, enum bp_type type)
+{
+    for (size_t i = 0; i < sizeof thresholds / sizeof thresholds[0]; i++) {
+        if (thresholds[i].op != op) continue;
+        switch (type) {
+        case BP_TYPE_F16: return thresholds[i].f16;
+        case BP_TYPE_BF16: return thresholds[i].bf16;
+        default: return thresholds[i].f32;
+        }
+    }
+    return 1e-6;
+}
+
+static const char *class_name(float x)
+{
+    return isnan(x) ? "NaN" : (x > 0 ? "+Inf" : "-Inf");
+}
+
+void check_compare(const struct check_case *c, const struct check_output *ref,
+                   const struct check_output *dev, struct check_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->threshold = check_threshold(c->op, c->type);
+    if (ref->n != dev->n || !ref->values || !dev->values) {
+        snprintf(v->message, sizeof v->message, "output has %zu elements, the reference %zu",
+                 dev->n, ref->n);
+        return;
+    }
+    double err = 0.0, norm = 0.0;
+    for (size_t i = 0; i < ref->n; i++) {
+        float r = ref->values[i], d = dev->values[i];
+        if (!isfinite(r) || !isfinite(d)) {
+            bool same = (isnan(r) && isnan(d)) || (isinf(r) && isinf(d) && (r > 0) == (d > 0));
+            if (same) continue;
+            if (!isfinite(d))
+                snprintf(v->message, sizeof v->message,
+                         "%s in the output at element %zu where the reference is %g",
+                         class_name(d), i, (double)r);
+            else
+                snprintf(v->message, sizeof v->message,
+                         "the reference has %s at element %zu where the output is %g",
+                         class_name(r), i, (double)d);
+            v->worst_index = i;
+            v->nmse = NAN;
+            return;
+        }
+        double diff = (double)d - (double)r;
+        err += diff * diff;
+        norm += (double)r * (double)r;
+        if (fabs(diff) > v->max_abs_err) {
+            v->max_abs_err = fabs(diff);
+            v->worst_index = i;
+        }
+    }
+    v->ref_rms = ref->n ? sqrt(norm / (double)ref->n) : 0.0;
+    /* An all-zero reference: fall back to the absolute squared error. */
+    v->nmse = norm > 0.0 ? err / norm : err;
+    if (v->nmse > v->threshold) {
+        snprintf(v->message, sizeof v->message,
+                 "nmse %.3g exceeds %.0e; largest error %.3g at element %zu (%g, reference %g)",
+                 v->nmse, v->threshold, v->max_abs_err, v->worst_index,
+                 (double)dev->values[v->worst_index], (double)ref->values[v->worst_index]);
+        return;
+    }
+    v->pass = true;
+}

@@ -1,0 +1,40 @@
+/* cli.h — what the subcommands of the `backplane` program share. */
+#ifndef BP_CLI_H
+#define BP_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <backplane/backplane.h>
+
+/* Exit statuses: 0 success, 1 a failure (check failed, no such device, ...),
+ * 2 a usage error. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+int cmd_devices(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+
+/* Loads plugins with crash/hang isolation so one bad plugin is reported,
+ * not fatal. Prints the error and returns false when loading failed. */
+bool cli_load(void);
+
+/* The device called name, or NULL after printing a sentence that lists the
+ * available names to stderr. */
+struct bp_device *cli_find_device(const char *name);
+
+/* "backplane: <message>" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A usage error: the message and a hint; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The plugin that owns dev, or NULL. */
+const struct bp_plugin_info *cli_plugin_of(struct bp_device *dev);
+
+/* "1.0" for an ABI version word into buf. */
+const char *cli_abi_string(uint32_t v, char *buf, size_t cap);
+
+#endif /* BP_CLI_H */

@@ -1,0 +1,277 @@
+/*
+ * cmd_check.c — `backplane check`: every op of the harness on every selected
+ * device, compared with the CPU reference. Each case runs twice, on the
+ * device under test and on the CPU device, each with its own backend and
+ * buffer (so comparing the CPU with itself is meaningful: it still exercises
+ * guards, NaN checks and two independent streams).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "check_harness.h"
+#include "cli.h"
+#include "json.h"
+
+#define MAX_SELECTED 64
+
+static void help(void)
+{
+    puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n\n"
+         "Runs every op of the harness (each element type, odd sizes, broadcasts,\n"
+         "non-contiguous inputs) on each selected device (default: every device)\n"
+         "and compares the output with the CPU reference by normalised mean\n"
+         "squared error. Guard bytes around every tensor catch out-of-bounds\n"
+         "writes; NaN/Inf where the reference is finite fails; ops a device\n"
+         "declines are reported as unsupported. Exits 1 when any case fails.\n\n"
+         "  --device NAME  check this device (repeatable)\n"
+         "  --op NAME      check only this op, e.g. MUL_MAT (repeatable)\n"
+         "  --json         per-case records and the summary as JSON\n"
+         "  --verbose      more detail on each line (largest error, reasons)");
+}
+
+enum case_status { CASE_PASS, CASE_FAIL, CASE_UNSUPPORTED };
+
+static const char *status_word(enum case_status s)
+{
+    return s == CASE_PASS ? "PASS" : s == CASE_FAIL ? "FAIL" : "UNSUP";
+}
+
+struct options {
+    const char *devices[MAX_SELECTED];
+    int n_devices;
+    bool ops[BP_OP_COUNT];
+    bool any_op;
+    bool json;
+    bool verbose;
+};
+
+static bool op_by_name(const char *name, enum bp_op *out)
+{
+    for (int op = 1; op < BP_OP_COUNT; op++)
+        if (!strcasecmp(name, bp_op_name((enum bp_op)op))) {
+            *out = (enum bp_op)op;
+            return true;
+        }
+    return false;
+}
+
+static bool op_has_cases(enum bp_op op)
+{
+    for (size_t i = 0; i < check_case_count(); i++)
+        if (check_case_get(i)->op == op) return true;
+    return false;
+}
+
+static int unknown_op(const char *name)
+{
+    char list[512] = "";
+    size_t used = 0;
+    for (int op = 1; op < BP_OP_COUNT && used < sizeof list; op++) {
+        if (!op_has_cases((enum bp_op)op)) continue;
+        int w = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
+                         bp_op_name((enum bp_op)op));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return cli_usage_error("check", "there is no op named '%s' in the check; ops: %s.", name, list);
+}
+
+/* Returns -1 when the options parsed, otherwise the exit status to return. */
+static int parse(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        bool is_dev = !strcmp(a, "--device") || !strncmp(a, "--device=", 9);
+        bool is_op = !strcmp(a, "--op") || !strncmp(a, "--op=", 5);
+        if (is_dev || is_op) {
+            const char *eq = strchr(a, '=');
+            if (eq) val = eq + 1;
+            else if (i + 1 < argc) val = argv[++i];
+            else return cli_usage_error("check", "'%s' needs a value.", a);
+            if (!*val) return cli_usage_error("check", "'%s' needs a non-empty value.", a);
+            if (is_dev) {
+                if (o->n_devices >= MAX_SELECTED)
+                    return cli_usage_error("check", "at most %d --device options are allowed.", MAX_SELECTED);
+                o->devices[o->n_devices++] = val;
+            } else {
+                enum bp_op op;
+                if (!op_by_name(val, &op) || !op_has_cases(op)) return unknown_op(val);
+                o->ops[op] = true;
+                o->any_op = true;
+            }
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            o->verbose = true;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            help();
+            return CLI_EXIT_OK;
+        } else {
+            return cli_usage_error("check", "unknown argument '%s' for 'check'.", a);
+        }
+    }
+    return -1;
+}
+
+struct record {
+    struct bp_device *dev;
+    const struct check_case *c;
+    enum case_status status;
+    struct check_verdict v;
+    char message[300];
+};
+
+/* One case on one device: the device first, so a declined op costs nothing. */
+static void run_one(struct bp_device *dev, struct bp_device *ref_dev, size_t ci, struct record *r)
+{
+    const struct check_case *c = check_case_get(ci);
+    struct check_output out, ref;
+    memset(r, 0, sizeof *r);
+    r->dev = dev;
+    r->c = c;
+    r->v.threshold = check_threshold(c->op, c->type);
+    r->v.nmse = -1.0;
+    check_run_case(c, ci, dev, &out);
+    if (out.unsupported) {
+        r->status = CASE_UNSUPPORTED;
+        snprintf(r->message, sizeof r->message, "%s", out.problem);
+        check_output_free(&out);
+        return;
+    }
+    check_run_case(c, ci, ref_dev, &ref);
+    if (ref.unsupported || ref.problem[0] || !ref.values) {
+        /* Without a reference there is nothing to judge the device by. */
+        r->status = ref.unsupported ? CASE_UNSUPPORTED : CASE_FAIL;
+        snprintf(r->message, sizeof r->message, "reference %s: %s", bp_device_name(ref_dev),
+                 ref.problem[0] ? ref.problem : "no output");
+    } else if (!out.values) {
+        r->status = CASE_FAIL;
+        snprintf(r->message, sizeof r->message, "%s", out.problem[0] ? out.problem : "no output");
+    } else {
+        check_compare(c, &ref, &out, &r->v);
+        if (out.problem[0]) {
+            r->status = CASE_FAIL;
+            snprintf(r->message, sizeof r->message, "%s", out.problem);
+        } else {
+            r->status = r->v.pass ? CASE_PASS : CASE_FAIL;
+            snprintf(r->message, sizeof r->message, "%s", r->v.message);
+        }
+    }
+    check_output_free(&out);
+    check_output_free(&ref);
+}
+
+static void print_line(const struct record *r, bool verbose)
+{
+    printf("%-5s %-10s %-14s %-4s %s", status_word(r->status), bp_device_name(r->dev),
+           bp_op_name(r->c->op), bp_type_name(r->c->type), r->c->desc);
+    if (r->v.nmse >= 0.0) printf("  nmse=%.2e", r->v.nmse);
+    if (verbose && r->status == CASE_PASS)
+        printf(" (limit %.0e, max |err| %.2e, reference rms %.3g)", r->v.threshold,
+               r->v.max_abs_err, r->v.ref_rms);
+    if (r->status == CASE_FAIL || (verbose && r->message[0])) printf("  -- %s", r->message);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static void json_record(struct json_writer *w, const struct record *r)
+{
+    static const char *const words[] = {"pass", "fail", "unsupported"};
+    json_object_begin(w, NULL);
+    json_string(w, "device", bp_device_name(r->dev));
+    json_string(w, "op", bp_op_name(r->c->op));
+    json_string(w, "type", bp_type_name(r->c->type));
+    json_string(w, "case", r->c->desc);
+    json_string(w, "status", words[r->status]);
+    if (r->v.nmse >= 0.0) json_double(w, "nmse", r->v.nmse);
+    else json_null(w, "nmse");
+    json_double(w, "threshold", r->v.threshold);
+    json_string(w, "message", r->message);
+    json_object_end(w);
+}
+
+struct tally {
+    int passed, failed, unsupported;
+};
+
+int cmd_check(int argc, char **argv)
+{
+    struct options o;
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (!cli_load()) return CLI_EXIT_FAIL;
+
+    struct bp_device *ref_dev = bp_device_by_name("cpu");
+    if (!ref_dev) {
+        cli_error("the check needs the CPU plugin as its reference, but no device named 'cpu' "
+                  "is loaded; run 'backplane devices' to see why.");
+        return CLI_EXIT_FAIL;
+    }
+    struct bp_device *devs[MAX_SELECTED];
+    int n_devs = 0;
+    if (o.n_devices == 0) {
+        for (size_t i = 0; i < bp_device_count() && n_devs < MAX_SELECTED; i++)
+            devs[n_devs++] = bp_device_get(i);
+    } else {
+        for (int i = 0; i < o.n_devices; i++) {
+            devs[n_devs] = cli_find_device(o.devices[i]);
+            if (!devs[n_devs]) return CLI_EXIT_FAIL;
+            n_devs++;
+        }
+    }
+
+    struct json_writer w;
+    if (o.json) {
+        json_init(&w, stdout);
+        json_object_begin(&w, NULL);
+        json_string(&w, "reference", bp_device_name(ref_dev));
+        json_array_begin(&w, "cases");
+    }
+    struct tally tallies[MAX_SELECTED];
+    memset(tallies, 0, sizeof tallies);
+    for (int d = 0; d < n_devs; d++) {
+        for (size_t ci = 0; ci < check_case_count(); ci++) {
+            if (o.any_op && !o.ops[check_case_get(ci)->op]) continue;
+            struct record r;
+            run_one(devs[d], ref_dev, ci, &r);
+            if (r.status == CASE_PASS) tallies[d].passed++;
+            else if (r.status == CASE_FAIL) tallies[d].failed++;
+            else tallies[d].unsupported++;
+            if (o.json) json_record(&w, &r);
+            else print_line(&r, o.verbose);
+        }
+    }
+    bool all_ok = true;
+    if (o.json) {
+        json_array_end(&w);
+        json_array_begin(&w, "summary");
+    } else {
+        putchar('\n');
+    }
+    for (int d = 0; d < n_devs; d++) {
+        all_ok &= tallies[d].failed == 0;
+        if (o.json) {
+            json_object_begin(&w, NULL);
+            json_string(&w, "device", bp_device_name(devs[d]));
+            json_int(&w, "passed", tallies[d].passed);
+            json_int(&w, "failed", tallies[d].failed);
+            json_int(&w, "unsupported", tallies[d].unsupported);
+            json_object_end(&w);
+        } else {
+            printf("%s: %d passed, %d failed, %d unsupported\n", bp_device_name(devs[d]),
+                   tallies[d].passed, tallies[d].failed, tallies[d].unsupported);
+        }
+    }
+    if (o.json) {
+        json_array_end(&w);
+        json_bool(&w, "ok", all_ok);
+        json_object_end(&w);
+        json_finish(&w);
+    }
+    if (!all_ok && !o.json)
+        cli_error("the check failed on at least one device; the FAIL lines above say where.");
+    return all_ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}

@@ -1,0 +1,137 @@
+/* buffer.c — buffers: allocation, release and raw byte access, each plugin
+ * call wrapped with a status and a sentence. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tensor_internal.h"
+
+const char *bp__buft_name(struct bp_buffer_type *buft)
+{
+    const char *name = NULL;
+    if (buft && BP_IFACE_HAS(buft->iface, get_name) && buft->iface->get_name)
+        name = buft->iface->get_name(buft);
+    return name ? name : "(unnamed buffer type)";
+}
+
+const char *bp__buffer_name(struct bp_buffer *buf)
+{
+    return buf ? bp__buft_name(buf->buft) : "(null)";
+}
+
+bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out)
+{
+    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_alloc: out is NULL; pass the address of a buffer pointer.");
+    *out = NULL;
+    if (!buft || !BP_IFACE_HAS(buft->iface, alloc_buffer) || !buft->iface->alloc_buffer)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                        "bp_buffer_alloc: the buffer type is NULL or has no alloc_buffer; get one from bp_device_buffer_type.");
+    size_t max = 0;
+    if (BP_IFACE_HAS(buft->iface, get_max_size) && buft->iface->get_max_size)
+        max = buft->iface->get_max_size(buft);
+    char want[32], most[32];
+    if (max && size > max)
+        return bp__fail(BP_ERR_OUT_OF_MEMORY,
+                        "buffer type %s allows at most %s per buffer but %s were asked for; split the tensors over several contexts.",
+                        bp__buft_name(buft), bp_format_bytes(max, most, sizeof most),
+                        bp_format_bytes(size, want, sizeof want));
+    struct bp_buffer *buf = NULL;
+    bp_status st = buft->iface->alloc_buffer(buft, size, &buf);
+    if (st != BP_OK || !buf) {
+        if (st == BP_OK) st = BP_ERR_PLUGIN;
+        return bp__fail(st, "buffer type %s could not allocate %s (%s); free memory on the device or use a smaller model.",
+                        bp__buft_name(buft), bp_format_bytes(size, want, sizeof want), bp_status_name(st));
+    }
+    if (!buf->iface || !buf->iface->get_base || !buf->iface->free_buffer) {
+        /* Without free_buffer we cannot even give it back: leak rather than crash. */
+        if (buf->iface && buf->iface->free_buffer) buf->iface->free_buffer(buf);
+        return bp__fail(BP_ERR_PLUGIN, "buffer type %s returned a buffer without get_base or free_buffer; its plugin is broken.",
+                        bp__buft_name(buft));
+    }
+    if (!buf->buft) buf->buft = buft;
+    *out = buf;
+    return BP_OK;
+}
+
+void bp_buffer_free(struct bp_buffer *buf)
+{
+    if (buf && buf->iface && buf->iface->free_buffer) buf->iface->free_buffer(buf);
+}
+
+size_t bp_buffer_size(const struct bp_buffer *buf)
+{
+    return buf ? buf->size : 0;
+}
+
+bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value)
+{
+    if (!buf || !buf->iface) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_clear: the buffer is NULL.");
+    if (!BP_IFACE_HAS(buf->iface, clear) || !buf->iface->clear)
+        return bp__fail(BP_ERR_UNSUPPORTED, "buffer %s cannot be cleared: its plugin has no clear function.",
+                        bp__buffer_name(buf));
+    bp_status st = buf->iface->clear(buf, value);
+    if (st != BP_OK)
+        return bp__fail(st, "buffer %s failed to clear (%s); see the log for the plugin's reason.",
+                        bp__buffer_name(buf), bp_status_name(st));
+    return BP_OK;
+}
+
+/* A 1-D I32 tensor spanning the whole buffer from its base. Plugins address
+ * bytes as t->data + offset, so raw access is a tensor access at `offset`.
+ * It is never passed to init_tensor and has no extra. */
+static void whole_buffer_tensor(struct bp_buffer *buf, struct bp_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->type = BP_TYPE_I32;
+    t->ne[0] = (int64_t)((buf->size + 3) / 4);
+    t->ne[1] = t->ne[2] = t->ne[3] = 1;
+    t->nb[0] = 4;
+    t->nb[1] = t->nb[2] = t->nb[3] = (size_t)t->ne[0] * 4;
+    t->data = buf->iface->get_base(buf);
+    t->buffer = buf;
+    snprintf(t->name, sizeof t->name, "(raw buffer bytes)");
+}
+
+static bp_status check_raw(const char *what, struct bp_buffer *buf, const void *host, size_t offset,
+                           size_t size)
+{
+    if (!buf || !buf->iface || !buf->iface->get_base)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the buffer is NULL or has no get_base.", what);
+    if (!host && size) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the host pointer is NULL.", what);
+    if (offset > buf->size || size > buf->size - offset)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT,
+                        "%s: bytes [%zu, %zu + %zu) are outside buffer %s of %zu bytes; pass a range inside it.",
+                        what, offset, offset, size, bp__buffer_name(buf), buf->size);
+    return BP_OK;
+}
+
+bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size)
+{
+    bp_status st = check_raw("bp_buffer_read", buf, dst, offset, size);
+    if (st != BP_OK || size == 0) return st;
+    if (!BP_IFACE_HAS(buf->iface, get_tensor) || !buf->iface->get_tensor)
+        return bp__fail(BP_ERR_UNSUPPORTED, "bp_buffer_read: buffer %s has no get_tensor; its plugin is incomplete.",
+                        bp__buffer_name(buf));
+    struct bp_tensor t;
+    whole_buffer_tensor(buf, &t);
+    st = buf->iface->get_tensor(buf, &t, dst, offset, size);
+    if (st != BP_OK)
+        return bp__fail(st, "bp_buffer_read: buffer %s failed to read %zu bytes at %zu (%s).",
+                        bp__buffer_name(buf), size, offset, bp_status_name(st));
+    return BP_OK;
+}
+
+bp_status bp_buffer_write(struct bp_buffer *buf, size_t offset, const void *src, size_t size)
+{
+    bp_status st = check_raw("bp_buffer_write", buf, src, offset, size);
+    if (st != BP_OK || size == 0) return st;
+    if (!BP_IFACE_HAS(buf->iface, set_tensor) || !buf->iface->set_tensor)
+        return bp__fail(BP_ERR_UNSUPPORTED, "bp_buffer_write: buffer %s has no set_tensor; its plugin is incomplete.",
+                        bp__buffer_name(buf));
+    struct bp_tensor t;
+    whole_buffer_tensor(buf, &t);
+    st = buf->iface->set_tensor(buf, &t, src, offset, size);
+    if (st != BP_OK)
+        return bp__fail(st, "bp_buffer_write: buffer %s failed to write %zu bytes at %zu (%s).",
+                        bp__buffer_name(buf), size, offset, bp_status_name(st));
+    return BP_OK;
+}

@@ -1,0 +1,274 @@
+/*
+ * backend.c — a CPU execution stream: its own thread pool and scratch, and
+ * graph_compute.
+ *
+ * Compute is synchronous (the call returns when the graph is done), so
+ * synchronize has nothing to wait for. Two backends share nothing but the
+ * registry's list of live objects, so they run concurrently.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+#include "ops.h"
+
+struct cpu_backend {
+    struct bp_backend be;
+    struct cpu_live live;
+    struct cpu_plugin *pl;
+    struct cpu_pool *pool;
+    void *scratch;          /* n_threads slices of scratch_per_thread bytes */
+    size_t scratch_size;
+};
+
+/* One graph_compute as seen by every thread of the pool. */
+struct cpu_graph_job {
+    struct cpu_backend *cb;
+    struct bp_graph *g;
+    size_t per_thread;      /* scratch bytes per thread */
+    bp_status status;       /* written by thread 0 only, read after a barrier */
+};
+
+static const struct bp_backend_iface cpu_backend_iface;
+
+static struct cpu_backend *cpu_backend_of_live(struct cpu_live *l)
+{
+    return (struct cpu_backend *)((char *)l - offsetof(struct cpu_backend, live));
+}
+
+static const char *be_get_name(struct bp_backend *b)
+{
+    (void)b;
+    return CPU_FAMILY;
+}
+
+static void be_free(struct bp_backend *b)
+{
+    if (!b)
+        return;
+    struct cpu_backend *cb = b->context;
+    cpu_live_remove(cb->pl, &cb->live);
+    cpu_pool_free(cb->pool);
+    free(cb->scratch);
+    free(cb);
+}
+
+static bp_status be_synchronize(struct bp_backend *b)
+{
+    (void)b;
+    return BP_OK;
+}
+
+static void graph_job(void *arg, int ith, int nth)
+{
+    struct cpu_graph_job *job = arg;
+    struct cpu_backend *cb = job->cb;
+    struct cpu_compute_params p = {
+        .ith = ith, .nth = nth,
+        .wdata = cb->scratch ? (char *)cb->scratch + (size_t)ith * job->per_thread : NULL,
+        .wsize = job->per_thread,
+    };
+    for (int32_t i = 0; i < job->g->n_nodes; i++) {
+        struct bp_tensor *node = job->g->nodes[i];
+        if (bp_op_is_view((enum bp_op)node->op))
+            continue;
+        const struct cpu_op_entry *e = &cpu_op_table[node->op];
+        if (e->prepare) {
+            /* Ids may be computed earlier in this graph, so they are
+             * checked here, at the node's turn, by one thread. */
+            if (ith == 0)
+                job->status = e->prepare(cb->pl, node);
+            cpu_pool_barrier(cb->pool);
+            if (job->status != BP_OK)
+                return;
+        }
+        if (bp_nelements(node) > 0)
+            e->compute(&p, node);
+        cpu_pool_barrier(cb->pool);
+    }
+}
+
+/* A node and its sources must have memory before any kernel reads them. */
+static bp_status check_node_data(const struct cpu_plugin *pl, const struct bp_tensor *node)
+{
+    if (bp_nelements(node) > 0 && !node->data) {
+        cpu_log(pl, BP_LOG_ERROR, "%s node '%s' has no memory; allocate it before computing.",
+                bp_op_name((enum bp_op)node->op), cpu_name(node));
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    for (int s = 0; s < BP_MAX_SRC; s++) {
+        const struct bp_tensor *src = node->src[s];
+        if (src && bp_nelements(src) > 0 && !src->data) {
+            cpu_log(pl, BP_LOG_ERROR,
+                    "source %d '%s' of %s node '%s' has no memory; allocate it before computing.",
+                    s, src->name, bp_op_name((enum bp_op)node->op), cpu_name(node));
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+    }
+    return BP_OK;
+}
+
+static void describe_types(const struct bp_tensor *node, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s", bp_type_name((enum bp_type)node->type));
+    for (int s = 0; s < BP_MAX_SRC && node->src[s] && n > 0 && (size_t)n < cap; s++)
+        n += snprintf(buf + n, cap - (size_t)n, "%s%s", s == 0 ? " from " : ", ",
+                      bp_type_name((enum bp_type)node->src[s]->type));
+}
+
+static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
+{
+    struct cpu_backend *cb = b->context;
+    struct cpu_plugin *pl = cb->pl;
+    if (!g || g->n_nodes < 0 || (g->n_nodes > 0 && !g->nodes)) {
+        cpu_log(pl, BP_LOG_ERROR, "graph_compute was given no graph or a graph without nodes.");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+
+    /* Everything that can be known before running is checked here, on this
+     * thread, so that the parallel region never fails half-way. */
+    size_t per_thread = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const struct bp_tensor *node = g->nodes[i];
+        if (!node) {
+            cpu_log(pl, BP_LOG_ERROR, "graph node %" PRId32 " is NULL; rebuild the graph.", i);
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+        if (!cpu_supports_node(node)) {
+            char types[128];
+            describe_types(node, types, sizeof types);
+            cpu_log(pl, BP_LOG_ERROR,
+                    "the cpu device cannot compute %s node '%s' (%s); check supports_op and "
+                    "place it on another device.",
+                    bp_op_name((enum bp_op)node->op), cpu_name(node), types);
+            return BP_ERR_UNSUPPORTED;
+        }
+        if (bp_op_is_view((enum bp_op)node->op))
+            continue;
+        bp_status st = check_node_data(pl, node);
+        if (st != BP_OK)
+            return st;
+        const struct cpu_op_entry *e = &cpu_op_table[node->op];
+        if (e->scratch) {
+            size_t need = e->scratch(node);
+            if (need > per_thread) per_thread = need;
+        }
+    }
+
+    const int nth = cpu_pool_n_threads(cb->pool);
+    per_thread = (per_thread + CPU_BUFFER_ALIGNMENT - 1) / CPU_BUFFER_ALIGNMENT * CPU_BUFFER_ALIGNMENT;
+    if (per_thread > 0 && per_thread * (size_t)nth > cb->scratch_size) {
+        size_t want = per_thread * (size_t)nth;
+        void *p = aligned_alloc(CPU_BUFFER_ALIGNMENT, want);
+        if (!p) {
+            cpu_log(pl, BP_LOG_ERROR,
+                    "could not allocate %zu bytes of scratch for graph_compute; free memory.", want);
+            return BP_ERR_OUT_OF_MEMORY;
+        }
+        free(cb->scratch);
+        cb->scratch = p;
+        cb->scratch_size = want;
+    }
+
+    struct cpu_graph_job job = { .cb = cb, .g = g, .per_thread = per_thread, .status = BP_OK };
+    cpu_pool_run(cb->pool, graph_job, &job);
+    return job.status;
+}
+
+static const struct bp_backend_iface cpu_backend_iface = {
+    .size = sizeof(struct bp_backend_iface),
+    .get_name = be_get_name,
+    .free = be_free,
+    .set_tensor_async = NULL,
+    .get_tensor_async = NULL,
+    .copy_tensor_async = NULL,
+    .synchronize = be_synchronize,
+    .graph_compute = be_graph_compute,
+    .event_record = NULL,
+    .event_wait = NULL,
+};
+
+/* params: NULL or "n_threads=N" (other keys are warned about and ignored). */
+static int parse_threads_param(const struct cpu_plugin *pl, const char *params, int dflt)
+{
+    if (!params || !*params)
+        return dflt;
+    int n = dflt;
+    const char *s = params;
+    while (*s) {
+        size_t len = strcspn(s, ";");
+        if (len > 10 && strncmp(s, "n_threads=", 10) == 0) {
+            char *end;
+            long v = strtol(s + 10, &end, 10);
+            if (end == s + len && v >= 1 && v <= 4096)
+                n = (int)v;
+            else
+                cpu_log(pl, BP_LOG_WARN, "backend parameter '%.*s' is not a thread count from 1 "
+                        "to 4096; using %d threads.", (int)len, s, dflt);
+        } else if (len > 0) {
+            cpu_log(pl, BP_LOG_WARN, "unknown cpu backend parameter '%.*s' ignored; the cpu "
+                    "backend knows n_threads=N.", (int)len, s);
+        }
+        s += len;
+        if (*s == ';') s++;
+    }
+    return n;
+}
+
+bp_status cpu_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out)
+{
+    struct cpu_plugin *pl = cpu_plugin_of_device(dev);
+    if (!out)
+        return BP_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    int nth = parse_threads_param(pl, params, cpu_default_threads(pl));
+    struct cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) {
+        cpu_log(pl, BP_LOG_ERROR, "could not allocate a cpu backend; free memory.");
+        return BP_ERR_OUT_OF_MEMORY;
+    }
+    bp_status st = cpu_pool_new(nth, &cb->pool);
+    if (st != BP_OK) {
+        cpu_log(pl, BP_LOG_ERROR, "could not start %d worker threads for a cpu backend; lower "
+                "BACKPLANE_CPU_THREADS.", nth - 1);
+        free(cb);
+        return st;
+    }
+    cb->pl = pl;
+    cb->be = (struct bp_backend){ .iface = &cpu_backend_iface, .device = dev, .context = cb };
+    cpu_live_add(pl, &cb->live, &pl->live_backends);
+    *out = &cb->be;
+    return BP_OK;
+}
+
+bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads)
+{
+    if (!b || b->iface != &cpu_backend_iface)
+        return BP_ERR_INVALID_ARGUMENT;
+    struct cpu_backend *cb = b->context;
+    if (n_threads < 1 || n_threads > 4096) {
+        cpu_log(cb->pl, BP_LOG_ERROR, "set_n_threads(%d): the thread count must be from 1 to 4096.",
+                n_threads);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    if (n_threads == cpu_pool_n_threads(cb->pool))
+        return BP_OK;
+    struct cpu_pool *pool;
+    bp_status st = cpu_pool_new(n_threads, &pool);
+    if (st != BP_OK) {
+        cpu_log(cb->pl, BP_LOG_ERROR, "could not start %d worker threads; the backend keeps %d.",
+                n_threads - 1, cpu_pool_n_threads(cb->pool) - 1);
+        return st;
+    }
+    cpu_pool_free(cb->pool);
+    cb->pool = pool;
+    return BP_OK;
+}
+
+void cpu_backends_free_all(struct cpu_plugin *pl)
+{
+    while (pl->live_backends.next != &pl->live_backends)
+        be_free(&cpu_backend_of_live(pl->live_backends.next)->be);
+}

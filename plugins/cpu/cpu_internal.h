@@ -1,0 +1,76 @@
+/*
+ * cpu_internal.h — what the files of the CPU plugin share among themselves.
+ * Nothing here is installed; the plugin talks to the host only through abi/.
+ */
+#ifndef BP_CPU_INTERNAL_H
+#define BP_CPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <backplane/bp_abi.h>
+
+#define CPU_FAMILY "cpu"
+#define CPU_BUFFER_ALIGNMENT 64
+
+struct cpu_pool;
+
+/* Live objects the registry must free at shutdown if the application did not. */
+struct cpu_live {
+    struct cpu_live *prev, *next;
+};
+
+/* The plugin's root: one per successful bp_plugin_init. */
+struct cpu_plugin {
+    struct bp_registry reg;
+    struct bp_device dev;
+    struct bp_buffer_type buft;
+    const struct bp_host_services *host;
+    char description[128];
+    char threads_str[16];
+    struct bp_feature features[16];
+
+    pthread_mutex_t live_mu;
+    struct cpu_live live_backends;  /* sentinel of a ring */
+    struct cpu_live live_buffers;
+};
+
+/* plugin.c */
+void cpu_log(const struct cpu_plugin *pl, enum bp_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *cpu_getenv(const struct cpu_plugin *pl, const char *name);
+/* BACKPLANE_CPU_THREADS when set and valid, else the number of online CPUs. */
+int cpu_default_threads(const struct cpu_plugin *pl);
+void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring);
+void cpu_live_remove(struct cpu_plugin *pl, struct cpu_live *node);
+
+static inline struct cpu_plugin *cpu_plugin_of_device(struct bp_device *dev)
+{
+    return (struct cpu_plugin *)dev->reg->context;
+}
+
+/* buffer.c */
+extern const struct bp_buffer_type_iface cpu_buffer_type_iface;
+/* Free every buffer the application left behind (registry shutdown). */
+void cpu_buffers_free_all(struct cpu_plugin *pl);
+
+/* backend.c */
+bp_status cpu_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
+bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads);
+/* Free every backend the application left behind (registry shutdown). */
+void cpu_backends_free_all(struct cpu_plugin *pl);
+
+/* threadpool.c — a persistent pool; the calling thread takes part as thread 0. */
+typedef void (*cpu_job_fn)(void *arg, int ith, int nth);
+/* Start n_threads - 1 workers (n_threads >= 1). */
+bp_status cpu_pool_new(int n_threads, struct cpu_pool **out);
+/* Join the workers and free the pool (NULL is a no-op). */
+void cpu_pool_free(struct cpu_pool *pool);
+int cpu_pool_n_threads(const struct cpu_pool *pool);
+/* Run fn(arg, ith, nth) on every thread and return when all have finished. */
+void cpu_pool_run(struct cpu_pool *pool, cpu_job_fn fn, void *arg);
+/* Wait until every thread of the running job has reached the barrier. */
+void cpu_pool_barrier(struct cpu_pool *pool);
+
+#endif /* BP_CPU_INTERNAL_H */

@@ -1,0 +1,164 @@
+/*
+ * ops.h — the op table of the CPU plugin and what every kernel shares.
+ *
+ * A kernel computes one node on thread ith of nth. It writes only its own
+ * share of the output (rows [ith*n/nth, (ith+1)*n/nth) of some row order),
+ * so results are identical for every thread count: no element is summed in
+ * a different order when the pool grows. Kernels never fail and never
+ * allocate: everything that can go wrong is found by `prepare` (run once, on
+ * one thread, before the parallel region) or by `supports`.
+ */
+#ifndef BP_CPU_OPS_H
+#define BP_CPU_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <backplane/bp_abi.h>
+
+struct cpu_plugin;
+
+struct cpu_compute_params {
+    int ith, nth;
+    void *wdata;      /* this thread's scratch */
+    size_t wsize;     /* bytes of it */
+};
+
+struct cpu_op_entry {
+    /* True when compute handles this node's types and shapes exactly. */
+    bool (*supports)(const struct bp_tensor *node);
+    void (*compute)(const struct cpu_compute_params *p, struct bp_tensor *node);
+    /* Optional: run-time checks on data (ids in range); logs and fails. */
+    bp_status (*prepare)(const struct cpu_plugin *pl, const struct bp_tensor *node);
+    /* Optional: scratch bytes each thread needs for this node. */
+    size_t (*scratch)(const struct bp_tensor *node);
+};
+
+/* THE OP TABLE, indexed by enum bp_op; an entry with NULL compute is an op
+ * the plugin does not implement. */
+extern const struct cpu_op_entry cpu_op_table[BP_OP_COUNT];
+
+/* supports_op of the device: op known, types and shapes handled. */
+bool cpu_supports_node(const struct bp_tensor *node);
+
+/* ---- per-family entry points (one file each under ops/) ---- */
+
+bool cpu_supports_mul_mat(const struct bp_tensor *t);
+void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t);
+
+bool cpu_supports_binary(const struct bp_tensor *t);
+void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_mul(const struct cpu_compute_params *p, struct bp_tensor *t);
+bool cpu_supports_unary(const struct bp_tensor *t);
+void cpu_compute_scale(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t);
+
+bool cpu_supports_rms_norm(const struct bp_tensor *t);
+void cpu_compute_rms_norm(const struct cpu_compute_params *p, struct bp_tensor *t);
+
+bool cpu_supports_soft_max(const struct bp_tensor *t);
+void cpu_compute_soft_max(const struct cpu_compute_params *p, struct bp_tensor *t);
+
+bool cpu_supports_rope(const struct bp_tensor *t);
+void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t);
+
+bool cpu_supports_cpy(const struct bp_tensor *t);
+void cpu_compute_cpy(const struct cpu_compute_params *p, struct bp_tensor *t);
+bool cpu_supports_cont(const struct bp_tensor *t);
+void cpu_compute_cont(const struct cpu_compute_params *p, struct bp_tensor *t);
+bool cpu_supports_get_rows(const struct bp_tensor *t);
+void cpu_compute_get_rows(const struct cpu_compute_params *p, struct bp_tensor *t);
+bp_status cpu_prepare_get_rows(const struct cpu_plugin *pl, const struct bp_tensor *t);
+bool cpu_supports_set_rows(const struct bp_tensor *t);
+void cpu_compute_set_rows(const struct cpu_compute_params *p, struct bp_tensor *t);
+bp_status cpu_prepare_set_rows(const struct cpu_plugin *pl, const struct bp_tensor *t);
+
+bool cpu_supports_flash_attn(const struct bp_tensor *t);
+void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor *t);
+size_t cpu_scratch_flash_attn(const struct bp_tensor *t);
+
+/* ---- helpers shared by the kernels ---- */
+
+/* The float types every kernel reads and writes. */
+static inline bool cpu_is_float(int32_t type)
+{
+    return type == BP_TYPE_F32 || type == BP_TYPE_F16 || type == BP_TYPE_BF16;
+}
+
+static inline float cpu_load(const void *p, int32_t type)
+{
+    switch (type) {
+    case BP_TYPE_F32: { float f; memcpy(&f, p, 4); return f; }
+    case BP_TYPE_F16: { uint16_t h; memcpy(&h, p, 2); return bp_f16_to_f32(h); }
+    case BP_TYPE_BF16: { uint16_t h; memcpy(&h, p, 2); return bp_bf16_to_f32(h); }
+    default: return 0.0f;
+    }
+}
+
+static inline void cpu_store(void *p, int32_t type, float v)
+{
+    switch (type) {
+    case BP_TYPE_F32: memcpy(p, &v, 4); break;
+    case BP_TYPE_F16: { uint16_t h = bp_f32_to_f16(v); memcpy(p, &h, 2); break; }
+    case BP_TYPE_BF16: { uint16_t h = bp_f32_to_bf16(v); memcpy(p, &h, 2); break; }
+    default: break;
+    }
+}
+
+static inline int32_t cpu_load_i32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Address of element (i0, i1, i2, i3), by byte strides: views, permuted and
+ * transposed tensors all go through here. */
+static inline char *cpu_at(const struct bp_tensor *t, int64_t i0, int64_t i1, int64_t i2,
+                           int64_t i3)
+{
+    return (char *)t->data + (size_t)i0 * t->nb[0] + (size_t)i1 * t->nb[1] +
+           (size_t)i2 * t->nb[2] + (size_t)i3 * t->nb[3];
+}
+
+/* This thread's share [*r0, *r1) of n items. */
+static inline void cpu_split(int64_t n, const struct cpu_compute_params *p, int64_t *r0, int64_t *r1)
+{
+    *r0 = n * p->ith / p->nth;
+    *r1 = n * (p->ith + 1) / p->nth;
+}
+
+/* Row r (over dims 1..3) of t as (i1, i2, i3). */
+static inline void cpu_row_index(const struct bp_tensor *t, int64_t r, int64_t *i1, int64_t *i2,
+                                 int64_t *i3)
+{
+    *i1 = r % t->ne[1];
+    r /= t->ne[1];
+    *i2 = r % t->ne[2];
+    *i3 = r / t->ne[2];
+}
+
+/* A tensor's name for log sentences. */
+static inline const char *cpu_name(const struct bp_tensor *t)
+{
+    return t->name[0] ? t->name : "(unnamed)";
+}
+
+static inline bool cpu_same_shape(const struct bp_tensor *a, const struct bp_tensor *b)
+{
+    for (int i = 0; i < BP_MAX_DIMS; i++)
+        if (a->ne[i] != b->ne[i]) return false;
+    return true;
+}
+
+/* True when every dim of t is >= 1 (kernels index with ne[] freely). */
+static inline bool cpu_shape_ok(const struct bp_tensor *t)
+{
+    for (int i = 0; i < BP_MAX_DIMS; i++)
+        if (t->ne[i] < 1) return false;
+    return true;
+}
+
+#endif /* BP_CPU_OPS_H */

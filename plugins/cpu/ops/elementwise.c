@@ -1,0 +1,80 @@
+/*
+ * elementwise.c — ADD and MUL (b repeats over a), SCALE, SILU, GELU.
+ *
+ * Each thread takes a share of the output rows; sources are read through
+ * their byte strides, so permuted and transposed views need no copy.
+ * Arithmetic is done in double and rounded once on store.
+ */
+#include <math.h>
+
+#include "../ops.h"
+
+bool cpu_supports_binary(const struct bp_tensor *t)
+{
+    const struct bp_tensor *a = t->src[0], *b = t->src[1];
+    if (!a || !b || !cpu_is_float(a->type) || !cpu_is_float(b->type) || t->type != a->type)
+        return false;
+    if (!cpu_same_shape(t, a) || !cpu_shape_ok(b))
+        return false;
+    for (int i = 0; i < BP_MAX_DIMS; i++)
+        if (a->ne[i] % b->ne[i] != 0) return false;
+    return true;
+}
+
+static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, bool is_mul)
+{
+    const struct bp_tensor *a = t->src[0], *b = t->src[1];
+    int64_t r0, r1;
+    cpu_split(bp_nrows(t), p, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_row_index(t, r, &i1, &i2, &i3);
+        const char *ar = cpu_at(a, 0, i1, i2, i3);
+        const char *br = cpu_at(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+        char *dr = cpu_at(t, 0, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
+            double x = cpu_load(ar + (size_t)i0 * a->nb[0], a->type);
+            double y = cpu_load(br + (size_t)(i0 % b->ne[0]) * b->nb[0], b->type);
+            cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)(is_mul ? x * y : x + y));
+        }
+    }
+}
+
+void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, false); }
+void cpu_compute_mul(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, true); }
+
+bool cpu_supports_unary(const struct bp_tensor *t)
+{
+    const struct bp_tensor *x = t->src[0];
+    return x && cpu_is_float(x->type) && t->type == x->type && cpu_same_shape(t, x);
+}
+
+enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU };
+
+static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum unary_kind kind)
+{
+    const struct bp_tensor *x = t->src[0];
+    const double s = bp_op_param_f32(t, 0), bias = bp_op_param_f32(t, 1);
+    const double gelu_c = sqrt(2.0 / 3.14159265358979323846);
+    int64_t r0, r1;
+    cpu_split(bp_nrows(t), p, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_row_index(t, r, &i1, &i2, &i3);
+        const char *xr = cpu_at(x, 0, i1, i2, i3);
+        char *dr = cpu_at(t, 0, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
+            double v = cpu_load(xr + (size_t)i0 * x->nb[0], x->type), y;
+            switch (kind) {
+            case UNARY_SCALE: y = v * s + bias; break;
+            case UNARY_SILU: y = v / (1.0 + exp(-v)); break;
+            default: y = 0.5 * v * (1.0 + tanh(gelu_c * (v + 0.044715 * v * v * v))); break;
+            }
+            cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)y);
+        }
+    }
+}
+
+void cpu_compute_scale(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SCALE); }
+void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SILU); }
+void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_GELU); }

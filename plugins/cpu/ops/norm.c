@@ -1,0 +1,39 @@
+/*
+ * norm.c — RMS_NORM: each row (dim 0) divided by sqrt(mean(x^2) + eps).
+ * The sum of squares is taken in double: rows of a few thousand F32 values
+ * lose digits in a float sum, and this plugin is the reference.
+ */
+#include <math.h>
+
+#include "../ops.h"
+
+bool cpu_supports_rms_norm(const struct bp_tensor *t)
+{
+    const struct bp_tensor *x = t->src[0];
+    return x && cpu_is_float(x->type) && t->type == x->type && cpu_same_shape(t, x);
+}
+
+void cpu_compute_rms_norm(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    const struct bp_tensor *x = t->src[0];
+    const double eps = bp_op_param_f32(t, 0);
+    const int64_t n = t->ne[0];
+    int64_t r0, r1;
+    cpu_split(bp_nrows(t), p, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_row_index(t, r, &i1, &i2, &i3);
+        const char *xr = cpu_at(x, 0, i1, i2, i3);
+        char *dr = cpu_at(t, 0, i1, i2, i3);
+        double ss = 0.0;
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            double v = cpu_load(xr + (size_t)i0 * x->nb[0], x->type);
+            ss += v * v;
+        }
+        const double inv = 1.0 / sqrt(ss / (double)n + eps);
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            double v = cpu_load(xr + (size_t)i0 * x->nb[0], x->type);
+            cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)(v * inv));
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/*
+ * rope.c — ROPE: rotary position embedding, normal and NEOX pairings.
+ *
+ * Pair i (0 <= i < n_dims/2) of each head turns by
+ * pos * freq_scale * base^(-2i/n_dims); the angle is formed in double so
+ * that large positions keep their precision. Elements past n_dims are copied.
+ */
+#include <math.h>
+
+#include "../ops.h"
+
+bool cpu_supports_rope(const struct bp_tensor *t)
+{
+    const struct bp_tensor *x = t->src[0], *pos = t->src[1];
+    if (!x || !pos || !cpu_is_float(x->type) || t->type != x->type || !cpu_same_shape(t, x))
+        return false;
+    if (pos->type != BP_TYPE_I32 || pos->ne[0] != x->ne[2] || pos->ne[1] != 1 ||
+        pos->ne[2] != 1 || pos->ne[3] != 1)
+        return false;
+    const int32_t n_dims = bp_op_param_i32(t, 0), mode = bp_op_param_i32(t, 1);
+    if (mode != BP_ROPE_MODE_NORMAL && mode != BP_ROPE_MODE_NEOX)
+        return false;
+    return n_dims >= 0 && n_dims % 2 == 0 && n_dims <= x->ne[0];
+}
+
+void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    const struct bp_tensor *x = t->src[0], *pos = t->src[1];
+    const int64_t n_dims = bp_op_param_i32(t, 0);
+    const bool neox = bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX;
+    const double base = bp_op_param_f32(t, 2), freq_scale = bp_op_param_f32(t, 3);
+    const int64_t half = n_dims / 2;
+    int64_t r0, r1;
+    cpu_split(bp_nrows(t), p, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_row_index(t, r, &i1, &i2, &i3);
+        const char *xr = cpu_at(x, 0, i1, i2, i3);
+        char *dr = cpu_at(t, 0, i1, i2, i3);
+        const double ps = (double)cpu_load_i32(cpu_at(pos, i2, 0, 0, 0)) * freq_scale;
+        for (int64_t i = 0; i < half; i++) {
+            const double theta = ps * pow(base, -2.0 * (double)i / (double)n_dims);
+            const double c = cos(theta), s = sin(theta);
+            const int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+            const double x0 = cpu_load(xr + (size_t)a * x->nb[0], x->type);
+            const double x1 = cpu_load(xr + (size_t)b * x->nb[0], x->type);
+            cpu_store(dr + (size_t)a * t->nb[0], t->type, (float)(x0 * c - x1 * s));
+            cpu_store(dr + (size_t)b * t->nb[0], t->type, (float)(x0 * s + x1 * c));
+        }
+        for (int64_t i0 = n_dims; i0 < t->ne[0]; i0++)
+            cpu_store(dr + (size_t)i0 * t->nb[0], t->type,
+                      cpu_load(xr + (size_t)i0 * x->nb[0], x->type));
+    }
+}

@@ -1,0 +1,329 @@
+/*
+ * plugin.c — the CPU plugin's entry, registry and its one device, "cpu".
+ *
+ * This is the reference build: plain C with no ISA flags, double-precision
+ * accumulation, every stride honoured. Other devices are checked against it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_internal.h"
+#include "ops.h"
+
+/* ---- services ---- */
+
+void cpu_log(const struct cpu_plugin *pl, enum bp_log_level level, const char *fmt, ...)
+{
+    const struct bp_host_services *host = pl ? pl->host : NULL;
+    if (!BP_IFACE_HAS(host, log) || !host->log)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    host->log(level, CPU_FAMILY, "%s", msg);
+}
+
+const char *cpu_getenv(const struct cpu_plugin *pl, const char *name)
+{
+    const struct bp_host_services *host = pl->host;
+    if (!BP_IFACE_HAS(host, get_env) || !host->get_env)
+        return NULL;
+    return host->get_env(name);
+}
+
+int cpu_default_threads(const struct cpu_plugin *pl)
+{
+    const char *s = cpu_getenv(pl, "BACKPLANE_CPU_THREADS");
+    if (s && *s) {
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (*end == '\0' && n >= 1 && n <= 4096)
+            return (int)n;
+        cpu_log(pl, BP_LOG_WARN,
+                "BACKPLANE_CPU_THREADS='%s' is not a thread count from 1 to 4096; using the "
+                "number of online CPUs instead.", s);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)(n > 4096 ? 4096 : n) : 1;
+}
+
+void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring)
+{
+    pthread_mutex_lock(&pl->live_mu);
+    node->next = ring->next;
+    node->prev = ring;
+    ring->next->prev = node;
+    ring->next = node;
+    pthread_mutex_unlock(&pl->live_mu);
+}
+
+void cpu_live_remove(struct cpu_plugin *pl, struct cpu_live *node)
+{
+    pthread_mutex_lock(&pl->live_mu);
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    node->prev = node->next = node;
+    pthread_mutex_unlock(&pl->live_mu);
+}
+
+/* ---- device ---- */
+
+static const char *dev_get_name(struct bp_device *dev)
+{
+    (void)dev;
+    return CPU_FAMILY;
+}
+
+static const char *dev_get_description(struct bp_device *dev)
+{
+    return cpu_plugin_of_device(dev)->description;
+}
+
+static enum bp_device_type dev_get_type(struct bp_device *dev)
+{
+    (void)dev;
+    return BP_DEVICE_TYPE_CPU;
+}
+
+/* kB value of a /proc/meminfo field, or 0. */
+static size_t meminfo_kb(const char *field)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    size_t len = strlen(field), kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, field, len) == 0 && line[len] == ':') {
+            kb = (size_t)strtoull(line + len + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+static void dev_get_memory(struct bp_device *dev, size_t *free_b, size_t *total_b)
+{
+    (void)dev;
+    long page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_PHYS_PAGES);
+    size_t total = meminfo_kb("MemTotal") * 1024;
+    size_t avail = meminfo_kb("MemAvailable") * 1024;
+    if (total == 0 && page > 0 && pages > 0)
+        total = (size_t)page * (size_t)pages;
+    if (avail == 0 || avail > total)
+        avail = total;
+    if (free_b) *free_b = avail;
+    if (total_b) *total_b = total;
+}
+
+static void dev_get_caps(struct bp_device *dev, struct bp_device_caps *caps)
+{
+    (void)dev;
+    if (!caps || caps->size < sizeof(size_t))
+        return;
+    struct bp_device_caps c = { .size = sizeof c };
+    size_t n = caps->size < sizeof c ? caps->size : sizeof c;
+    memcpy((char *)caps + sizeof(size_t), (const char *)&c + sizeof(size_t), n - sizeof(size_t));
+}
+
+static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
+{
+    return &cpu_plugin_of_device(dev)->buft;
+}
+
+static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
+{
+    (void)dev;
+    return cpu_supports_node(node);
+}
+
+/* Any buffer whose memory the CPU can dereference will do. */
+static bool dev_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)
+{
+    if (!buft)
+        return false;
+    if (buft == &cpu_plugin_of_device(dev)->buft)
+        return true;
+    return buft->iface && BP_IFACE_HAS(buft->iface, is_host) && buft->iface->is_host &&
+           buft->iface->is_host(buft);
+}
+
+static const struct bp_device_iface cpu_device_iface = {
+    .size = sizeof(struct bp_device_iface),
+    .get_name = dev_get_name,
+    .get_description = dev_get_description,
+    .get_type = dev_get_type,
+    .get_memory = dev_get_memory,
+    .get_caps = dev_get_caps,
+    .init_backend = cpu_backend_init,
+    .get_buffer_type = dev_get_buffer_type,
+    .get_host_buffer_type = NULL,
+    .supports_op = dev_supports_op,
+    .supports_buft = dev_supports_buft,
+    .event_new = NULL,
+};
+
+/* ---- registry ---- */
+
+static const char *reg_get_name(struct bp_registry *reg)
+{
+    (void)reg;
+    return CPU_FAMILY;
+}
+
+static size_t reg_get_device_count(struct bp_registry *reg)
+{
+    (void)reg;
+    return 1;
+}
+
+static struct bp_device *reg_get_device(struct bp_registry *reg, size_t index)
+{
+    struct cpu_plugin *pl = reg->context;
+    return index == 0 ? &pl->dev : NULL;
+}
+
+static const struct bp_feature *reg_get_features(struct bp_registry *reg)
+{
+    return ((struct cpu_plugin *)reg->context)->features;
+}
+
+static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
+{
+    (void)reg;
+    if (!name)
+        return NULL;
+    /* Function pointers travel as void * through get_proc_address (POSIX
+     * guarantees the round trip, as it does for dlsym). */
+    if (strcmp(name, BP_PROC_SET_N_THREADS) == 0) {
+        bp_set_n_threads_fn fn = cpu_backend_set_n_threads;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    if (strcmp(name, BP_PROC_GET_FEATURES) == 0) {
+        bp_get_features_fn fn = reg_get_features;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    return NULL;
+}
+
+static void reg_shutdown(struct bp_registry *reg)
+{
+    struct cpu_plugin *pl = reg->context;
+    cpu_backends_free_all(pl);
+    cpu_buffers_free_all(pl);
+    pthread_mutex_destroy(&pl->live_mu);
+    free(pl);
+}
+
+static const struct bp_registry_iface cpu_registry_iface = {
+    .size = sizeof(struct bp_registry_iface),
+    .get_name = reg_get_name,
+    .get_device_count = reg_get_device_count,
+    .get_device = reg_get_device,
+    .get_proc_address = reg_get_proc_address,
+    .shutdown = reg_shutdown,
+};
+
+/* ---- init ---- */
+
+static void read_cpu_model(char *out, size_t cap)
+{
+    snprintf(out, cap, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        const char *v = strchr(line, ':');
+        if (!v)
+            continue;
+        v++;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t n = strcspn(v, "\n");
+        if (n > 0)
+            snprintf(out, cap, "%.*s", (int)n, v);
+        break;
+    }
+    fclose(f);
+}
+
+static void fill_features(struct cpu_plugin *pl)
+{
+    snprintf(pl->threads_str, sizeof pl->threads_str, "%d", cpu_default_threads(pl));
+    struct bp_feature *f = pl->features;
+    int i = 0;
+    f[i++] = (struct bp_feature){ "variant", "reference" };
+    f[i++] = (struct bp_feature){ "threads", pl->threads_str };
+    /* Only the ISA extensions this build was compiled to use. */
+#ifdef __SSE2__
+    f[i++] = (struct bp_feature){ "SSE2", "1" };
+#endif
+#ifdef __AVX__
+    f[i++] = (struct bp_feature){ "AVX", "1" };
+#endif
+#ifdef __AVX2__
+    f[i++] = (struct bp_feature){ "AVX2", "1" };
+#endif
+#ifdef __FMA__
+    f[i++] = (struct bp_feature){ "FMA", "1" };
+#endif
+#ifdef __F16C__
+    f[i++] = (struct bp_feature){ "F16C", "1" };
+#endif
+#ifdef __AVX512F__
+    f[i++] = (struct bp_feature){ "AVX512F", "1" };
+#endif
+#ifdef __ARM_NEON
+    f[i++] = (struct bp_feature){ "NEON", "1" };
+#endif
+    f[i] = (struct bp_feature){ NULL, NULL };
+}
+
+static bp_status cpu_plugin_init(const struct bp_host_services *host, struct bp_registry **out)
+{
+    if (!out)
+        return BP_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!host || host->size < offsetof(struct bp_host_services, log) + sizeof host->log)
+        return BP_ERR_INVALID_ARGUMENT;
+    struct cpu_plugin *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        if (host->log)
+            host->log(BP_LOG_ERROR, CPU_FAMILY, "could not allocate the plugin state; free memory.");
+        return BP_ERR_OUT_OF_MEMORY;
+    }
+    pl->host = host;
+    if (BP_ABI_VERSION_MAJOR(host->abi_version) != BP_ABI_MAJOR) {
+        cpu_log(pl, BP_LOG_ERROR, "host ABI major %u differs from the plugin's %u; rebuild the plugin.",
+                (unsigned)BP_ABI_VERSION_MAJOR(host->abi_version), (unsigned)BP_ABI_MAJOR);
+        free(pl);
+        return BP_ERR_ABI;
+    }
+    pthread_mutex_init(&pl->live_mu, NULL);
+    pl->live_backends.prev = pl->live_backends.next = &pl->live_backends;
+    pl->live_buffers.prev = pl->live_buffers.next = &pl->live_buffers;
+
+    pl->reg = (struct bp_registry){ .iface = &cpu_registry_iface, .abi_version = BP_ABI_VERSION,
+                                    .variant = NULL, .context = pl };
+    pl->dev = (struct bp_device){ .iface = &cpu_device_iface, .reg = &pl->reg, .context = pl };
+    pl->buft = (struct bp_buffer_type){ .iface = &cpu_buffer_type_iface, .device = &pl->dev,
+                                        .context = pl };
+    read_cpu_model(pl->description, sizeof pl->description);
+    fill_features(pl);
+    *out = &pl->reg;
+    return BP_OK;
+}
+
+BP_PLUGIN_DEFINE(cpu_plugin_init)

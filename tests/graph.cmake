@@ -1,0 +1,5 @@
+# Contexts, op constructors (shape inference and rejection), graphs,
+# allocation, buffers and the backend wrappers. No plugin is needed: the
+# suites define their own host-memory buffer type and fake device.
+bp_add_check_test(test_shapes SOURCES test_shapes.c)
+bp_add_check_test(test_alloc SOURCES test_alloc.c)

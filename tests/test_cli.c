@@ -1,0 +1,414 @@
+/*
+ * test_cli.c — the `backplane` program run as a user runs it: exit codes,
+ * output, JSON that parses, and the check harness catching broken devices
+ * (the plugins under tests/check_plugins/, found through BACKPLANE_PLUGIN_PATH).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <backplane/backplane.h>
+
+#include "json.h"
+
+#define CLI BP_TEST_BIN_DIR "/backplane"
+
+struct run {
+    int rc;      /* exit status; -1 when the program did not exit normally */
+    char *out;   /* stdout (and stderr when merged) */
+};
+
+/* Runs the CLI with args (a shell word list we control) and an optional
+ * plugin path; stderr is merged into out when merge is true, dropped otherwise. */
+static struct run run_cli(const char *plugin_path, bool merge, const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH='%s' '%s' %s %s", plugin_path ? plugin_path : "",
+             CLI, args, merge ? "2>&1" : "2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "popen failed for %s", cmd);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (cap - len < 1024) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    buf[len] = '\0';
+    int status = pclose(p);
+    struct run r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1, .out = buf};
+    return r;
+}
+
+/* Number of lines of text that start with prefix and contain needle (NULL: any). */
+static int count_lines(const char *text, const char *prefix, const char *needle)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char tmp[1024];
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(len < sizeof tmp ? len : sizeof tmp - 1), line);
+        if (!strncmp(tmp, prefix, strlen(prefix)) && (!needle || strstr(tmp, needle))) n++;
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* "<dev>: P passed, F failed, U unsupported" -> true and the three numbers. */
+static bool summary_of(const char *text, const char *dev, int *passed, int *failed, int *unsup)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\n%s: ", dev);
+    const char *s = strstr(text, key);
+    if (!s) return false;
+    char fmt[96];
+    snprintf(fmt, sizeof fmt, "\n%s: %%d passed, %%d failed, %%d unsupported", dev);
+    return sscanf(s, fmt, passed, failed, unsup) == 3;
+}
+
+/* ---- a strict little JSON validator (RFC 8259 grammar, no extensions) ---- */
+
+static const char *ws(const char *p)
+{
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+    return p;
+}
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_str(const char *p)
+{
+    if (*p++ != '"') return NULL;
+    while (*p && *p != '"') {
+        if ((unsigned char)*p < 0x20) return NULL;
+        if (*p == '\\') {
+            p++;
+            if (*p == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i]) return NULL;
+                p += 4;
+            } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+                return NULL;
+            }
+        }
+        p++;
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_num(const char *p)
+{
+    const char *start = p;
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return NULL;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return NULL;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return NULL;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return p > start ? p : NULL;
+}
+
+static const char *json_container(const char *p, int depth, char close, bool keyed)
+{
+    p = ws(p + 1);
+    if (*p == close) return p + 1;
+    for (;;) {
+        if (keyed) {
+            p = json_str(ws(p));
+            if (!p) return NULL;
+            p = ws(p);
+            if (*p++ != ':') return NULL;
+        }
+        p = json_value(p, depth + 1);
+        if (!p) return NULL;
+        p = ws(p);
+        if (*p == ',') { p++; continue; }
+        return *p == close ? p + 1 : NULL;
+    }
+}
+
+static const char *json_value(const char *p, int depth)
+{
+    if (depth > 64) return NULL;
+    p = ws(p);
+    switch (*p) {
+    case '{': return json_container(p, depth, '}', true);
+    case '[': return json_container(p, depth, ']', false);
+    case '"': return json_str(p);
+    case 't': return strncmp(p, "true", 4) ? NULL : p + 4;
+    case 'f': return strncmp(p, "false", 5) ? NULL : p + 5;
+    case 'n': return strncmp(p, "null", 4) ? NULL : p + 4;
+    default: return json_num(p);
+    }
+}
+
+static bool json_valid(const char *text)
+{
+    const char *end = json_value(text, 0);
+    return end && *ws(end) == '\0';
+}
+
+/* ---- the tests ---- */
+
+START_TEST(test_json_writer_escapes_strings_and_nests)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    struct json_writer w;
+    json_init(&w, f);
+    json_object_begin(&w, NULL);
+    json_string(&w, "s", "a\"b\\c\nd\x01" "e");
+    json_array_begin(&w, "xs");
+    json_int(&w, NULL, -3);
+    json_double(&w, NULL, 0.5);
+    json_double(&w, NULL, 1.0 / 0.0);
+    json_array_end(&w);
+    json_array_begin(&w, "empty");
+    json_array_end(&w);
+    json_object_end(&w);
+    json_finish(&w);
+    fclose(f);
+    const char *expect = "{\n  \"s\": \"a\\\"b\\\\c\\nd\\u0001e\",\n  \"xs\": [\n    -3,\n"
+                         "    0.5,\n    null\n  ],\n  \"empty\": []\n}\n";
+    ck_assert_str_eq(buf, expect);
+    ck_assert(json_valid(buf));
+    free(buf);
+}
+END_TEST
+
+START_TEST(test_json_validator_rejects_malformed_documents)
+{
+    /* The validator is what the JSON tests below lean on: it must say no. */
+    ck_assert(!json_valid("{\"a\": 1,}"));
+    ck_assert(!json_valid("{\"a\" 1}"));
+    ck_assert(!json_valid("[1 2]"));
+    ck_assert(!json_valid("\"tab\there\""));
+    ck_assert(!json_valid("{\"a\": nan}"));
+    ck_assert(json_valid("{\"a\": [1, -2.5e3, true, null, {\"b\": \"\\u00e9\"}]}"));
+}
+END_TEST
+
+START_TEST(test_check_passes_on_cpu_against_itself)
+{
+    struct run r = run_cli(NULL, true, "check --device cpu");
+    int passed = -1, failed = -1, unsup = -1;
+    ck_assert_msg(summary_of(r.out, "cpu", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
+    ck_assert_msg(r.rc == 0, "check exited %d:\n%s", r.rc, r.out);
+    ck_assert_int_eq(failed, 0);
+    ck_assert_int_eq(count_lines(r.out, "FAIL", NULL), 0);
+    /* The summary counts the per-case lines, and the harness is not trivial. */
+    ck_assert_int_eq(count_lines(r.out, "PASS", NULL), passed);
+    ck_assert_int_ge(passed, 100);
+    ck_assert_int_ge(count_lines(r.out, "PASS", "MUL_MAT"), 20);
+    ck_assert_int_ge(count_lines(r.out, "PASS", "FLASH_ATTN_EXT"), 5);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_check_fails_a_device_with_a_wrong_add)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "check --device badadd");
+    int passed = -1, failed = -1, unsup = -1;
+    ck_assert_msg(summary_of(r.out, "badadd", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_int_ge(count_lines(r.out, "FAIL", " ADD "), 1);
+    ck_assert_int_eq(count_lines(r.out, "FAIL", " MUL "), 0);
+    /* Everything but F32 ADD is declined, and declined is not failed. */
+    ck_assert_int_ge(count_lines(r.out, "UNSUP", "MUL_MAT"), 1);
+    ck_assert_int_eq(count_lines(r.out, "FAIL", NULL), failed);
+    ck_assert_int_ge(unsup, 100);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_check_reports_an_out_of_bounds_write)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "check --device oobwrite --op SCALE");
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_msg(count_lines(r.out, "FAIL", "wrote out of bounds of tensor 'out'") >= 1,
+                  "no out-of-bounds report in:\n%s", r.out);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_check_reports_nan_in_an_output)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "check --device nansilu --op silu");
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_msg(count_lines(r.out, "FAIL", "NaN in the output") >= 1, "no NaN report in:\n%s", r.out);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_check_json_gives_records_and_summary)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, false, "check --device cpu --device badadd --op ADD --json");
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_msg(json_valid(r.out), "not JSON:\n%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"summary\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"status\": \"pass\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"status\": \"fail\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"ok\": false"));
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_devices_json_lists_cpu_and_the_test_plugins)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, false, "devices --json");
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_msg(json_valid(r.out), "not JSON:\n%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"devices\": ["));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"failures\": ["));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"name\": \"cpu\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"family\": \"badadd\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"family\": \"oobwrite\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"family\": \"nansilu\""));
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_devices_survives_a_plugin_that_crashes_in_init)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR "/crashing", false, "devices --json");
+    ck_assert_msg(r.rc == 0, "devices exited %d:\n%s", r.rc, r.out);
+    ck_assert_msg(json_valid(r.out), "not JSON:\n%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"name\": \"cpu\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "libbackplane-crashinit.so"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"code\": \"CRASHED\""));
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_devices_table_shows_devices_and_plugins)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "devices");
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "Devices ("));
+    ck_assert_ptr_nonnull(strstr(r.out, "Plugins loaded ("));
+    ck_assert_ptr_nonnull(strstr(r.out, "Plugins refused ("));
+    ck_assert_ptr_nonnull(strstr(r.out, "libbackplane-badadd.so"));
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_info_cpu_shows_mul_mat_and_features)
+{
+    struct run r = run_cli(NULL, true, "info cpu");
+    ck_assert_msg(r.rc == 0, "info exited %d:\n%s", r.rc, r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "Device cpu"));
+    ck_assert_int_eq(count_lines(r.out, "  MUL_MAT", " f32"), 1);
+    ck_assert_int_eq(count_lines(r.out, "  MUL_MAT", " f16"), 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "Features (proc-address names):"));
+    ck_assert_int_eq(count_lines(r.out, "  " BP_PROC_SET_N_THREADS, NULL), 1);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_info_of_a_narrow_device_marks_other_ops_unsupported)
+{
+    struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, false, "info badadd --json");
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_msg(json_valid(r.out), "not JSON:\n%s", r.out);
+    free(r.out);
+    r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "info badadd");
+    ck_assert_int_eq(count_lines(r.out, "  ADD", " f32"), 1);
+    ck_assert_int_eq(count_lines(r.out, "  ADD", " f16"), 0);
+    ck_assert_int_eq(count_lines(r.out, "  MUL_MAT", " unsupported"), 1);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_unknown_device_is_an_error_listing_the_devices)
+{
+    struct run r = run_cli(NULL, true, "info nosuchdevice");
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "no device named 'nosuchdevice'"));
+    ck_assert_ptr_nonnull(strstr(r.out, "available devices: "));
+    ck_assert_ptr_nonnull(strstr(r.out, "cpu"));
+    free(r.out);
+    r = run_cli(NULL, true, "check --device nosuchdevice");
+    ck_assert_int_eq(r.rc, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "no device named 'nosuchdevice'"));
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_usage_errors_exit_2)
+{
+    static const char *const cases[] = {
+        "", "frobnicate", "check --bogus", "check --device", "check --op NOT_AN_OP", "info",
+        "info cpu extra", "devices --what", "version --nope",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct run r = run_cli(NULL, true, cases[i]);
+        ck_assert_msg(r.rc == 2, "'backplane %s' exited %d, expected 2:\n%s", cases[i], r.rc, r.out);
+        ck_assert_msg(strstr(r.out, "backplane") != NULL, "no message for '%s'", cases[i]);
+        free(r.out);
+    }
+    struct run r = run_cli(NULL, true, "--help");
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "usage: backplane"));
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_version_prints_library_and_abi_versions)
+{
+    struct run r = run_cli(NULL, true, "version");
+    ck_assert_int_eq(r.rc, 0);
+    char expect[128];
+    snprintf(expect, sizeof expect, "backplane %s\n", bp_version_string());
+    ck_assert_ptr_nonnull(strstr(r.out, expect));
+    snprintf(expect, sizeof expect, "plugin ABI %d.%d\n", BP_ABI_MAJOR, BP_ABI_MINOR);
+    ck_assert_ptr_nonnull(strstr(r.out, expect));
+    free(r.out);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_json_writer_escapes_strings_and_nests);
+    tcase_add_test(tc, test_json_validator_rejects_malformed_documents);
+    tcase_add_test(tc, test_check_passes_on_cpu_against_itself);
+    tcase_add_test(tc, test_check_fails_a_device_with_a_wrong_add);
+    tcase_add_test(tc, test_check_reports_an_out_of_bounds_write);
+    tcase_add_test(tc, test_check_reports_nan_in_an_output);
+    tcase_add_test(tc, test_check_json_gives_records_and_summary);
+    tcase_add_test(tc, test_devices_json_lists_cpu_and_the_test_plugins);
+    tcase_add_test(tc, test_devices_survives_a_plugin_that_crashes_in_init);
+    tcase_add_test(tc, test_devices_table_shows_devices_and_plugins);
+    tcase_add_test(tc, test_info_cpu_shows_mul_mat_and_features);
+    tcase_add_test(tc, test_info_of_a_narrow_device_marks_other_ops_unsupported);
+    tcase_add_test(tc, test_unknown_device_is_an_error_listing_the_devices);
+    tcase_add_test(tc, test_usage_errors_exit_2);
+    tcase_add_test(tc, test_version_prints_library_and_abi_versions);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,104 @@
+/* test_env.c — the BACKPLANE_* helpers (compiled in from host/src/env.c) and
+ * the unknown-variable warning as a user sees it on stderr. */
+#include <unistd.h>
+
+#include "loader_internal.h"
+#include "loader_test_util.h"
+
+START_TEST(test_env_edit_distance_matches_hand_computed_values)
+{
+    ck_assert_uint_eq(bp__edit_distance("kitten", "sitting"), 3);
+    ck_assert_uint_eq(bp__edit_distance("flaw", "lawn"), 2);
+    ck_assert_uint_eq(bp__edit_distance("", "abc"), 3);
+    ck_assert_uint_eq(bp__edit_distance("same", "same"), 0);
+}
+END_TEST
+
+START_TEST(test_env_suggests_closest_known_name)
+{
+    ck_assert_str_eq(bp__env_suggest("BACKPLANE_PLUGIN_PTH"), "BACKPLANE_PLUGIN_PATH");
+    ck_assert_str_eq(bp__env_suggest("BACKPLANE_BAKCENDS"), "BACKPLANE_BACKENDS");
+    ck_assert_str_eq(bp__env_suggest("BACKPLANE_DEVICE"), "BACKPLANE_DEVICES");
+    ck_assert_ptr_null(bp__env_suggest("BACKPLANE_SOMETHING_ELSE_ENTIRELY"));
+}
+END_TEST
+
+START_TEST(test_env_knows_listed_names_and_the_variant_pattern)
+{
+    for (const char *const *k = bp__known_env_vars; *k; k++) ck_assert(bp__env_is_known(*k));
+    ck_assert(bp__env_is_known("BACKPLANE_FAKEVAR_VARIANT"));
+    ck_assert(bp__env_is_known("BACKPLANE_MY_GPU2_VARIANT"));
+    ck_assert(!bp__env_is_known("BACKPLANE__VARIANT"));
+    ck_assert(!bp__env_is_known("BACKPLANE_fake_VARIANT"));
+    ck_assert(!bp__env_is_known("BACKPLANE_VARIANT"));
+    ck_assert(!bp__env_is_known("BACKPLANE_PLUGIN_PTH"));
+    ck_assert(!bp__env_is_known(NULL));
+}
+END_TEST
+
+START_TEST(test_env_getenv_reads_the_environment)
+{
+    setenv("BACKPLANE_CPU_THREADS", "3", 1);
+    ck_assert_str_eq(bp__getenv("BACKPLANE_CPU_THREADS"), "3");
+    unsetenv("BACKPLANE_CPU_THREADS");
+    ck_assert_ptr_null(bp__getenv("BACKPLANE_CPU_THREADS"));
+}
+END_TEST
+
+/* Run f with stderr going to a temporary file; returns what it wrote. */
+static char *capture_stderr(void (*f)(void))
+{
+    FILE *tmp = tmpfile();
+    ck_assert_ptr_nonnull(tmp);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fileno(tmp), STDERR_FILENO);
+    f();
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    fseek(tmp, 0, SEEK_END);
+    long n = ftell(tmp);
+    rewind(tmp);
+    char *buf = calloc(1, (size_t)n + 1);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, tmp), (size_t)n);
+    fclose(tmp);
+    return buf;
+}
+
+static void load(void)
+{
+    bp_load_plugins(NULL);
+}
+
+START_TEST(test_env_warns_about_unknown_variable_with_suggestion)
+{
+    /* The library reads BACKPLANE_LOG once, at its first log line: this is it. */
+    setenv("BACKPLANE_LOG", "warn", 1);
+    fresh(SAFE("fakegood"), "fakegood");
+    setenv("BACKPLANE_PLUGIN_PTH", "/nowhere", 1);
+    setenv("BACKPLANE_ZZZZZZZZZZZZZZZZZZZZ", "1", 1);
+    setenv("BACKPLANE_FAKEVAR_VARIANT", "low", 1);
+    char *err = capture_stderr(load);
+    ck_assert_msg(strstr(err, "BACKPLANE_PLUGIN_PTH is not a backplane variable; did you mean "
+                              "BACKPLANE_PLUGIN_PATH?") != NULL, "stderr was: %s", err);
+    ck_assert_msg(strstr(err, "BACKPLANE_ZZZZZZZZZZZZZZZZZZZZ is not a backplane variable; it is "
+                              "ignored") != NULL, "stderr was: %s", err);
+    ck_assert_msg(strstr(err, "BACKPLANE_FAKEVAR_VARIANT") == NULL, "stderr was: %s", err);
+    free(err);
+    ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("env");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_env_edit_distance_matches_hand_computed_values);
+    tcase_add_test(tc, test_env_suggests_closest_known_name);
+    tcase_add_test(tc, test_env_knows_listed_names_and_the_variant_pattern);
+    tcase_add_test(tc, test_env_getenv_reads_the_environment);
+    tcase_add_test(tc, test_env_warns_about_unknown_variable_with_suggestion);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}

@@ -1,0 +1,42 @@
+# With -DBP_VALGRIND=ON, every libcheck suite of the host and the CPU plugin
+# is registered a second time as valgrind_<suite> (label "valgrind"), so
+# `ctest -L valgrind` proves them free of invalid accesses and definite leaks
+# and `ctest -LE valgrind` skips them. CK_FORK=no keeps each suite in one
+# process that valgrind watches. Suites for GPU plugins are left out (their
+# drivers are not valgrind-clean), as is anything matching BP_VALGRIND_EXCLUDE.
+option(BP_VALGRIND "Register valgrind runs of the host and CPU test suites (ctest -L valgrind)" OFF)
+set(BP_VALGRIND_EXCLUDE "cuda|vulkan" CACHE STRING
+  "Regex of test names not to run under valgrind")
+
+function(bp__add_valgrind_tests)
+  find_program(BP_VALGRIND_PROGRAM valgrind)
+  if(NOT BP_VALGRIND_PROGRAM)
+    message(WARNING "BP_VALGRIND is ON but valgrind is not installed; no valgrind tests registered.")
+    return()
+  endif()
+  get_property(tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
+  foreach(t IN LISTS tests)
+    # Only libcheck suites: a test whose name is the executable target that
+    # bp_add_check_test made. Scripts (sdk) exec other programs.
+    if(NOT TARGET ${t} OR t MATCHES "${BP_VALGRIND_EXCLUDE}")
+      continue()
+    endif()
+    get_test_property(${t} ENVIRONMENT env)
+    if(NOT env)
+      set(env "")
+    endif()
+    # Exit 99 on a valgrind error, so it is told apart from a failing test (1).
+    add_test(NAME valgrind_${t}
+      COMMAND ${BP_VALGRIND_PROGRAM} --quiet --error-exitcode=99
+        --leak-check=full --errors-for-leak-kinds=definite
+        --child-silent-after-fork=yes --num-callers=30
+        $<TARGET_FILE:${t}>)
+    set_tests_properties(valgrind_${t} PROPERTIES
+      ENVIRONMENT "${env};CK_FORK=no" LABELS valgrind TIMEOUT 1500)
+  endforeach()
+endfunction()
+
+if(BP_VALGRIND)
+  # Deferred to the end of tests/: fragments sorted after this one count too.
+  cmake_language(DEFER CALL bp__add_valgrind_tests)
+endif()
