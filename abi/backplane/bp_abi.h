@@ -6,4 +6,5 @@
 #include "bp_ops.h"
 #include "bp_tensor.h"
 #include "bp_plugin.h"
+#include "bp_quant.h"
 #endif
