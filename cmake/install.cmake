@@ -26,7 +26,9 @@ endif()
 # <backplane/backplane.h> (which includes the former) for applications.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/abi/backplane/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/backplane FILES_MATCHING PATTERN "*.h")
-install(FILES ${PROJECT_SOURCE_DIR}/host/include/backplane/backplane.h
+# Every public application header (backplane.h, bp_quantize.h, bp_meta.h, ...).
+file(GLOB BP_HOST_PUBLIC_HEADERS ${PROJECT_SOURCE_DIR}/host/include/backplane/*.h)
+install(FILES ${BP_HOST_PUBLIC_HEADERS}
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/backplane)
 install(FILES ${PROJECT_SOURCE_DIR}/abi/CHANGELOG.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR})

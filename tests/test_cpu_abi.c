@@ -13,7 +13,7 @@
 
 #include <backplane/bp_abi.h>
 
-#define PLUGIN_PATH BP_TEST_PLUGIN_DIR "/libbackplane-cpu.so"
+#define PLUGIN_PATH BP_TEST_PLUGIN_DIR "/libbackplane-cpu-scalar.so"
 
 static char last_log[1024];
 static int n_errors;
@@ -197,11 +197,11 @@ END_TEST
 START_TEST(test_unsupported_node_is_refused_with_op_and_tensor_named)
 {
     plugin_open();
-    unsigned char wq[18 * 2] = { 0 };
+    int32_t wq[32 * 2] = { 0 };
     float x[32] = { 0 }, y[2];
     struct bp_tensor tw, tx, ty;
-    mk(&tw, BP_TYPE_Q4_0, 32, 2, wq, "wq");
-    tw.nb[1] = 18; tw.nb[2] = tw.nb[3] = 36;
+    /* I32 weights: no mul_mat kernel takes integers */
+    mk(&tw, BP_TYPE_I32, 32, 2, wq, "wq");
     mk(&tx, BP_TYPE_F32, 32, 1, x, "x");
     mk(&ty, BP_TYPE_F32, 2, 1, y, "logits");
     ty.op = BP_OP_MUL_MAT;

@@ -87,12 +87,12 @@ START_TEST(test_mul_mat_reads_transposed_input)
 }
 END_TEST
 
-START_TEST(test_mul_mat_declines_quantized_weights)
+START_TEST(test_mul_mat_declines_activation_only_q8_K_weights)
 {
     struct fx f;
     fx_init(&f);
-    struct bp_tensor *w = bp_tensor_new_2d(f.ctx, BP_TYPE_Q4_0, 32, 2);
-    struct bp_tensor *x = bp_tensor_new_2d(f.ctx, BP_TYPE_F32, 32, 1);
+    struct bp_tensor *w = bp_tensor_new_2d(f.ctx, BP_TYPE_Q8_K, 256, 2);
+    struct bp_tensor *x = bp_tensor_new_2d(f.ctx, BP_TYPE_F32, 256, 1);
     struct bp_tensor *y = bp_mul_mat(f.ctx, w, x);
     ck_assert_ptr_nonnull(y);
     ck_assert(!bp_device_supports_op(cpu_device(), y));
@@ -656,7 +656,7 @@ Suite *cpu_ops_suite(void)
     tcase_add_test(tc, test_mul_mat_accepts_f16_and_bf16_weights_and_f16_input);
     tcase_add_test(tc, test_mul_mat_broadcasts_weights_over_dims_2_and_3);
     tcase_add_test(tc, test_mul_mat_reads_transposed_input);
-    tcase_add_test(tc, test_mul_mat_declines_quantized_weights);
+    tcase_add_test(tc, test_mul_mat_declines_activation_only_q8_K_weights);
     tcase_add_test(tc, test_add_and_mul_broadcast_b_over_permuted_a);
     tcase_add_test(tc, test_scale_silu_gelu_match_formulas_on_offset_views);
     tcase_add_test(tc, test_rms_norm_normalises_each_row_of_transposed_input);

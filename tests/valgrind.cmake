@@ -30,9 +30,10 @@ function(bp__add_valgrind_tests)
       COMMAND ${BP_VALGRIND_PROGRAM} --quiet --error-exitcode=99
         --leak-check=full --errors-for-leak-kinds=definite
         --child-silent-after-fork=yes --num-callers=30
+        --suppressions=${CMAKE_CURRENT_SOURCE_DIR}/valgrind-glibc.supp
         $<TARGET_FILE:${t}>)
     set_tests_properties(valgrind_${t} PROPERTIES
-      ENVIRONMENT "${env};CK_FORK=no" LABELS valgrind TIMEOUT 1500)
+      ENVIRONMENT "${env};CK_FORK=no;BACKPLANE_CPU_VARIANT=scalar" LABELS valgrind TIMEOUT 1500)
   endforeach()
 endfunction()
 

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <backplane/bp_quantize.h>
+
 #include "check_harness.h"
 
 /* Cases are small: a few leaves, views and one or two ops. */
@@ -111,11 +113,35 @@ static void fill_ids(const struct check_input *in, uint64_t *s, int32_t *ids, si
     }
 }
 
+/* A quantized input holds bp_quantize of seeded uniform floats, so that
+ * every device starts from the same bytes and the llama.cpp layout is what
+ * is tested. Rows are dim 0 (a whole number of blocks, as the type demands). */
+static void fill_quantized(const struct check_input *in, uint64_t *s, void *dst, size_t nbytes)
+{
+    enum bp_type type = (enum bp_type)in->t->type;
+    int64_t row = in->t->ne[0];
+    size_t row_bytes = bp_row_size(type, row);
+    if (row_bytes == 0) return;
+    size_t nrows = nbytes / row_bytes;
+    float *x = malloc((size_t)row * sizeof *x);
+    if (!x) return; /* left zero: the comparison still runs, on zeros */
+    for (size_t r = 0; r < nrows; r++) {
+        for (int64_t i = 0; i < row; i++) x[i] = rand_unit(s);
+        bp_quantize(type, x, (char *)dst + r * row_bytes, 1, row);
+    }
+    free(x);
+}
+
 void check_fill_input(const struct check_input *in, uint64_t seed, void *dst, size_t nbytes)
 {
     uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (s == 0) s = 1;
     enum bp_type type = (enum bp_type)in->t->type;
+    if (bp_type_is_quantized(type)) {
+        memset(dst, 0, nbytes);
+        fill_quantized(in, &s, dst, nbytes);
+        return;
+    }
     size_t esz = bp_type_size(type);
     size_t n = esz ? nbytes / esz : 0;
     memset(dst, 0, nbytes);

@@ -167,6 +167,12 @@ static struct bp_tensor *build_flash_attn(struct check_builder *b, const struct 
 #define F32 T(BP_TYPE_F32)
 #define F16 T(BP_TYPE_F16)
 #define BF16 T(BP_TYPE_BF16)
+#define Q4_0 T(BP_TYPE_Q4_0)
+#define Q8_0 T(BP_TYPE_Q8_0)
+#define Q4_K T(BP_TYPE_Q4_K)
+#define Q6_K T(BP_TYPE_Q6_K)
+#define QUANT_32 (Q4_0 | Q8_0)          /* blocks of 32 */
+#define QUANT_ALL (QUANT_32 | Q4_K | Q6_K) /* K a multiple of 256 fits every block size */
 
 struct check_template {
     enum bp_op op;
@@ -315,6 +321,14 @@ static const struct check_template templates[] = {
     {.op = BP_OP_GET_ROWS, .types = F32 | F16 | BF16, .a = {16, 12, 2, 2}, .b = {6, 2, 2, 1},
      .build = build_get_rows, .desc = "table[16,12,2,2] ids[6,2,2]"},
 
+    /* Quantized tables: rows of whole blocks, dequantized to f32. */
+    {.op = BP_OP_GET_ROWS, .types = QUANT_ALL, .a = {256, 20, 1, 1}, .b = {7, 1, 1, 1},
+     .build = build_get_rows, .desc = "table[256,20] ids[7]"},
+    {.op = BP_OP_GET_ROWS, .types = QUANT_ALL, .a = {512, 9, 3, 1}, .b = {5, 3, 1, 1},
+     .build = build_get_rows, .desc = "table[512,9,3] ids[5,3]"},
+    {.op = BP_OP_GET_ROWS, .types = QUANT_32, .a = {96, 12, 2, 2}, .b = {6, 2, 2, 1},
+     .build = build_get_rows, .desc = "table[96,12,2,2] ids[6,2,2]"},
+
     {.op = BP_OP_SET_ROWS, .types = F32 | F16, .a = {33, 16, 1, 1}, .b = {33, 5, 1, 1},
      .c = {5, 1, 1, 1}, .build = build_set_rows, .desc = "dst[33,16] values[33,5] ids[5]"},
     {.op = BP_OP_SET_ROWS, .types = F32 | F16, .a = {17, 8, 4, 1}, .b = {17, 3, 4, 1},
@@ -346,6 +360,18 @@ static const struct check_template templates[] = {
        "w[40,7] strided view x[40,3]"),
     MM(F16, BP_TYPE_F16, 33, 17, 1, 1, 33, 5, 1, 1, 0, "w[33,17] x[33,5] f16"),
     MM(F16, BP_TYPE_F16, 64, 65, 2, 1, 64, 3, 4, 1, 0, "w[64,65,2] x[64,3,4] f16 broadcast"),
+    /* Quantized weights (bytes from bp_quantize), f32 activations: M = 1
+     * (decode), small and odd M and N, K of one and several super-blocks,
+     * and broadcast over dims 2 and 3. */
+    MM(QUANT_ALL, BP_TYPE_F32, 256, 17, 1, 1, 256, 1, 1, 1, 0, "w[256,17] x[256,1]"),
+    MM(QUANT_ALL, BP_TYPE_F32, 256, 17, 1, 1, 256, 7, 1, 1, 0, "w[256,17] x[256,7]"),
+    MM(QUANT_ALL, BP_TYPE_F32, 512, 17, 1, 1, 512, 33, 1, 1, 0, "w[512,17] x[512,33]"),
+    MM(QUANT_ALL, BP_TYPE_F32, 768, 5, 1, 1, 768, 3, 1, 1, 0, "w[768,5] x[768,3]"),
+    MM(QUANT_ALL, BP_TYPE_F32, 256, 9, 2, 1, 256, 5, 4, 3, 0, "w[256,9,2] x[256,5,4,3] broadcast"),
+    MM(QUANT_ALL, BP_TYPE_F32, 256, 33, 1, 1, 256, 4, 3, 1, PERM(0, LAYOUT_ROWS_PERMUTED),
+       "w[256,33] x[256,4,3] rows permuted"),
+    MM(QUANT_32, BP_TYPE_F32, 96, 17, 1, 1, 96, 7, 1, 1, 0, "w[96,17] x[96,7]"),
+    MM(QUANT_32, BP_TYPE_F32, 32, 65, 1, 1, 32, 1, 1, 1, 0, "w[32,65] x[32,1]"),
 #undef MM
 
     /* FLASH_ATTN_EXT: a {D, n_q, H, B}, b {Dv, n_kv, H_kv}; K/V of the case

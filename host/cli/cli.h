@@ -17,6 +17,8 @@ int cmd_devices(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_run(int argc, char **argv); /* host/run/cmd_run.c */
 
 /* Loads plugins with crash/hang isolation so one bad plugin is reported,
  * not fatal. Prints the error and returns false when loading failed. */

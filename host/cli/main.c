@@ -15,6 +15,8 @@ static const struct command commands[] = {
     {"info", cmd_info, "show one device's capabilities, supported ops and features"},
     {"check", cmd_check, "run the op-equivalence check against the CPU reference"},
     {"version", cmd_version, "print the library and ABI versions"},
+    {"bench", cmd_bench, "benchmark an op on a device against references measured in the same run"},
+    {"run", cmd_run, "run a Llama decoder (GGUF or built-in model) on a device"},
 };
 
 static void usage(FILE *f)

@@ -4,6 +4,8 @@
 
 #include "loader_internal.h"
 
+#include <backplane/bp_quantize.h>
+
 /* The last warning or error a plugin logged during its init, so that an INIT
  * failure record can say what the plugin itself said. Per thread: the probe
  * child and the loading thread each have their own. */
@@ -36,12 +38,14 @@ static void host_log(enum bp_log_level level, const char *who, const char *fmt, 
     va_end(ap);
 }
 
-/* Services offered by name. None yet: the table is here so that one can be
- * added (with a typedef in bp_plugin.h) without touching the lookup. */
+/* Services offered by name (each with its typedef in the ABI headers): the
+ * reference conversions of bp_quant.h. Add a row to offer another. */
 static const struct {
     const char *name;
     void *fn;
 } host_procs[] = {
+    {BP_HOST_PROC_QUANTIZE, (void *)(bp_quantize_fn)bp_quantize},
+    {BP_HOST_PROC_DEQUANTIZE, (void *)(bp_dequantize_fn)bp_dequantize},
     {NULL, NULL},
 };
 

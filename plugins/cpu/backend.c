@@ -11,25 +11,62 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
+#include "bp_cpu.h"
 #include "cpu_internal.h"
 #include "ops.h"
+
+/* The plan of one graph: made before the parallel region, on the calling
+ * thread, with every allocation the graph needs; the compute path
+ * allocates nothing. */
+struct cpu_node_plan {
+    int n_tasks;            /* threads that take part in the node */
+};
 
 struct cpu_backend {
     struct bp_backend be;
     struct cpu_live live;
     struct cpu_plugin *pl;
     struct cpu_pool *pool;
-    void *scratch;          /* n_threads slices of scratch_per_thread bytes */
+    void *scratch;          /* the graph's work buffer: shared part, then per-thread slices */
     size_t scratch_size;
+    struct cpu_node_plan *plan;
+    int32_t plan_cap;
+    bp_cpu_abort_fn abort_cb;
+    void *abort_data;
 };
 
 /* One graph_compute as seen by every thread of the pool. */
 struct cpu_graph_job {
     struct cpu_backend *cb;
     struct bp_graph *g;
+    size_t shared;          /* bytes of the shared part (aligned) */
     size_t per_thread;      /* scratch bytes per thread */
-    bp_status status;       /* written by thread 0 only, read after a barrier */
+    _Atomic int chunk;      /* work counter of the running node */
+    /* Verdicts of thread 0 (prepare, abort callback), read by all after the
+     * next barrier. Two slots used in turn: a slow thread still reading
+     * check k's slot must not see thread 0 already writing check k+1. */
+    bp_status verdict[2];
+    bp_status status;       /* the graph's result, set by thread 0 */
 };
+
+/* Thread 0 writes v; every thread, after the barrier, reads the verdict. */
+static bp_status agree(struct cpu_graph_job *job, int ith, unsigned *check, bp_status v)
+{
+    const unsigned slot = (*check)++ & 1u;
+    if (ith == 0) {
+        job->verdict[slot] = v;
+        if (v != BP_OK) job->status = v;
+    }
+    cpu_pool_barrier(job->cb->pool);
+    return job->verdict[slot];
+}
+
+void cpu_params_barrier(const struct cpu_compute_params *p)
+{
+    cpu_pool_barrier(p->pool);
+}
 
 static const struct bp_backend_iface cpu_backend_iface;
 
@@ -52,6 +89,7 @@ static void be_free(struct bp_backend *b)
     cpu_live_remove(cb->pl, &cb->live);
     cpu_pool_free(cb->pool);
     free(cb->scratch);
+    free(cb->plan);
     free(cb);
 }
 
@@ -67,26 +105,34 @@ static void graph_job(void *arg, int ith, int nth)
     struct cpu_backend *cb = job->cb;
     struct cpu_compute_params p = {
         .ith = ith, .nth = nth,
-        .wdata = cb->scratch ? (char *)cb->scratch + (size_t)ith * job->per_thread : NULL,
+        .wdata = cb->scratch ? (char *)cb->scratch + job->shared + (size_t)ith * job->per_thread
+                             : NULL,
         .wsize = job->per_thread,
+        .wshared = cb->scratch, .wshared_size = job->shared,
+        .pool = cb->pool, .chunk = &job->chunk,
     };
+    unsigned check = 0;
     for (int32_t i = 0; i < job->g->n_nodes; i++) {
         struct bp_tensor *node = job->g->nodes[i];
         if (bp_op_is_view((enum bp_op)node->op))
             continue;
+        /* Threads past the node's task count skip the kernel but still meet
+         * at the barriers, so every kernel sees nth == n_tasks. */
+        p.nth = cb->plan[i].n_tasks;
         const struct cpu_op_entry *e = &cpu_op_table[node->op];
         if (e->prepare) {
             /* Ids may be computed earlier in this graph, so they are
              * checked here, at the node's turn, by one thread. */
-            if (ith == 0)
-                job->status = e->prepare(cb->pl, node);
-            cpu_pool_barrier(cb->pool);
-            if (job->status != BP_OK)
+            if (agree(job, ith, &check, ith == 0 ? e->prepare(cb->pl, node) : BP_OK) != BP_OK)
                 return;
         }
-        if (bp_nelements(node) > 0)
+        /* A kernel with barriers inside (mul_mat) always gets every thread
+         * (see the plan), so all threads reach them. */
+        if (bp_nelements(node) > 0 && ith < p.nth)
             e->compute(&p, node);
-        cpu_pool_barrier(cb->pool);
+        const bp_status v = ith == 0 && cb->abort_cb ? cb->abort_cb(cb->abort_data) : BP_OK;
+        if (agree(job, ith, &check, v) != BP_OK)
+            return;
     }
 }
 
@@ -129,7 +175,18 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
 
     /* Everything that can be known before running is checked here, on this
      * thread, so that the parallel region never fails half-way. */
-    size_t per_thread = 0;
+    const int nth = cpu_pool_n_threads(cb->pool);
+    if (g->n_nodes > cb->plan_cap) {
+        struct cpu_node_plan *np = realloc(cb->plan, (size_t)g->n_nodes * sizeof *np);
+        if (!np) {
+            cpu_log(pl, BP_LOG_ERROR, "could not allocate the plan of a %" PRId32 "-node graph; "
+                    "free memory.", g->n_nodes);
+            return BP_ERR_OUT_OF_MEMORY;
+        }
+        cb->plan = np;
+        cb->plan_cap = g->n_nodes;
+    }
+    size_t per_thread = 0, shared = 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const struct bp_tensor *node = g->nodes[i];
         if (!node) {
@@ -155,12 +212,19 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
             size_t need = e->scratch(node);
             if (need > per_thread) per_thread = need;
         }
+        if (e->work) {
+            size_t need = e->work(node);
+            if (need > shared) shared = need;
+        }
+        /* Small nodes are not worth waking every thread for. */
+        const int64_t n = bp_nelements(node);
+        cb->plan[i].n_tasks = e->work || n >= 4096 ? nth : 1;
     }
 
-    const int nth = cpu_pool_n_threads(cb->pool);
     per_thread = (per_thread + CPU_BUFFER_ALIGNMENT - 1) / CPU_BUFFER_ALIGNMENT * CPU_BUFFER_ALIGNMENT;
-    if (per_thread > 0 && per_thread * (size_t)nth > cb->scratch_size) {
-        size_t want = per_thread * (size_t)nth;
+    shared = (shared + CPU_BUFFER_ALIGNMENT - 1) / CPU_BUFFER_ALIGNMENT * CPU_BUFFER_ALIGNMENT;
+    if (shared + per_thread * (size_t)nth > cb->scratch_size) {
+        size_t want = shared + per_thread * (size_t)nth;
         void *p = aligned_alloc(CPU_BUFFER_ALIGNMENT, want);
         if (!p) {
             cpu_log(pl, BP_LOG_ERROR,
@@ -172,7 +236,8 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         cb->scratch_size = want;
     }
 
-    struct cpu_graph_job job = { .cb = cb, .g = g, .per_thread = per_thread, .status = BP_OK };
+    struct cpu_graph_job job = { .cb = cb, .g = g, .shared = shared, .per_thread = per_thread,
+                                 .verdict = { BP_OK, BP_OK }, .status = BP_OK };
     cpu_pool_run(cb->pool, graph_job, &job);
     return job.status;
 }
@@ -229,7 +294,7 @@ bp_status cpu_backend_init(struct bp_device *dev, const char *params, struct bp_
         cpu_log(pl, BP_LOG_ERROR, "could not allocate a cpu backend; free memory.");
         return BP_ERR_OUT_OF_MEMORY;
     }
-    bp_status st = cpu_pool_new(nth, &cb->pool);
+    bp_status st = cpu_pool_new(nth, cpu_default_poll(pl), &cb->pool);
     if (st != BP_OK) {
         cpu_log(pl, BP_LOG_ERROR, "could not start %d worker threads for a cpu backend; lower "
                 "BACKPLANE_CPU_THREADS.", nth - 1);
@@ -255,15 +320,34 @@ bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads)
     }
     if (n_threads == cpu_pool_n_threads(cb->pool))
         return BP_OK;
-    struct cpu_pool *pool;
-    bp_status st = cpu_pool_new(n_threads, &pool);
+    bp_status st;
+    if (n_threads > cpu_pool_n_threads(cb->pool)) {
+        st = cpu_pool_set_n_threads(cb->pool, n_threads);
+    } else {
+        /* Fewer threads: stop the surplus workers (a new, smaller pool) so
+         * that the threads a caller gave back are really gone. */
+        struct cpu_pool *pool;
+        st = cpu_pool_new(n_threads, cpu_default_poll(cb->pl), &pool);
+        if (st == BP_OK) {
+            cpu_pool_free(cb->pool);
+            cb->pool = pool;
+        }
+    }
     if (st != BP_OK) {
-        cpu_log(cb->pl, BP_LOG_ERROR, "could not start %d worker threads; the backend keeps %d.",
-                n_threads - 1, cpu_pool_n_threads(cb->pool) - 1);
+        cpu_log(cb->pl, BP_LOG_ERROR, "could not start %d worker threads; the backend keeps %d "
+                "threads.", n_threads - 1, cpu_pool_n_threads(cb->pool));
         return st;
     }
-    cpu_pool_free(cb->pool);
-    cb->pool = pool;
+    return BP_OK;
+}
+
+bp_status cpu_backend_set_abort_callback(struct bp_backend *b, bp_cpu_abort_fn cb_fn, void *data)
+{
+    if (!b || b->iface != &cpu_backend_iface)
+        return BP_ERR_INVALID_ARGUMENT;
+    struct cpu_backend *cb = b->context;
+    cb->abort_cb = cb_fn;
+    cb->abort_data = data;
     return BP_OK;
 }
 

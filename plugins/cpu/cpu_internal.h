@@ -29,7 +29,8 @@ struct cpu_plugin {
     const struct bp_host_services *host;
     char description[128];
     char threads_str[16];
-    struct bp_feature features[16];
+    char poll_str[16];
+    struct bp_feature features[32];
 
     pthread_mutex_t live_mu;
     struct cpu_live live_backends;  /* sentinel of a ring */
@@ -42,6 +43,9 @@ void cpu_log(const struct cpu_plugin *pl, enum bp_log_level level, const char *f
 const char *cpu_getenv(const struct cpu_plugin *pl, const char *name);
 /* BACKPLANE_CPU_THREADS when set and valid, else the number of online CPUs. */
 int cpu_default_threads(const struct cpu_plugin *pl);
+/* BACKPLANE_CPU_POLL when set and valid, else CPU_POOL_DEFAULT_POLL. */
+int cpu_default_poll(const struct cpu_plugin *pl);
+#define CPU_POOL_DEFAULT_POLL 2000
 void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring);
 void cpu_live_remove(struct cpu_plugin *pl, struct cpu_live *node);
 
@@ -58,17 +62,24 @@ void cpu_buffers_free_all(struct cpu_plugin *pl);
 /* backend.c */
 bp_status cpu_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
 bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads);
+/* The BP_CPU_PROC_SET_ABORT_CALLBACK proc (bp_cpu.h). */
+bp_status cpu_backend_set_abort_callback(struct bp_backend *b, bp_status (*cb)(void *data),
+                                         void *data);
 /* Free every backend the application left behind (registry shutdown). */
 void cpu_backends_free_all(struct cpu_plugin *pl);
 
 /* threadpool.c — a persistent pool; the calling thread takes part as thread 0. */
 typedef void (*cpu_job_fn)(void *arg, int ith, int nth);
-/* Start n_threads - 1 workers (n_threads >= 1). */
-bp_status cpu_pool_new(int n_threads, struct cpu_pool **out);
+/* Start n_threads - 1 workers (n_threads >= 1); waiting threads spin for
+ * `poll` pause instructions before they sleep. */
+bp_status cpu_pool_new(int n_threads, int poll, struct cpu_pool **out);
+/* Change the thread count of the next jobs (starts workers when it grows). */
+bp_status cpu_pool_set_n_threads(struct cpu_pool *pool, int n_threads);
 /* Join the workers and free the pool (NULL is a no-op). */
 void cpu_pool_free(struct cpu_pool *pool);
 int cpu_pool_n_threads(const struct cpu_pool *pool);
-/* Run fn(arg, ith, nth) on every thread and return when all have finished. */
+/* Run fn(arg, ith, nth) on every thread and return when all have finished.
+ * Between graphs only: one thread drives a pool at a time. */
 void cpu_pool_run(struct cpu_pool *pool, cpu_job_fn fn, void *arg);
 /* Wait until every thread of the running job has reached the barrier. */
 void cpu_pool_barrier(struct cpu_pool *pool);

@@ -8,7 +8,8 @@
 const struct cpu_op_entry cpu_op_table[BP_OP_COUNT] = {
     [BP_OP_GET_ROWS] = { .supports = cpu_supports_get_rows, .compute = cpu_compute_get_rows,
                          .prepare = cpu_prepare_get_rows },
-    [BP_OP_MUL_MAT] = { .supports = cpu_supports_mul_mat, .compute = cpu_compute_mul_mat },
+    [BP_OP_MUL_MAT] = { .supports = cpu_supports_mul_mat, .compute = cpu_compute_mul_mat,
+                        .scratch = cpu_scratch_mul_mat, .work = cpu_work_mul_mat },
     [BP_OP_ADD] = { .supports = cpu_supports_binary, .compute = cpu_compute_add },
     [BP_OP_MUL] = { .supports = cpu_supports_binary, .compute = cpu_compute_mul },
     [BP_OP_SCALE] = { .supports = cpu_supports_unary, .compute = cpu_compute_scale },

@@ -19,11 +19,20 @@
 
 struct cpu_plugin;
 
+struct cpu_pool;
+
 struct cpu_compute_params {
     int ith, nth;
     void *wdata;      /* this thread's scratch */
     size_t wsize;     /* bytes of it */
+    void *wshared;    /* the node's share of the graph's work buffer, seen by all threads */
+    size_t wshared_size;
+    struct cpu_pool *pool;           /* for cpu_params_barrier */
+    _Atomic int *chunk;              /* the node's work counter (see ops/matmul.c) */
 };
+
+/* Wait until every thread of the node has reached this point. */
+void cpu_params_barrier(const struct cpu_compute_params *p);
 
 struct cpu_op_entry {
     /* True when compute handles this node's types and shapes exactly. */
@@ -33,6 +42,8 @@ struct cpu_op_entry {
     bp_status (*prepare)(const struct cpu_plugin *pl, const struct bp_tensor *node);
     /* Optional: scratch bytes each thread needs for this node. */
     size_t (*scratch)(const struct bp_tensor *node);
+    /* Optional: bytes of the work buffer all threads of the node share. */
+    size_t (*work)(const struct bp_tensor *node);
 };
 
 /* THE OP TABLE, indexed by enum bp_op; an entry with NULL compute is an op
@@ -46,6 +57,8 @@ bool cpu_supports_node(const struct bp_tensor *node);
 
 bool cpu_supports_mul_mat(const struct bp_tensor *t);
 void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t);
+size_t cpu_scratch_mul_mat(const struct bp_tensor *t);
+size_t cpu_work_mul_mat(const struct bp_tensor *t);
 
 bool cpu_supports_binary(const struct bp_tensor *t);
 void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t);

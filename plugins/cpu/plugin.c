@@ -1,8 +1,9 @@
 /*
  * plugin.c — the CPU plugin's entry, registry and its one device, "cpu".
  *
- * This is the reference build: plain C with no ISA flags, double-precision
- * accumulation, every stride honoured. Other devices are checked against it.
+ * The same sources build every variant (CPU_VARIANT_NAME: scalar, avx2,
+ * avx512, neon); only kernels/ differ by ISA. The scalar variant is the
+ * reference: plain C, double-precision accumulation for float weights.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,8 +11,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bp_cpu.h"
+#include "cpu_features.h"
 #include "cpu_internal.h"
+#include "kernels/kernels.h"
 #include "ops.h"
+#include "ops/matmul_blas.h"
+
+#ifndef CPU_VARIANT_NAME
+#define CPU_VARIANT_NAME "scalar"
+#endif
 
 /* ---- services ---- */
 
@@ -50,6 +59,21 @@ int cpu_default_threads(const struct cpu_plugin *pl)
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)(n > 4096 ? 4096 : n) : 1;
+}
+
+int cpu_default_poll(const struct cpu_plugin *pl)
+{
+    const char *s = cpu_getenv(pl, "BACKPLANE_CPU_POLL");
+    if (s && *s) {
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (*end == '\0' && n >= 0 && n <= 100000000)
+            return (int)n;
+        cpu_log(pl, BP_LOG_WARN,
+                "BACKPLANE_CPU_POLL='%s' is not a spin count from 0 to 100000000; using %d.", s,
+                CPU_POOL_DEFAULT_POLL);
+    }
+    return CPU_POOL_DEFAULT_POLL;
 }
 
 void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring)
@@ -207,6 +231,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         memcpy(&p, &fn, sizeof p);
         return p;
     }
+    if (strcmp(name, BP_CPU_PROC_SET_ABORT_CALLBACK) == 0) {
+        bp_cpu_set_abort_callback_fn fn = cpu_backend_set_abort_callback;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
     if (strcmp(name, BP_PROC_GET_FEATURES) == 0) {
         bp_get_features_fn fn = reg_get_features;
         void *p;
@@ -259,35 +289,42 @@ static void read_cpu_model(char *out, size_t cap)
     fclose(f);
 }
 
+/* What `backplane info cpu` shows: the variant that runs, the kernels it
+ * uses, and the CPU/OS features the loader's choice rests on. */
 static void fill_features(struct cpu_plugin *pl)
 {
     snprintf(pl->threads_str, sizeof pl->threads_str, "%d", cpu_default_threads(pl));
+    snprintf(pl->poll_str, sizeof pl->poll_str, "%d", cpu_default_poll(pl));
+    struct cpu_isa isa;
+    cpu_isa_detect(&isa);
     struct bp_feature *f = pl->features;
     int i = 0;
-    f[i++] = (struct bp_feature){ "variant", "reference" };
+    f[i++] = (struct bp_feature){ "variant", CPU_VARIANT_NAME };
+    f[i++] = (struct bp_feature){ "kernels", cpu_kernels_isa() };
     f[i++] = (struct bp_feature){ "threads", pl->threads_str };
-    /* Only the ISA extensions this build was compiled to use. */
-#ifdef __SSE2__
-    f[i++] = (struct bp_feature){ "SSE2", "1" };
+    f[i++] = (struct bp_feature){ "poll", pl->poll_str };
+    f[i++] = (struct bp_feature){ "blas", cpu_blas_name() ? cpu_blas_name() : "none" };
+#define ISA(name, flag) f[i++] = (struct bp_feature){ name, (flag) ? "1" : "0" }
+#if defined(__x86_64__) || defined(__i386__)
+    ISA("cpu.AVX", isa.avx);
+    ISA("cpu.AVX2", isa.avx2);
+    ISA("cpu.FMA", isa.fma);
+    ISA("cpu.F16C", isa.f16c);
+    ISA("cpu.AVX512F", isa.avx512f);
+    ISA("cpu.AVX512BW", isa.avx512bw);
+    ISA("cpu.AVX512VL", isa.avx512vl);
+    ISA("cpu.AVX512_VNNI", isa.avx512_vnni);
+    ISA("cpu.AVX512_BF16", isa.avx512_bf16);
+    ISA("os.AVX (XCR0 YMM)", isa.os_avx);
+    ISA("os.AVX512 (XCR0 ZMM)", isa.os_avx512);
+    ISA("score.scalar", 1);
+    ISA("score.avx2", cpu_variant_score(CPU_VARIANT_AVX2, &isa) > 0);
+    ISA("score.avx512", cpu_variant_score(CPU_VARIANT_AVX512, &isa) > 0);
+#elif defined(__aarch64__)
+    ISA("cpu.NEON", isa.neon);
+    ISA("cpu.DOTPROD", isa.dotprod);
 #endif
-#ifdef __AVX__
-    f[i++] = (struct bp_feature){ "AVX", "1" };
-#endif
-#ifdef __AVX2__
-    f[i++] = (struct bp_feature){ "AVX2", "1" };
-#endif
-#ifdef __FMA__
-    f[i++] = (struct bp_feature){ "FMA", "1" };
-#endif
-#ifdef __F16C__
-    f[i++] = (struct bp_feature){ "F16C", "1" };
-#endif
-#ifdef __AVX512F__
-    f[i++] = (struct bp_feature){ "AVX512F", "1" };
-#endif
-#ifdef __ARM_NEON
-    f[i++] = (struct bp_feature){ "NEON", "1" };
-#endif
+#undef ISA
     f[i] = (struct bp_feature){ NULL, NULL };
 }
 
@@ -316,11 +353,12 @@ static bp_status cpu_plugin_init(const struct bp_host_services *host, struct bp_
     pl->live_buffers.prev = pl->live_buffers.next = &pl->live_buffers;
 
     pl->reg = (struct bp_registry){ .iface = &cpu_registry_iface, .abi_version = BP_ABI_VERSION,
-                                    .variant = NULL, .context = pl };
+                                    .variant = CPU_VARIANT_NAME, .context = pl };
     pl->dev = (struct bp_device){ .iface = &cpu_device_iface, .reg = &pl->reg, .context = pl };
     pl->buft = (struct bp_buffer_type){ .iface = &cpu_buffer_type_iface, .device = &pl->dev,
                                         .context = pl };
     read_cpu_model(pl->description, sizeof pl->description);
+    cpu_blas_init();
     fill_features(pl);
     *out = &pl->reg;
     return BP_OK;

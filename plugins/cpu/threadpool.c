@@ -1,12 +1,25 @@
 /*
  * threadpool.c — the persistent worker pool of one CPU backend.
  *
- * Workers sleep on a condition variable between jobs, so an idle backend
- * costs nothing; the thread that calls cpu_pool_run is thread 0 of the job.
- * The barrier blocks rather than spins: this is the reference plugin, and a
- * spinning barrier starves the other backend when two run side by side on a
- * machine with few cores.
+ * Kick-off: one atomic word carries (graph number << 16 | thread count);
+ * a worker that sees a new word and whose index is below the count runs
+ * the job, the others go back to waiting. So the thread count can change
+ * between graphs without starting or stopping anything (more workers are
+ * started only when the count grows past what exists).
+ *
+ * Barrier: an arrival counter plus a generation number. The last thread to
+ * arrive resets the counter and bumps the generation; the others wait for
+ * the generation to change.
+ *
+ * Waiting spins for a poll budget (BACKPLANE_CPU_POLL pause instructions,
+ * default CPU_POOL_DEFAULT_POLL) and then sleeps on a condition variable,
+ * so back-to-back nodes cost no system call while an idle backend, or one
+ * that shares two cores with another, costs nothing. Wake-ups are only
+ * broadcast when someone is asleep (`sleepers`, sequentially consistent
+ * with the word it waits on, so no wake-up is lost).
  */
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "cpu_internal.h"
@@ -14,106 +27,163 @@
 struct cpu_worker {
     struct cpu_pool *pool;
     int ith;
+    uint64_t seen0;  /* the kick word when it was created: any later one is a job */
 };
 
 struct cpu_pool {
-    pthread_mutex_t mu;
-    pthread_cond_t cv_job;   /* workers: a new job or stop */
-    pthread_cond_t cv_done;  /* caller: every worker left the job */
-    pthread_cond_t cv_bar;   /* barrier release */
-    int nth;
-    int n_started;           /* workers actually running */
-    pthread_t *tids;
-    struct cpu_worker *workers;
-
-    unsigned long job_seq;
-    int n_running;
-    bool stop;
+    _Atomic uint64_t kick;     /* (seq << 16) | n_threads of the job */
+    _Atomic uint64_t bar_gen;
+    _Atomic int bar_count;
+    _Atomic int sleepers;
+    _Atomic bool stop;
+    int nth;                   /* threads of the next job */
+    int cur_nth;               /* threads of the running job */
+    int n_workers;             /* started */
+    int poll;
+    uint64_t seq;
     cpu_job_fn fn;
     void *arg;
-
-    int bar_waiting;
-    unsigned long bar_seq;
+    pthread_t *tids;
+    struct cpu_worker **workers;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static uint64_t wait_change(struct cpu_pool *pool, _Atomic uint64_t *word, uint64_t old)
+{
+    uint64_t v;
+    for (int i = 0; i < pool->poll; i++) {
+        v = atomic_load_explicit(word, memory_order_acquire);
+        if (v != old)
+            return v;
+        cpu_relax();
+    }
+    atomic_fetch_add(&pool->sleepers, 1);
+    pthread_mutex_lock(&pool->mu);
+    while ((v = atomic_load(word)) == old)
+        pthread_cond_wait(&pool->cv, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+    atomic_fetch_sub(&pool->sleepers, 1);
+    return v;
+}
+
+static void wake_all(struct cpu_pool *pool)
+{
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        pthread_cond_broadcast(&pool->cv);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
 
 static void *cpu_worker_main(void *p)
 {
     struct cpu_worker *w = p;
     struct cpu_pool *pool = w->pool;
-    unsigned long seen = 0;
-
-    pthread_mutex_lock(&pool->mu);
+    uint64_t seen = w->seen0;
     for (;;) {
-        while (!pool->stop && pool->job_seq == seen)
-            pthread_cond_wait(&pool->cv_job, &pool->mu);
-        if (pool->stop)
+        seen = wait_change(pool, &pool->kick, seen);
+        if (atomic_load(&pool->stop))
             break;
-        seen = pool->job_seq;
-        cpu_job_fn fn = pool->fn;
-        void *arg = pool->arg;
-        pthread_mutex_unlock(&pool->mu);
-
-        fn(arg, w->ith, pool->nth);
-
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->n_running == 0)
-            pthread_cond_signal(&pool->cv_done);
+        const int nth = (int)(seen & 0xffff);
+        if (w->ith < nth) {
+            pool->fn(pool->arg, w->ith, nth);
+            cpu_pool_barrier(pool);
+        }
     }
-    pthread_mutex_unlock(&pool->mu);
     return NULL;
+}
+
+static bp_status start_workers(struct cpu_pool *pool, int n_threads)
+{
+    const int want = n_threads - 1;
+    if (want <= pool->n_workers)
+        return BP_OK;
+    pthread_t *tids = realloc(pool->tids, (size_t)want * sizeof *tids);
+    if (!tids)
+        return BP_ERR_OUT_OF_MEMORY;
+    pool->tids = tids;
+    /* One allocation per worker: running workers keep their address when
+     * the pool grows. */
+    struct cpu_worker **ws = realloc(pool->workers, (size_t)want * sizeof *ws);
+    if (!ws)
+        return BP_ERR_OUT_OF_MEMORY;
+    pool->workers = ws;
+    while (pool->n_workers < want) {
+        const int i = pool->n_workers;
+        ws[i] = malloc(sizeof *ws[i]);
+        if (!ws[i])
+            return BP_ERR_OUT_OF_MEMORY;
+        *ws[i] = (struct cpu_worker){ .pool = pool, .ith = i + 1,
+                                      .seen0 = atomic_load(&pool->kick) };
+        if (pthread_create(&pool->tids[i], NULL, cpu_worker_main, ws[i]) != 0) {
+            free(ws[i]);
+            return BP_ERR_OUT_OF_MEMORY;
+        }
+        pool->n_workers++;
+    }
+    return BP_OK;
 }
 
 void cpu_pool_free(struct cpu_pool *pool)
 {
     if (!pool)
         return;
+    atomic_store(&pool->stop, true);
+    pool->seq++;
+    atomic_store(&pool->kick, pool->seq << 16);
     pthread_mutex_lock(&pool->mu);
-    pool->stop = true;
-    pthread_cond_broadcast(&pool->cv_job);
+    pthread_cond_broadcast(&pool->cv);
     pthread_mutex_unlock(&pool->mu);
-    for (int i = 0; i < pool->n_started; i++)
+    for (int i = 0; i < pool->n_workers; i++)
         pthread_join(pool->tids[i], NULL);
-    pthread_cond_destroy(&pool->cv_bar);
-    pthread_cond_destroy(&pool->cv_done);
-    pthread_cond_destroy(&pool->cv_job);
+    for (int i = 0; i < pool->n_workers; i++)
+        free(pool->workers[i]);
+    pthread_cond_destroy(&pool->cv);
     pthread_mutex_destroy(&pool->mu);
     free(pool->workers);
     free(pool->tids);
     free(pool);
 }
 
-bp_status cpu_pool_new(int n_threads, struct cpu_pool **out)
+bp_status cpu_pool_new(int n_threads, int poll, struct cpu_pool **out)
 {
     *out = NULL;
-    if (n_threads < 1)
+    if (n_threads < 1 || n_threads > 4096)
         return BP_ERR_INVALID_ARGUMENT;
     struct cpu_pool *pool = calloc(1, sizeof *pool);
     if (!pool)
         return BP_ERR_OUT_OF_MEMORY;
     pool->nth = n_threads;
+    pool->poll = poll < 0 ? 0 : poll;
     pthread_mutex_init(&pool->mu, NULL);
-    pthread_cond_init(&pool->cv_job, NULL);
-    pthread_cond_init(&pool->cv_done, NULL);
-    pthread_cond_init(&pool->cv_bar, NULL);
-
-    int n_workers = n_threads - 1;
-    if (n_workers > 0) {
-        pool->tids = calloc((size_t)n_workers, sizeof *pool->tids);
-        pool->workers = calloc((size_t)n_workers, sizeof *pool->workers);
-        if (!pool->tids || !pool->workers) {
-            cpu_pool_free(pool);
-            return BP_ERR_OUT_OF_MEMORY;
-        }
-    }
-    for (int i = 0; i < n_workers; i++) {
-        pool->workers[i] = (struct cpu_worker){ .pool = pool, .ith = i + 1 };
-        if (pthread_create(&pool->tids[i], NULL, cpu_worker_main, &pool->workers[i]) != 0) {
-            cpu_pool_free(pool);
-            return BP_ERR_OUT_OF_MEMORY;
-        }
-        pool->n_started++;
+    pthread_cond_init(&pool->cv, NULL);
+    bp_status st = start_workers(pool, n_threads);
+    if (st != BP_OK) {
+        cpu_pool_free(pool);
+        return st;
     }
     *out = pool;
+    return BP_OK;
+}
+
+bp_status cpu_pool_set_n_threads(struct cpu_pool *pool, int n_threads)
+{
+    if (n_threads < 1 || n_threads > 4096)
+        return BP_ERR_INVALID_ARGUMENT;
+    bp_status st = start_workers(pool, n_threads);
+    if (st != BP_OK)
+        return st;
+    pool->nth = n_threads;
     return BP_OK;
 }
 
@@ -124,39 +194,32 @@ int cpu_pool_n_threads(const struct cpu_pool *pool)
 
 void cpu_pool_run(struct cpu_pool *pool, cpu_job_fn fn, void *arg)
 {
+    pool->cur_nth = pool->nth;
     if (pool->nth == 1) {
         fn(arg, 0, 1);
         return;
     }
-    pthread_mutex_lock(&pool->mu);
     pool->fn = fn;
     pool->arg = arg;
-    pool->n_running = pool->nth - 1;
-    pool->job_seq++;
-    pthread_cond_broadcast(&pool->cv_job);
-    pthread_mutex_unlock(&pool->mu);
-
+    pool->seq++;
+    atomic_store(&pool->kick, (pool->seq << 16) | (uint64_t)pool->nth);
+    wake_all(pool);
     fn(arg, 0, pool->nth);
-
-    pthread_mutex_lock(&pool->mu);
-    while (pool->n_running > 0)
-        pthread_cond_wait(&pool->cv_done, &pool->mu);
-    pthread_mutex_unlock(&pool->mu);
+    /* Every worker has left fn when this returns. */
+    cpu_pool_barrier(pool);
 }
 
 void cpu_pool_barrier(struct cpu_pool *pool)
 {
-    if (pool->nth == 1)
+    const int n = pool->cur_nth;
+    if (n <= 1)
         return;
-    pthread_mutex_lock(&pool->mu);
-    unsigned long seq = pool->bar_seq;
-    if (++pool->bar_waiting == pool->nth) {
-        pool->bar_waiting = 0;
-        pool->bar_seq++;
-        pthread_cond_broadcast(&pool->cv_bar);
+    const uint64_t gen = atomic_load_explicit(&pool->bar_gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&pool->bar_count, 1, memory_order_acq_rel) == n - 1) {
+        atomic_store_explicit(&pool->bar_count, 0, memory_order_relaxed);
+        atomic_fetch_add(&pool->bar_gen, 1);
+        wake_all(pool);
     } else {
-        while (seq == pool->bar_seq)
-            pthread_cond_wait(&pool->cv_bar, &pool->mu);
+        wait_change(pool, &pool->bar_gen, gen);
     }
-    pthread_mutex_unlock(&pool->mu);
 }

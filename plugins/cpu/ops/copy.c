@@ -10,6 +10,7 @@
 
 #include "../ops.h"
 #include "../cpu_internal.h"
+#include "../kernels/kernels.h"
 
 /* Types CPY and CONT move without conversion. */
 static bool plain_type(int32_t type)
@@ -84,8 +85,16 @@ void cpu_compute_cont(const struct cpu_compute_params *p, struct bp_tensor *t)
 bool cpu_supports_get_rows(const struct bp_tensor *t)
 {
     const struct bp_tensor *tab = t->src[0], *ids = t->src[1];
-    if (!tab || !ids || !cpu_is_float(tab->type) || ids->type != BP_TYPE_I32 ||
-        t->type != BP_TYPE_F32)
+    if (!tab || !ids || ids->type != BP_TYPE_I32 || t->type != BP_TYPE_F32)
+        return false;
+    /* Quantized tables are expanded a whole row at a time, so their rows
+     * must be packed blocks and the output row contiguous. */
+    if (bp_type_is_quantized((enum bp_type)tab->type) &&
+        (!cpu_kernels_for((enum bp_type)tab->type)->to_float ||
+         tab->ne[0] % bp_type_block_size((enum bp_type)tab->type) != 0 ||
+         tab->nb[0] != bp_type_size((enum bp_type)tab->type) || t->nb[0] != sizeof(float)))
+        return false;
+    if (!bp_type_is_quantized((enum bp_type)tab->type) && !cpu_is_float(tab->type))
         return false;
     return ids->ne[1] == tab->ne[2] && ids->ne[2] == tab->ne[3] && ids->ne[3] == 1 &&
            t->ne[0] == tab->ne[0] && t->ne[1] == ids->ne[0] && t->ne[2] == tab->ne[2] &&
@@ -135,6 +144,10 @@ void cpu_compute_get_rows(const struct cpu_compute_params *p, struct bp_tensor *
         const int32_t id = cpu_load_i32(cpu_at(ids, i, i2, i3, 0));
         const char *sr = cpu_at(tab, 0, id, i2, i3);
         char *dr = cpu_at(t, 0, i, i2, i3);
+        if (bp_type_is_quantized((enum bp_type)tab->type)) {
+            cpu_kernels_for((enum bp_type)tab->type)->to_float(sr, (float *)(void *)dr, t->ne[0]);
+            continue;
+        }
         for (int64_t i0 = 0; i0 < t->ne[0]; i0++)
             copy_elem(dr + (size_t)i0 * t->nb[0], t->type, sr + (size_t)i0 * tab->nb[0], tab->type);
     }

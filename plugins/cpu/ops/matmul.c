@@ -2,17 +2,55 @@
  * matmul.c — MUL_MAT: dst[n, m] = sum_k W[k, n] * X[k, m], W broadcast over
  * dims 2 and 3 (W slice i2 / (e2 / d2)).
  *
- * The reference accumulates every dot product in double, in k order, so the
- * result is as close to exact as F32 output allows and does not depend on
- * the thread count. Quantized W comes with the block-format issue: until
- * then supports says no.
+ * The fast path (W rows packed along k, dst rows contiguous):
+ *  1. every activation row is converted ONCE into the node's share of the
+ *     graph work buffer as the kernel's vec_dot_type (Q8_0 for Q4_0/Q8_0,
+ *     Q8_K with block sums for the K-quants, F32 for float weights), the
+ *     rows split evenly over the threads; then a barrier;
+ *  2. the (N weight rows) x (M*batch activation rows) output is cut into
+ *     2-D chunks of 16 x 16 (64 along the other side when one side is a
+ *     single row); when that gives fewer than four chunks per thread the
+ *     longer side is cut into one chunk per thread instead. Each thread
+ *     starts at the chunk with its own index and takes the next from an
+ *     atomic counter (initialised to nth), so a thread slowed by a noisy
+ *     neighbour simply takes fewer chunks;
+ *  3. inside a chunk, 16 x 16 blocks: one activation row meets 16 weight
+ *     rows, the 16 results staged on the stack and stored as one row piece.
+ * Every output element is one vec_dot, so results do not depend on the
+ * thread count or the chunk order.
+ *
+ * Anything else (a transposed W view) takes the strided reference path,
+ * which accumulates in double.
  */
+#include <stdatomic.h>
+
+#include "../kernels/kernels.h"
 #include "../ops.h"
+#include "matmul_blas.h"
+
+#define MM_BLOCK 16
+
+static bool w_packed(const struct bp_tensor *w)
+{
+    return w->nb[0] == bp_type_size((enum bp_type)w->type) &&
+           w->ne[0] % bp_type_block_size((enum bp_type)w->type) == 0;
+}
+
+static bool fast_path(const struct bp_tensor *t)
+{
+    const struct bp_tensor *w = t->src[0];
+    const struct cpu_type_kernels *k = cpu_kernels_for((enum bp_type)w->type);
+    return k->vec_dot && w_packed(w) && t->nb[0] == sizeof(float) &&
+           bp_type_block_size(k->vec_dot_type) > 0 &&
+           w->ne[0] % bp_type_block_size(k->vec_dot_type) == 0;
+}
 
 bool cpu_supports_mul_mat(const struct bp_tensor *t)
 {
     const struct bp_tensor *w = t->src[0], *x = t->src[1];
-    if (!w || !x || t->type != BP_TYPE_F32 || !cpu_is_float(w->type) || !cpu_is_float(x->type))
+    if (!w || !x || t->type != BP_TYPE_F32 || !cpu_is_float(x->type))
+        return false;
+    if (!cpu_is_float(w->type) && !(bp_type_is_quantized((enum bp_type)w->type) && fast_path(t)))
         return false;
     if (!cpu_shape_ok(w)) /* its dims divide X's */
         return false;
@@ -21,32 +59,158 @@ bool cpu_supports_mul_mat(const struct bp_tensor *t)
            t->ne[3] == x->ne[3];
 }
 
+/* True when X rows can be fed to vec_dot in place (no conversion pass). */
+static bool x_direct(const struct bp_tensor *x, enum bp_type vdt)
+{
+    return vdt == BP_TYPE_F32 && x->type == BP_TYPE_F32 && x->nb[0] == sizeof(float);
+}
+
+static size_t x_row_size(const struct bp_tensor *t)
+{
+    const enum bp_type vdt = cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type;
+    return bp_row_size(vdt, t->src[0]->ne[0]);
+}
+
+size_t cpu_work_mul_mat(const struct bp_tensor *t)
+{
+    if (!fast_path(t))
+        return 0;
+    const struct bp_tensor *x = t->src[1];
+    const enum bp_type vdt = cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type;
+    if (x_direct(x, vdt))
+        return 0;
+    return x_row_size(t) * (size_t)(x->ne[1] * x->ne[2] * x->ne[3]);
+}
+
+size_t cpu_scratch_mul_mat(const struct bp_tensor *t)
+{
+    /* One F32 row to stage a non-F32 or strided activation row before it is
+     * quantized. */
+    return fast_path(t) ? (size_t)t->src[0]->ne[0] * sizeof(float) : 0;
+}
+
+/* ---- step 1: the activation, converted once ---- */
+
+static void convert_x(const struct cpu_compute_params *p, const struct bp_tensor *t,
+                      const struct cpu_type_kernels *k)
+{
+    const struct bp_tensor *x = t->src[1];
+    const int64_t K = x->ne[0], rows = x->ne[1] * x->ne[2] * x->ne[3];
+    const size_t rs = x_row_size(t);
+    const cpu_from_float_fn from_float = cpu_kernels_for(k->vec_dot_type)->from_float;
+    float *stage = p->wdata;
+    int64_t r0, r1;
+    cpu_split(rows, p, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_row_index(x, r, &i1, &i2, &i3);
+        const char *src = cpu_at(x, 0, i1, i2, i3);
+        const float *f;
+        if (x->type == BP_TYPE_F32 && x->nb[0] == sizeof(float)) {
+            f = (const float *)(const void *)src;
+        } else {
+            for (int64_t i = 0; i < K; i++) stage[i] = cpu_load(src + (size_t)i * x->nb[0], x->type);
+            f = stage;
+        }
+        from_float(f, (char *)p->wshared + (size_t)r * rs, K);
+    }
+}
+
+/* ---- steps 2 and 3: chunks and blocks ---- */
+
+struct mm_shape {
+    const struct bp_tensor *w, *x, *t;
+    cpu_vec_dot_fn vec_dot;
+    int64_t K, nr0, nr1;
+    int64_t r2, r3;
+    const char *xbase;  /* converted rows (row_stride apart) or NULL: X in place */
+    size_t row_stride;
+};
+
+static void mm_chunk(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_end,
+                     int64_t ir1_start, int64_t ir1_end)
+{
+    const struct bp_tensor *w = s->w, *x = s->x, *t = s->t;
+    float tmp[MM_BLOCK];
+    for (int64_t iir1 = ir1_start; iir1 < ir1_end; iir1 += MM_BLOCK) {
+        for (int64_t iir0 = ir0_start; iir0 < ir0_end; iir0 += MM_BLOCK) {
+            const int64_t e1 = iir1 + MM_BLOCK < ir1_end ? iir1 + MM_BLOCK : ir1_end;
+            const int64_t e0 = iir0 + MM_BLOCK < ir0_end ? iir0 + MM_BLOCK : ir0_end;
+            for (int64_t ir1 = iir1; ir1 < e1; ir1++) {
+                int64_t i11, i12, i13;
+                cpu_row_index(x, ir1, &i11, &i12, &i13);
+                const char *xr = s->xbase ? s->xbase + (size_t)ir1 * s->row_stride
+                                          : cpu_at(x, 0, i11, i12, i13);
+                const char *wbase = cpu_at(w, 0, 0, i12 / s->r2, i13 / s->r3);
+                for (int64_t ir0 = iir0; ir0 < e0; ir0++)
+                    s->vec_dot(s->K, &tmp[ir0 - iir0], wbase + (size_t)ir0 * w->nb[1], xr);
+                memcpy(cpu_at(t, iir0, i11, i12, i13), tmp, (size_t)(e0 - iir0) * sizeof(float));
+            }
+        }
+    }
+}
+
+static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1];
+    const struct cpu_type_kernels *k = cpu_kernels_for((enum bp_type)w->type);
+    const bool direct = x_direct(x, k->vec_dot_type);
+
+    if (!direct)
+        convert_x(p, t, k);
+    if (p->ith == 0)
+        atomic_store_explicit(p->chunk, p->nth, memory_order_relaxed);
+    cpu_params_barrier(p);
+
+    struct mm_shape s = {
+        .w = w, .x = x, .t = t, .vec_dot = k->vec_dot, .K = w->ne[0],
+        .nr0 = w->ne[1], .nr1 = x->ne[1] * x->ne[2] * x->ne[3],
+        .r2 = x->ne[2] / w->ne[2], .r3 = x->ne[3] / w->ne[3],
+        .xbase = direct ? NULL : p->wshared, .row_stride = direct ? 0 : x_row_size(t),
+    };
+    if (cpu_mul_mat_blas(p, t, &s.nr0, &s.nr1))
+        return;
+
+    const int64_t chunk = (s.nr0 == 1 || s.nr1 == 1) ? 64 : 16;
+    int64_t nchunk0 = (s.nr0 + chunk - 1) / chunk;
+    int64_t nchunk1 = (s.nr1 + chunk - 1) / chunk;
+    if (nchunk0 * nchunk1 < (int64_t)p->nth * 4) {
+        nchunk0 = s.nr0 > s.nr1 ? p->nth : 1;
+        nchunk1 = s.nr0 > s.nr1 ? 1 : p->nth;
+    }
+    const int64_t dr0 = (s.nr0 + nchunk0 - 1) / nchunk0;
+    const int64_t dr1 = (s.nr1 + nchunk1 - 1) / nchunk1;
+    const int64_t total = nchunk0 * nchunk1;
+
+    int64_t current = p->ith;
+    while (current < total) {
+        const int64_t c0 = current % nchunk0, c1 = current / nchunk0;
+        const int64_t a0 = dr0 * c0, a1 = dr1 * c1;
+        const int64_t b0 = a0 + dr0 < s.nr0 ? a0 + dr0 : s.nr0;
+        const int64_t b1 = a1 + dr1 < s.nr1 ? a1 + dr1 : s.nr1;
+        if (a0 < b0 && a1 < b1)
+            mm_chunk(&s, a0, b0, a1, b1);
+        current = atomic_fetch_add_explicit(p->chunk, 1, memory_order_relaxed);
+    }
+}
+
+/* ---- the strided reference path ---- */
+
 static double dot(const char *a, size_t sa, int32_t ta, const char *b, size_t sb, int32_t tb,
                   int64_t n)
 {
     double acc = 0.0;
-    if (ta == BP_TYPE_F32 && tb == BP_TYPE_F32) {
-        for (int64_t k = 0; k < n; k++) {
-            float fa, fb;
-            memcpy(&fa, a + (size_t)k * sa, 4);
-            memcpy(&fb, b + (size_t)k * sb, 4);
-            acc += (double)fa * (double)fb;
-        }
-        return acc;
-    }
     for (int64_t k = 0; k < n; k++)
         acc += (double)cpu_load(a + (size_t)k * sa, ta) * (double)cpu_load(b + (size_t)k * sb, tb);
     return acc;
 }
 
-void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t)
+static void mul_mat_strided(const struct cpu_compute_params *p, struct bp_tensor *t)
 {
     const struct bp_tensor *w = t->src[0], *x = t->src[1];
     const int64_t K = w->ne[0], N = t->ne[0];
     const int64_t r2 = x->ne[2] / w->ne[2], r3 = x->ne[3] / w->ne[3];
-
-    /* Split over output elements, not rows: a matrix-vector product (M = 1)
-     * still uses every thread. */
+    /* Split over output elements, not rows: M = 1 still uses every thread. */
     int64_t f0, f1;
     cpu_split(bp_nelements(t), p, &f0, &f1);
     for (int64_t f = f0; f < f1; f++) {
@@ -57,4 +221,12 @@ void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t
         float v = (float)dot(wr, w->nb[0], w->type, xr, x->nb[0], x->type, K);
         memcpy(cpu_at(t, n, m, i2, i3), &v, 4);
     }
+}
+
+void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    if (fast_path(t))
+        mul_mat_fast(p, t);
+    else
+        mul_mat_strided(p, t);
 }

@@ -1,0 +1,130 @@
+/*
+ * bp_meta_abi.h — what the host and the meta plugin share about tensor
+ * parallelism: split states, the application's split-state callback, and the
+ * proc-address names the meta registry offers.
+ *
+ * A meta device spreads each tensor over N sub-devices. A tensor's split
+ * state says how: AXIS_k (dimension k is cut into slices, one or more per
+ * device), MIRRORED (a full copy on every device) or PARTIAL (every device
+ * holds a partial sum; the value is their sum).
+ *
+ * Segments: a split axis may be a concatenation of independently split
+ * parts. A fused QKV weight whose axis holds n_q query rows then n_kv key
+ * rows then n_kv value rows is {{n_q, 1, g_q}, {n_kv, 2, g_kv}}: each segment
+ * (ne elements, repeated `repeat` times) is divided over the devices on its
+ * own, so every device gets matching slices of Q, K and V.
+ *
+ * ABI: enum values are frozen; struct layouts are fixed for major 1.
+ */
+#ifndef BP_META_ABI_H
+#define BP_META_ABI_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bp_status.h"
+#include "bp_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct bp_device;
+struct bp_backend;
+struct bp_buffer;
+
+enum bp_meta_split_state {
+    BP_META_SPLIT_AXIS_0   = 0,
+    BP_META_SPLIT_AXIS_1   = 1,
+    BP_META_SPLIT_AXIS_2   = 2,
+    BP_META_SPLIT_AXIS_3   = 3,
+    BP_META_SPLIT_MIRRORED = 4,
+    BP_META_SPLIT_PARTIAL  = 5,
+};
+static_assert(BP_META_SPLIT_AXIS_0 == 0 && BP_META_SPLIT_AXIS_3 == 3 &&
+              BP_META_SPLIT_MIRRORED == 4 && BP_META_SPLIT_PARTIAL == 5,
+              "bp_meta_split_state values are frozen");
+
+#define BP_META_MAX_SEGMENTS 8
+#define BP_META_MAX_DEVICES  16
+
+struct bp_meta_segment {
+    int64_t ne;           /* elements of the axis in one copy of the segment */
+    int64_t repeat;       /* copies laid out one after another (>= 1) */
+    int64_t granularity;  /* slice boundaries are multiples of this; 0: the split's */
+};
+
+struct bp_meta_split {
+    int32_t state;        /* enum bp_meta_split_state */
+    int32_t n_segments;   /* 0: the whole axis is one segment */
+    struct bp_meta_segment seg[BP_META_MAX_SEGMENTS];
+    int64_t granularity;  /* elements (whole heads, tiles); 0 or 1: any. On axis 0
+                           * the type's block size always applies as well. */
+    int32_t rotation;     /* usually the layer index: moves which devices take
+                           * the remainder, so no device always gets the extra */
+    int32_t reserved;
+};
+static_assert(sizeof(struct bp_meta_segment) == 24, "bp_meta_segment layout is frozen");
+static_assert(offsetof(struct bp_meta_split, granularity) == 8 + 24 * BP_META_MAX_SEGMENTS,
+              "bp_meta_split layout is frozen");
+
+/* The application's split-state callback, asked once per leaf tensor (weights,
+ * KV caches, inputs) when it is placed in a meta buffer. Fill *out and return
+ * 1, or return 0 for MIRRORED. Called from the allocating thread. */
+typedef int (*bp_meta_split_fn)(void *user, const struct bp_tensor *t, struct bp_meta_split *out);
+
+/* Traffic and structure counters of a meta backend (cumulative). */
+struct bp_meta_stats {
+    size_t   size;            /* sizeof as the caller compiled it */
+    uint64_t graphs;          /* graph_compute calls */
+    uint64_t cuts;            /* segments run, summed over graphs */
+    uint64_t reductions;      /* all-reduces performed */
+    uint64_t merged;          /* reductions saved by delaying or merging cuts */
+    uint64_t bytes_reduced;   /* bytes of the reduced tensors (one copy each) */
+    uint64_t comm_calls;      /* reductions handed to the registry's comm_allreduce_tensor */
+    uint64_t comm_declined;   /* of those, declined (BP_ERR_UNSUPPORTED) and done by the butterfly */
+};
+
+/* ---- proc-address names on the "meta" registry ---- */
+
+/* A meta device from a spec: "meta:cpu*4", "meta:cpu,vulkan0" (the "meta:"
+ * prefix is optional). The device belongs to the plugin. */
+#define BP_PROC_META_DEVICE_FROM_SPEC "bp_meta_device_from_spec"
+typedef bp_status (*bp_meta_device_from_spec_fn)(const char *spec, struct bp_device **out);
+
+/* A meta device over devs[0..n) (the same device may repeat); ratios NULL
+ * for BACKPLANE_META_SPLIT or even; split_cb may be NULL (all leaves
+ * MIRRORED). A meta device among devs is refused with BP_ERR_INVALID_ARGUMENT. */
+#define BP_PROC_META_DEVICE_NEW "bp_meta_device_new"
+typedef bp_status (*bp_meta_device_new_fn)(struct bp_device *const *devs, size_t n,
+                                           const float *ratios, bp_meta_split_fn split_cb,
+                                           void *user, struct bp_device **out);
+
+/* Replace the split-state callback of a meta device (for devices made from a
+ * spec). Affects tensors placed afterwards. */
+#define BP_PROC_META_SET_SPLIT_FN "bp_meta_set_split_fn"
+typedef bp_status (*bp_meta_set_split_fn_fn)(struct bp_device *meta, bp_meta_split_fn split_cb,
+                                             void *user);
+
+/* The split state of a tensor in a meta buffer (as placed or last derived)
+ * and, when local_ne is not NULL, the extent of the split axis on each
+ * sub-device (BP_META_MAX_DEVICES entries; all 0 for MIRRORED and PARTIAL). */
+#define BP_PROC_META_TENSOR_SPLIT "bp_meta_tensor_split"
+typedef bp_status (*bp_meta_tensor_split_fn)(const struct bp_tensor *t, int32_t *state,
+                                             int64_t *local_ne);
+
+/* Counters of a meta backend. */
+#define BP_PROC_META_GET_STATS "bp_meta_get_stats"
+typedef bp_status (*bp_meta_get_stats_fn)(struct bp_backend *b, struct bp_meta_stats *out);
+
+/* Bytes each sub-device holds for a meta buffer (BP_META_MAX_DEVICES
+ * entries, 0 past the device count): the sum of its slices there, so a
+ * weight split 4 ways takes about a quarter of its size on each device. */
+#define BP_PROC_META_BUFFER_DEVICE_BYTES "bp_meta_buffer_device_bytes"
+typedef bp_status (*bp_meta_buffer_device_bytes_fn)(struct bp_buffer *buf, size_t *bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BP_META_ABI_H */

@@ -1,0 +1,45 @@
+/*
+ * bench.h — `backplane bench MODE`: the options every mode shares and the
+ * mode table. A new mode is one file (bench_<mode>.c) plus one line in
+ * bench_modes[] (cmd_bench.c).
+ */
+#ifndef BP_CLI_BENCH_H
+#define BP_CLI_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <backplane/backplane.h>
+
+struct bench_opts {
+    const char *device;      /* --device NAME (default "cpu") */
+    enum bp_type type;       /* --type T (default q4_0) */
+    int64_t K, N, M;         /* -K -N -M (defaults 4096, 4096, 1) */
+    int threads;             /* --threads N (0: the backend's default) */
+    int reps;                /* --reps N (median of) */
+    int64_t footprint_mb;    /* --footprint-mb F: distinct weights cycled through */
+    bool vs_scalar;          /* --vs-scalar: also time the cpu scalar variant */
+    bool json;               /* --json */
+};
+
+struct bench_mode {
+    const char *name;
+    const char *summary;
+    int (*run)(const struct bench_opts *o);
+};
+
+int bench_mul_mat(const struct bench_opts *o);
+int bench_block(const struct bench_opts *o);
+
+/* Streaming read bandwidth (bytes/s) over `bytes` with n_threads threads;
+ * 0 when it could not run. */
+double bench_read_bandwidth(size_t bytes, int n_threads, int reps);
+/* Seconds of a monotonic clock. */
+double bench_now(void);
+/* Median of n values (sorts v). */
+double bench_median(double *v, int n);
+/* GFLOP/s of OpenBLAS cblas_sgemm (loaded at run time) for C[MxN] = A[MxK] B^T,
+ * 0 when OpenBLAS is not installed. */
+double bench_blas_sgemm_gflops(int64_t M, int64_t N, int64_t K, int threads, int reps);
+
+#endif

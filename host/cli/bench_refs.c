@@ -1,0 +1,153 @@
+/* bench_refs.c — the references the bench measures in the same run: a
+ * streaming-read bandwidth probe and OpenBLAS sgemm (dlopen'd, so the CLI
+ * never depends on it). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct bw_job {
+    const uint64_t *p;
+    size_t n;          /* uint64 words */
+    uint64_t sink;
+    pthread_barrier_t *bar;
+};
+
+/* Eight independent chains so the loop is bound by the loads; the compiler
+ * vectorises the xors (SSE2 at least; AVX2 where the target attribute says). */
+#if defined(__x86_64__)
+__attribute__((target("avx2")))
+static uint64_t read_words_avx2(const uint64_t *p, size_t n)
+{
+    uint64_t a[8] = { 0 };
+    for (size_t i = 0; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] ^= p[i + k];
+    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+#endif
+
+static uint64_t read_words(const uint64_t *p, size_t n)
+{
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2"))
+        return read_words_avx2(p, n);
+#endif
+    uint64_t a[8] = { 0 };
+    for (size_t i = 0; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] ^= p[i + k];
+    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+
+static void *bw_thread(void *arg)
+{
+    struct bw_job *j = arg;
+    pthread_barrier_wait(j->bar);
+    j->sink = read_words(j->p, j->n);
+    pthread_barrier_wait(j->bar);
+    return NULL;
+}
+
+double bench_read_bandwidth(size_t bytes, int n_threads, int reps)
+{
+    if (n_threads < 1) n_threads = 1;
+    size_t words = bytes / 8 / (size_t)n_threads / 8 * 8 * (size_t)n_threads;
+    if (words == 0) return 0;
+    uint64_t *buf = aligned_alloc(64, (words * 8 + 63) / 64 * 64);
+    if (!buf) return 0;
+    for (size_t i = 0; i < words; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;
+    double *t = calloc((size_t)reps, sizeof *t);
+    pthread_t *tid = calloc((size_t)n_threads, sizeof *tid);
+    struct bw_job *jobs = calloc((size_t)n_threads, sizeof *jobs);
+    double bw = 0;
+    if (t && tid && jobs) {
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, (unsigned)n_threads + 1);
+        for (int r = 0; r < reps; r++) {
+            int started = 0;
+            for (int i = 0; i < n_threads; i++) {
+                jobs[i] = (struct bw_job){ .p = buf + words / (size_t)n_threads * (size_t)i,
+                                           .n = words / (size_t)n_threads, .bar = &bar };
+                if (pthread_create(&tid[i], NULL, bw_thread, &jobs[i]) == 0) started++;
+            }
+            if (started != n_threads) { /* cannot measure: give up cleanly */
+                for (int i = 0; i < started; i++) pthread_cancel(tid[i]);
+                break;
+            }
+            pthread_barrier_wait(&bar);
+            double t0 = bench_now();
+            pthread_barrier_wait(&bar);
+            t[r] = bench_now() - t0;
+            for (int i = 0; i < n_threads; i++) pthread_join(tid[i], NULL);
+            if (r == reps - 1) bw = (double)(words * 8) / bench_median(t, reps);
+        }
+        pthread_barrier_destroy(&bar);
+    }
+    free(jobs);
+    free(tid);
+    free(t);
+    free(buf);
+    return bw;
+}
+
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+typedef void (*set_threads_fn)(int);
+
+double bench_blas_sgemm_gflops(int64_t M, int64_t N, int64_t K, int threads, int reps)
+{
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    sgemm_fn sgemm;
+    set_threads_fn set_threads;
+    void *p = dlsym(h, "cblas_sgemm");
+    memcpy(&sgemm, &p, sizeof p);
+    p = dlsym(h, "openblas_set_num_threads");
+    memcpy(&set_threads, &p, sizeof p);
+    double gf = 0;
+    float *a = malloc((size_t)(M * K) * 4), *b = malloc((size_t)(N * K) * 4),
+          *c = malloc((size_t)(M * N) * 4);
+    double *t = calloc((size_t)reps + 1, sizeof *t);
+    if (sgemm && a && b && c && t) {
+        if (set_threads && threads > 0) set_threads(threads);
+        for (int64_t i = 0; i < M * K; i++) a[i] = (float)(i % 7) * 0.1f;
+        for (int64_t i = 0; i < N * K; i++) b[i] = (float)(i % 5) * 0.1f;
+        for (int r = 0; r <= reps; r++) { /* the first is a warm-up */
+            double t0 = bench_now();
+            /* 101 RowMajor, 111 NoTrans, 112 Trans: C = A * B^T as the mul_mat */
+            sgemm(101, 111, 112, (int)M, (int)N, (int)K, 1.0f, a, (int)K, b, (int)K, 0.0f, c,
+                  (int)N);
+            t[r] = bench_now() - t0;
+        }
+        gf = 2.0 * (double)M * (double)N * (double)K / bench_median(t + 1, reps) * 1e-9;
+    }
+    free(t);
+    free(c);
+    free(b);
+    free(a);
+    dlclose(h);
+    return gf;
+}

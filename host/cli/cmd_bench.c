@@ -1,0 +1,97 @@
+/* cmd_bench.c — `backplane bench MODE [options]`: option parsing and the
+ * mode table. Figures are reported as ratios against references measured
+ * in the same run (machines are noisy; absolute numbers are not
+ * comparable across runs). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bench.h"
+#include "cli.h"
+
+static const struct bench_mode bench_modes[] = {
+    { "mul_mat", "one MUL_MAT, weights of --type times an F32 activation", bench_mul_mat },
+    { "block", "decode a token through -N decoder blocks: meta(2 x dev) vs dev", bench_block },
+};
+#define N_MODES (sizeof bench_modes / sizeof bench_modes[0])
+
+static void help(void)
+{
+    puts("usage: backplane bench MODE [--device NAME] [--type T] [-K N] [-N N] [-M N]\n"
+         "                            [--threads N] [--reps N] [--footprint-mb F]\n"
+         "                            [--vs-scalar] [--json]\n\nmodes:");
+    for (size_t i = 0; i < N_MODES; i++)
+        printf("  %-9s %s\n", bench_modes[i].name, bench_modes[i].summary);
+    puts("\nmul_mat computes dst[N, M] = W[K, N]^T X[K, M] on the device (default cpu,\n"
+         "type q4_0, K=N=4096, M=1) and prints the median time, GFLOP/s, weight bytes\n"
+         "per second and ratios against references timed in the same run: the\n"
+         "machine's streaming read bandwidth over the same footprint (1 and N\n"
+         "threads), OpenBLAS cblas_sgemm for f32 when libopenblas is installed, and\n"
+         "with --vs-scalar the cpu plugin's scalar variant. --footprint-mb cycles\n"
+         "through enough distinct weight matrices to exceed the caches (default:\n"
+         "512 for M=1, else one matrix).");
+}
+
+static bool parse_i64(const char *s, int64_t lo, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < lo)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_type(const char *s, enum bp_type *t)
+{
+    for (int i = 0; i < BP_TYPE_COUNT; i++)
+        if (!strcasecmp(s, bp_type_name((enum bp_type)i))) {
+            *t = (enum bp_type)i;
+            return true;
+        }
+    return false;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        help();
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    const struct bench_mode *mode = NULL;
+    for (size_t i = 0; i < N_MODES; i++)
+        if (!strcmp(argv[1], bench_modes[i].name)) mode = &bench_modes[i];
+    if (!mode)
+        return cli_usage_error("bench", "unknown bench mode '%s'", argv[1]);
+
+    struct bench_opts o = { .device = "cpu", .type = BP_TYPE_Q4_0, .K = 4096, .N = 4096, .M = 1,
+                            .reps = 0, .footprint_mb = -1 };
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t n;
+        if (!strcmp(a, "--json")) { o.json = true; continue; }
+        if (!strcmp(a, "--vs-scalar")) { o.vs_scalar = true; continue; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_EXIT_OK; }
+        if (!v)
+            return cli_usage_error("bench", "option %s needs a value", a);
+        i++;
+        if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--type")) {
+            if (!parse_type(v, &o.type))
+                return cli_usage_error("bench", "--type %s is not a type name (f32, f16, bf16, "
+                                       "q4_0, q8_0, q4_K, q6_K)", v);
+        } else if (!strcasecmp(a, "-K") && parse_i64(v, 1, &n)) o.K = n;
+        else if (!strcasecmp(a, "-N") && parse_i64(v, 1, &n)) o.N = n;
+        else if (!strcasecmp(a, "-M") && parse_i64(v, 1, &n)) o.M = n;
+        else if (!strcmp(a, "--threads") && parse_i64(v, 1, &n) && n <= 4096) o.threads = (int)n;
+        else if (!strcmp(a, "--reps") && parse_i64(v, 1, &n) && n <= 100000) o.reps = (int)n;
+        else if (!strcmp(a, "--footprint-mb") && parse_i64(v, 0, &n)) o.footprint_mb = n;
+        else
+            return cli_usage_error("bench", "option %s %s is unknown or out of range", a, v);
+    }
+    if (!cli_load())
+        return CLI_EXIT_FAIL;
+    return mode->run(&o);
+}

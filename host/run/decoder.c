@@ -1,0 +1,419 @@
+/*
+ * decoder.c — the Llama forward pass as a backplane graph.
+ *
+ *   x = GET_ROWS(token_embd, ids)
+ *   per layer:
+ *     h = RMS_NORM(x) * attn_norm
+ *     q, k, v = h @ Wq, Wk, Wv            (or one fused Wqkv, viewed apart)
+ *     q, k = ROPE(q, pos), ROPE(k, pos)   (mode NORMAL: GGUF llama weights
+ *                                          are permuted for adjacent pairs)
+ *     cache_k, cache_v = SET_ROWS(k, v at rows pos)
+ *     a = FLASH_ATTN_EXT(q, cache_k[:n_kv], cache_v[:n_kv], mask)
+ *     x = x + a @ Wo
+ *     h = RMS_NORM(x) * ffn_norm
+ *     x = x + (SILU(h @ Wgate) * (h @ Wup)) @ Wdown
+ *   logits = (RMS_NORM(x) * output_norm) @ Woutput
+ *
+ * The caches are [head_dim, n_ctx, n_head_kv] per layer (heads outermost),
+ * so the attention reads a plain slice of them and a meta device splits
+ * them by heads on axis 2.
+ *
+ * Plans: a graph with its context and intermediate buffer. Positions, the
+ * SET_ROWS rows and the mask are input tensors, so a decode step's graph
+ * depends only on how many cache positions it attends to. Decode plans are
+ * made for a few capacities (32, 64, 128, ... positions, capped at n_ctx),
+ * each on the first step that needs it, and then reused: the unwritten
+ * positions of the capacity are masked with -inf (the caches start zeroed,
+ * so a masked key is never garbage). A step therefore builds and allocates
+ * nothing, while attention reads at most twice the positions it needs —
+ * rather than all of n_ctx, which for the reference attention kernel would
+ * cost more than the weights. A prefill (many tokens) gets a plan of its
+ * own, freed after it.
+ */
+#include "decoder.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "split.h"
+
+/* Capacities 32 << i: 32 << 25 is 2^30, the most positions a model may declare. */
+#define N_DECODE_PLANS 26
+#define MIN_DECODE_CAPACITY 32
+
+struct plan {
+    struct bp_context *ctx;
+    struct bp_buffer *buf;
+    struct bp_graph *g;
+    struct bp_tensor *ids, *pos, *mask, *logits;
+    int64_t n, n_kv;            /* tokens evaluated, cache positions attended */
+};
+
+struct bp_run_session {
+    const struct bp_run_model *m;
+    struct bp_device *dev;
+    struct bp_backend *be;
+    struct bp_context *wctx, *cctx;   /* weights; KV caches */
+    struct bp_buffer *wbuf, *cbuf;
+    struct bp_tensor **w;       /* device tensor per m->weights[i] */
+    struct bp_tensor **cache_k, **cache_v;
+    int64_t n_ctx, n_past;
+    struct plan decode[N_DECODE_PLANS];
+    float *mask_host;           /* n_ctx floats: a decode step's mask row */
+    struct bp_run_split_table split;
+    struct bp_run_session_stats stats;
+};
+
+static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
+{
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+int32_t bp_run_argmax(const float *v, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return (int32_t)best;
+}
+
+int64_t bp_run_session_n_past(const struct bp_run_session *s) { return s->n_past; }
+int64_t bp_run_session_n_ctx(const struct bp_run_session *s) { return s->n_ctx; }
+void bp_run_session_reset(struct bp_run_session *s) { s->n_past = 0; }
+
+void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out)
+{
+    *out = s->stats;
+}
+
+static struct bp_tensor *dev_weight(const struct bp_run_session *s, const struct bp_run_weight *w)
+{
+    return w ? s->w[w - s->m->weights] : NULL;
+}
+
+static void plan_free(struct plan *p)
+{
+    bp_graph_free(p->g);
+    bp_buffer_free(p->buf);
+    bp_context_free(p->ctx);
+    memset(p, 0, sizeof *p);
+}
+
+void bp_run_session_free(struct bp_run_session *s)
+{
+    if (!s) return;
+    for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(&s->decode[i]);
+    if (s->be) bp_backend_free(s->be);
+    bp_buffer_free(s->wbuf);
+    bp_buffer_free(s->cbuf);
+    bp_context_free(s->wctx);
+    bp_context_free(s->cctx);
+    free(s->w);
+    free(s->cache_k);
+    free(s->cache_v);
+    free(s->mask_host);
+    free(s);
+}
+
+static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
+{
+    const struct bp_run_model *m = s->m;
+    const struct bp_run_hparams *hp = &m->hp;
+    bp_status st = bp_context_new(m->n_weights + 8, &s->wctx);
+    if (st == BP_OK) st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx);
+    if (st != BP_OK) return fail(err, cap, st, "creating the weight context failed: %s", bp_last_error());
+    for (size_t i = 0; i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        s->w[i] = bp_tensor_set_name(bp_tensor_new(s->wctx, w->type, w->n_dims, w->ne), w->name);
+        if (!s->w[i]) break;
+        s->w[i]->flags |= BP_TENSOR_FLAG_PARAM;
+    }
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "blk.%d.cache_k", (int)l);
+        s->cache_k[l] = bp_tensor_set_name(
+            bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+        snprintf(nm, sizeof nm, "blk.%d.cache_v", (int)l);
+        s->cache_v[l] = bp_tensor_set_name(
+            bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+    }
+    st = bp_context_status(s->wctx);
+    if (st == BP_OK) st = bp_context_status(s->cctx);
+    if (st != BP_OK) return fail(err, cap, st, "creating the model's tensors failed: %s", bp_last_error());
+    return BP_OK;
+}
+
+/* Weights in one device buffer, their bytes straight from the model's
+ * memory (for a GGUF file, its mapping); the caches in another, zeroed. */
+static bp_status upload(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
+                        size_t cap)
+{
+    const struct bp_run_model *m = s->m;
+    struct bp_buffer_type *buft = bp_device_buffer_type(s->dev);
+    bp_status st = bp_context_alloc_tensors(s->wctx, buft, NULL, &s->wbuf);
+    if (st == BP_OK) st = bp_context_alloc_tensors(s->cctx, buft, NULL, &s->cbuf);
+    if (st != BP_OK) {
+        char need[32];
+        return fail(err, cap, st, "allocating %s for the weights and KV cache on '%s' failed: %s",
+                    bp_format_bytes(bp_context_alloc_size(s->wctx, buft, NULL) +
+                                    bp_context_alloc_size(s->cctx, buft, NULL), need, sizeof need),
+                    bp_device_name(s->dev), bp_last_error());
+    }
+    s->stats.buffers_allocated += 2;
+    if ((st = bp_buffer_clear(s->cbuf, 0)) != BP_OK)
+        return fail(err, cap, st, "clearing the KV cache on '%s' failed: %s", bp_device_name(s->dev),
+                    bp_last_error());
+    size_t total = bp_run_model_weight_bytes(m), done = 0;
+    for (size_t i = 0; i < m->n_weights; i++) {
+        st = bp_tensor_set(s->w[i], m->weights[i].data, 0, m->weights[i].size);
+        if (st != BP_OK)
+            return fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", m->weights[i].name,
+                        bp_device_name(s->dev), bp_last_error());
+        done += m->weights[i].size;
+        if (o && o->progress) o->progress(o->progress_user, done, total);
+    }
+    return BP_OK;
+}
+
+bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
+                             const struct bp_run_session_options *opts,
+                             struct bp_run_session **out, char *err, size_t cap)
+{
+    *out = NULL;
+    struct bp_run_session *s = calloc(1, sizeof *s);
+    if (!s) return fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
+    s->m = m;
+    s->dev = dev;
+    s->n_ctx = opts && opts->n_ctx > 0 ? opts->n_ctx : 512;
+    if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
+    s->w = calloc(m->n_weights, sizeof *s->w);
+    s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
+    s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
+    s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
+    bp_status st = BP_ERR_OUT_OF_MEMORY;
+    if (!s->w || !s->cache_k || !s->cache_v || !s->mask_host) {
+        fail(err, cap, st, "out of memory creating a session.");
+        goto out;
+    }
+    bp_run_split_table_init(&s->split, m);
+    if ((st = bp_run_split_install(dev, &s->split, err, cap)) != BP_OK) goto out;
+    if ((st = bp_backend_init(dev, NULL, &s->be)) != BP_OK) {
+        fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(dev),
+             bp_last_error());
+        goto out;
+    }
+    if (opts && opts->n_threads > 0) {
+        st = bp_backend_set_n_threads(s->be, opts->n_threads);
+        if (st != BP_OK && st != BP_ERR_UNSUPPORTED) {
+            fail(err, cap, st, "setting %d threads on '%s' failed: %s", opts->n_threads,
+                 bp_device_name(dev), bp_last_error());
+            goto out;
+        }
+    }
+    if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
+    st = upload(s, opts, err, cap);
+out:
+    if (st != BP_OK) {
+        bp_run_session_free(s);
+        return st;
+    }
+    *out = s;
+    return BP_OK;
+}
+
+/* ------------------------------------------------------------ the graph */
+
+static struct bp_tensor *norm(struct bp_context *c, struct bp_tensor *x, struct bp_tensor *w, float eps)
+{
+    return bp_mul(c, bp_rms_norm(c, x, eps), w);
+}
+
+static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
+                               struct bp_tensor *x)
+{
+    struct bp_context *c = p->ctx;
+    const struct bp_run_hparams *hp = &s->m->hp;
+    const struct bp_run_layer *L = &s->m->layers[l];
+    const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, n = p->n;
+
+    struct bp_tensor *h = norm(c, x, dev_weight(s, L->attn_norm), hp->rms_eps);
+    struct bp_tensor *q, *k, *v;
+    if (L->wqkv) {
+        struct bp_tensor *qkv = bp_mul_mat(c, dev_weight(s, L->wqkv), h);
+        const size_t es = sizeof(float), row = qkv ? qkv->nb[1] : 0;
+        q = bp_view(c, qkv, 3, (int64_t[]){D, H, n}, (size_t[]){es, D * es, row}, 0);
+        k = bp_view(c, qkv, 3, (int64_t[]){D, Hkv, n}, (size_t[]){es, D * es, row}, (size_t)(H * D) * es);
+        v = bp_view(c, qkv, 3, (int64_t[]){D, Hkv, n}, (size_t[]){es, D * es, row},
+                    (size_t)((H + Hkv) * D) * es);
+    } else {
+        q = bp_reshape(c, bp_mul_mat(c, dev_weight(s, L->wq), h), 3, (int64_t[]){D, H, n});
+        k = bp_reshape(c, bp_mul_mat(c, dev_weight(s, L->wk), h), 3, (int64_t[]){D, Hkv, n});
+        v = bp_reshape(c, bp_mul_mat(c, dev_weight(s, L->wv), h), 3, (int64_t[]){D, Hkv, n});
+    }
+    q = bp_rope(c, q, p->pos, (int)hp->n_rot, BP_ROPE_MODE_NORMAL, hp->rope_base, 1.0f);
+    k = bp_rope(c, k, p->pos, (int)hp->n_rot, BP_ROPE_MODE_NORMAL, hp->rope_base, 1.0f);
+
+    /* [D, H, n] -> [D, n, H]: rows per head, as SET_ROWS and attention want. */
+    struct bp_tensor *kc = bp_set_rows(c, s->cache_k[l], bp_permute(c, k, 0, 2, 1, 3), p->pos);
+    struct bp_tensor *vc = bp_set_rows(c, s->cache_v[l], bp_permute(c, v, 0, 2, 1, 3), p->pos);
+    const struct bp_tensor *ck = s->cache_k[l];
+    struct bp_tensor *kv_k = bp_view(c, kc, 3, (int64_t[]){D, p->n_kv, Hkv},
+                                     (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
+    struct bp_tensor *kv_v = bp_view(c, vc, 3, (int64_t[]){D, p->n_kv, Hkv},
+                                     (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
+    struct bp_tensor *a = bp_flash_attn_ext(c, bp_permute(c, q, 0, 2, 1, 3), kv_k, kv_v, p->mask,
+                                            1.0f / sqrtf((float)D));
+    a = bp_reshape(c, a, 2, (int64_t[]){D * H, n});
+    x = bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->wo), a));
+
+    h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
+    struct bp_tensor *g = bp_silu(c, bp_mul_mat(c, dev_weight(s, L->gate), h));
+    struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up), h);
+    return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_mul(c, g, u)));
+}
+
+static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
+{
+    const struct bp_run_model *m = s->m;
+    const struct bp_run_hparams *hp = &m->hp;
+    bp_status r = bp_context_new(64 * (size_t)hp->n_layer + 64, &p->ctx);
+    if (r != BP_OK) return r;
+    struct bp_context *c = p->ctx;
+    p->ids = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "ids");
+    p->pos = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "pos");
+    p->mask = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask");
+    struct bp_tensor *in[3] = { p->ids, p->pos, p->mask };
+    for (int i = 0; i < 3; i++)
+        if (in[i]) in[i]->flags |= BP_TENSOR_FLAG_INPUT;
+    struct bp_tensor *x = bp_get_rows(c, dev_weight(s, m->tok_embd), p->ids);
+    for (int64_t l = 0; l < hp->n_layer; l++) x = layer(s, p, l, x);
+    if (!all && p->n > 1 && x)
+        x = bp_view(c, x, 1, (int64_t[]){hp->n_embd}, NULL, (size_t)(p->n - 1) * x->nb[1]);
+    x = norm(c, x, dev_weight(s, m->out_norm), hp->rms_eps);
+    p->logits = bp_tensor_set_name(bp_mul_mat(c, dev_weight(s, m->output), x), "logits");
+    if (p->logits) p->logits->flags |= BP_TENSOR_FLAG_OUTPUT;
+    return bp_context_status(c);
+}
+
+/* Build, allocate and order the graph of p (n and n_kv set). */
+static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
+{
+    bp_status r = build(s, p, all);
+    if (r != BP_OK)
+        return fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
+    if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
+        return fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
+                    bp_device_name(s->dev), bp_last_error());
+    s->stats.buffers_allocated++;
+    if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
+        (r = bp_graph_build(p->g, p->logits)) != BP_OK)
+        return fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
+    s->stats.graphs_built++;
+    return BP_OK;
+}
+
+/* The decode plan whose capacity covers n_kv positions, made on first use. */
+static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan **out, char *err,
+                             size_t cap)
+{
+    int i = 0;
+    int64_t capacity = MIN_DECODE_CAPACITY;
+    while (capacity < n_kv && capacity < s->n_ctx && i + 1 < N_DECODE_PLANS) {
+        capacity *= 2;
+        i++;
+    }
+    if (capacity > s->n_ctx) capacity = s->n_ctx;
+    struct plan *p = &s->decode[i];
+    if (!p->g) {
+        plan_free(p);
+        p->n = 1;
+        p->n_kv = capacity;
+        bp_status r = plan_make(s, p, true, err, cap);
+        if (r != BP_OK) {
+            plan_free(p);
+            return r;
+        }
+    }
+    *out = p;
+    return BP_OK;
+}
+
+/* ids, positions n_past.., and a causal mask over p->n_kv positions (the
+ * ones not yet written, beyond n_past + i, are -inf). mask is p->n * p->n_kv
+ * floats of host scratch. */
+static bp_status set_inputs(const struct bp_run_session *s, const struct plan *p,
+                            const int32_t *tokens, int32_t *pos, float *mask)
+{
+    for (int64_t i = 0; i < p->n; i++) {
+        pos[i] = (int32_t)(s->n_past + i);
+        for (int64_t j = 0; j < p->n_kv; j++)
+            mask[i * p->n_kv + j] = j <= s->n_past + i ? 0.0f : -INFINITY;
+    }
+    bp_status r = bp_tensor_set(p->ids, tokens, 0, (size_t)p->n * sizeof *tokens);
+    if (r == BP_OK) r = bp_tensor_set(p->pos, pos, 0, (size_t)p->n * sizeof *pos);
+    if (r == BP_OK) r = bp_tensor_set(p->mask, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
+    return r;
+}
+
+static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_t *tokens,
+                          int32_t *pos, float *mask, float *logits, char *err, size_t cap)
+{
+    bp_status r = set_inputs(s, p, tokens, pos, mask);
+    if (r != BP_OK)
+        return fail(err, cap, r, "setting the step's inputs failed: %s", bp_last_error());
+    if ((r = bp_backend_graph_compute(s->be, p->g)) != BP_OK ||
+        (r = bp_backend_synchronize(s->be)) != BP_OK)
+        return fail(err, cap, r, "computing the decoder graph on '%s' failed: %s",
+                    bp_device_name(s->dev), bp_last_error());
+    if ((r = bp_tensor_get(p->logits, logits, 0, bp_nbytes(p->logits))) != BP_OK)
+        return fail(err, cap, r, "reading the logits failed: %s", bp_last_error());
+    s->n_past += p->n;
+    return BP_OK;
+}
+
+bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, int64_t n,
+                              bool all_positions, float *logits, char *err, size_t cap)
+{
+    const struct bp_run_hparams *hp = &s->m->hp;
+    if (n <= 0 || !tokens || !logits)
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT, "eval needs at least one token.");
+    if (s->n_past + n > s->n_ctx)
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the context holds %lld positions and %lld are used; %lld more do not fit "
+                    "(ask for fewer tokens).", (long long)s->n_ctx, (long long)s->n_past,
+                    (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+            return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                        "token %d is outside the vocabulary [0, %lld) of the model.", tokens[i],
+                        (long long)hp->n_vocab);
+    s->stats.evals++;
+    if (n == 1) {
+        struct plan *p;
+        int32_t pos;
+        bp_status r = decode_plan(s, s->n_past + 1, &p, err, cap);
+        return r != BP_OK ? r : run_plan(s, p, tokens, &pos, s->mask_host, logits, err, cap);
+    }
+    struct plan p = { .n = n, .n_kv = s->n_past + n };
+    int32_t *pos = malloc((size_t)n * sizeof *pos);
+    float *mask = malloc((size_t)(n * p.n_kv) * sizeof *mask);
+    bp_status r = !pos || !mask ? fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
+                                       "inputs of %lld tokens.", (long long)n)
+                                : plan_make(s, &p, all_positions, err, cap);
+    if (r == BP_OK) r = run_plan(s, &p, tokens, pos, mask, logits, err, cap);
+    free(pos);
+    free(mask);
+    plan_free(&p);
+    return r;
+}

@@ -1,0 +1,325 @@
+/*
+ * model.c — hyper-parameters from GGUF metadata, weight binding by name,
+ * and the checks that turn a wrong file into one sentence: architecture,
+ * missing tensors, unsupported types and shapes that disagree with the
+ * metadata (both shapes named).
+ */
+#include "model.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
+{
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+void bp_run_model_free(struct bp_run_model *m)
+{
+    if (!m) return;
+    bp_gguf_close(m->gguf);
+    free(m->owned);
+    free(m->weights);
+    free(m->layers);
+    free(m);
+}
+
+static const struct bp_run_weight *find_weight(const struct bp_run_model *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_weights; i++)
+        if (!strcmp(m->weights[i].name, name)) return &m->weights[i];
+    return NULL;
+}
+
+static const char *shape_str(const int64_t *ne, int n, char *buf, size_t cap)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%" PRId64, i ? ", " : "", ne[i]);
+    if (used < cap) snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+/* The weight called name with exactly the shape want[0..n) (unused dims 1). */
+static bp_status need(struct bp_run_model *m, const char *name, int n, const int64_t *want,
+                      bool optional, const struct bp_run_weight **out, char *err, size_t cap)
+{
+    *out = find_weight(m, name);
+    if (!*out) {
+        const struct bp_gguf_tensor *gt = m->gguf ? bp_gguf_find_tensor(m->gguf, name) : NULL;
+        if (gt && gt->type < 0)
+            return fail(err, cap, BP_ERR_UNSUPPORTED,
+                        "tensor '%s' has type %s (ggml type %u), which backplane does not "
+                        "support; requantize the model to f32, f16, bf16, q4_0, q8_0, q4_K or "
+                        "q6_K.", name, bp_gguf_ggml_type_name(gt->ggml_type), gt->ggml_type);
+        if (optional) return BP_OK;
+        return fail(err, cap, BP_ERR_NOT_FOUND,
+                    "the model has no tensor '%s', which a llama model needs; the file is "
+                    "incomplete or of another layout.", name);
+    }
+    int64_t full[4] = {1, 1, 1, 1};
+    for (int i = 0; i < n; i++) full[i] = want[i];
+    bool same = true;
+    for (int i = 0; i < 4; i++) same = same && (*out)->ne[i] == full[i];
+    if (!same) {
+        char a[96], b[96];
+        return fail(err, cap, BP_ERR_SHAPE,
+                    "tensor '%s' has shape %s but the model's metadata implies %s; the file's "
+                    "metadata and tensors disagree.", name,
+                    shape_str((*out)->ne, (*out)->n_dims, a, sizeof a), shape_str(full, n, b, sizeof b));
+    }
+    return BP_OK;
+}
+
+bp_status bp_run_model_bind(struct bp_run_model *m, char *err, size_t cap)
+{
+    const struct bp_run_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
+    bp_status s;
+    free(m->layers);
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory binding weights.");
+
+    if ((s = need(m, "token_embd.weight", 2, (int64_t[]){E, hp->n_vocab}, false, &m->tok_embd, err,
+                  cap)) != BP_OK)
+        return s;
+    if ((s = need(m, "output_norm.weight", 1, (int64_t[]){E}, false, &m->out_norm, err, cap)) != BP_OK)
+        return s;
+    if ((s = need(m, "output.weight", 2, (int64_t[]){E, hp->n_vocab}, true, &m->output, err, cap)) !=
+        BP_OK)
+        return s;
+    m->tied_output = m->output == NULL;
+    if (m->tied_output) m->output = m->tok_embd;
+
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        struct bp_run_layer *L = &m->layers[l];
+        char nm[BP_GGUF_MAX_NAME + 1];
+#define NEED(field, suffix, opt, ...)                                                         \
+        do {                                                                                  \
+            snprintf(nm, sizeof nm, "blk.%" PRId64 "." suffix ".weight", l);                 \
+            const int64_t want_[] = {__VA_ARGS__};                                            \
+            s = need(m, nm, (int)(sizeof want_ / sizeof want_[0]), want_, opt, &L->field, err, \
+                     cap);                                                                    \
+            if (s != BP_OK) return s;                                                         \
+        } while (0)
+        NEED(attn_norm, "attn_norm", false, E);
+        NEED(wqkv, "attn_qkv", true, E, Dq + 2 * Dkv);
+        if (!L->wqkv) {
+            NEED(wq, "attn_q", false, E, Dq);
+            NEED(wk, "attn_k", false, E, Dkv);
+            NEED(wv, "attn_v", false, E, Dkv);
+        }
+        NEED(wo, "attn_output", false, Dq, E);
+        NEED(ffn_norm, "ffn_norm", false, E);
+        NEED(gate, "ffn_gate", false, E, hp->n_ff);
+        NEED(up, "ffn_up", false, E, hp->n_ff);
+        NEED(down, "ffn_down", false, hp->n_ff, E);
+#undef NEED
+    }
+    return BP_OK;
+}
+
+/* --------------------------------------------------------------- GGUF */
+
+static bool kv_u(const struct bp_gguf *g, const char *key, uint64_t *v)
+{
+    return bp_gguf_kv_uint(bp_gguf_find_kv(g, key), v);
+}
+
+static bp_status hp_u(const struct bp_gguf *g, const char *key, int64_t *out, bool optional,
+                      int64_t dflt, char *err, size_t cap)
+{
+    const struct bp_gguf_kv *kv = bp_gguf_find_kv(g, key);
+    uint64_t v;
+    if (!kv) {
+        if (optional) { *out = dflt; return BP_OK; }
+        return fail(err, cap, BP_ERR_NOT_FOUND,
+                    "the model has no metadata key '%s', which a llama model needs; the file is "
+                    "incomplete.", key);
+    }
+    if (!bp_gguf_kv_uint(kv, &v) || v == 0 || v > (1u << 30))
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the model's metadata '%s' is not a positive integer below 2^30; the file is "
+                    "corrupt.", key);
+    *out = (int64_t)v;
+    return BP_OK;
+}
+
+static bp_status read_hparams(const struct bp_gguf *g, struct bp_run_hparams *hp, char *err,
+                              size_t cap)
+{
+    bp_status s;
+    if ((s = hp_u(g, "llama.block_count", &hp->n_layer, false, 0, err, cap)) ||
+        (s = hp_u(g, "llama.embedding_length", &hp->n_embd, false, 0, err, cap)) ||
+        (s = hp_u(g, "llama.feed_forward_length", &hp->n_ff, false, 0, err, cap)) ||
+        (s = hp_u(g, "llama.attention.head_count", &hp->n_head, false, 0, err, cap)) ||
+        (s = hp_u(g, "llama.attention.head_count_kv", &hp->n_head_kv, true, hp->n_head, err, cap)) ||
+        (s = hp_u(g, "llama.context_length", &hp->n_ctx_train, true, 2048, err, cap)))
+        return s;
+    if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the model's metadata is inconsistent: embedding_length %" PRId64
+                    ", head_count %" PRId64 ", head_count_kv %" PRId64 " (heads must divide the "
+                    "embedding and kv heads the heads).", hp->n_embd, hp->n_head, hp->n_head_kv);
+    if ((s = hp_u(g, "llama.attention.key_length", &hp->head_dim, true, hp->n_embd / hp->n_head,
+                  err, cap)))
+        return s;
+    int64_t vlen;
+    if ((s = hp_u(g, "llama.attention.value_length", &vlen, true, hp->head_dim, err, cap)))
+        return s;
+    if (vlen != hp->head_dim || hp->head_dim % 2 != 0)
+        return fail(err, cap, BP_ERR_UNSUPPORTED,
+                    "the model has key length %" PRId64 " and value length %" PRId64 "; the runner "
+                    "needs them equal and even.", hp->head_dim, vlen);
+    if ((s = hp_u(g, "llama.rope.dimension_count", &hp->n_rot, true, hp->head_dim, err, cap)))
+        return s;
+    if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the model's llama.rope.dimension_count %" PRId64 " is odd or larger than the "
+                    "head size %" PRId64 "; the file is corrupt.", hp->n_rot, hp->head_dim);
+    double f;
+    hp->rope_base = bp_gguf_kv_float(bp_gguf_find_kv(g, "llama.rope.freq_base"), &f) ? (float)f
+                                                                                     : 10000.0f;
+    hp->rms_eps = bp_gguf_kv_float(bp_gguf_find_kv(g, "llama.attention.layer_norm_rms_epsilon"), &f)
+                      ? (float)f : 1e-5f;
+    if (!(hp->rope_base > 0.0f) || !(hp->rms_eps >= 0.0f))
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the model's rope.freq_base or layer_norm_rms_epsilon is not a positive "
+                    "number; the file is corrupt.");
+    const struct bp_gguf_tensor *te = bp_gguf_find_tensor(g, "token_embd.weight");
+    if (!te)
+        return fail(err, cap, BP_ERR_NOT_FOUND,
+                    "the model has no tensor 'token_embd.weight', which a llama model needs; the "
+                    "file is incomplete or of another layout.");
+    hp->n_vocab = te->ne[1];
+    uint64_t vs;
+    if (kv_u(g, "llama.vocab_size", &vs) && (int64_t)vs != hp->n_vocab)
+        return fail(err, cap, BP_ERR_SHAPE,
+                    "tensor 'token_embd.weight' has %" PRId64 " rows but llama.vocab_size says %"
+                    PRIu64 "; the file's metadata and tensors disagree.", hp->n_vocab, vs);
+    return BP_OK;
+}
+
+bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_run_model **out,
+                                 char *err, size_t cap)
+{
+    *out = NULL;
+    const struct bp_gguf_kv *arch = bp_gguf_find_kv(g, "general.architecture");
+    if (!arch || arch->type != BP_GGUF_STRING)
+        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the GGUF file has no general.architecture string; it is not a model file "
+                    "backplane can run.");
+    if (arch->v.s.len != 5 || memcmp(arch->v.s.ptr, "llama", 5) != 0)
+        return fail(err, cap, BP_ERR_UNSUPPORTED,
+                    "the model's architecture is '%.*s', not 'llama'; `backplane run` runs llama "
+                    "models only.", (int)(arch->v.s.len > 64 ? 64 : arch->v.s.len), arch->v.s.ptr);
+    struct bp_run_model *m = calloc(1, sizeof *m);
+    if (!m) return fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
+    snprintf(m->name, sizeof m->name, "%s", name ? name : "gguf");
+    bp_status s = read_hparams(g, &m->hp, err, cap);
+    if (s != BP_OK) goto fail;
+    m->weights = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *m->weights);
+    if (!m->weights) {
+        s = fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
+        goto fail;
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const struct bp_gguf_tensor *t = &g->tensors[i];
+        if (t->type < 0) continue; /* named by need() when the runner wants it */
+        struct bp_run_weight *w = &m->weights[m->n_weights++];
+        snprintf(w->name, sizeof w->name, "%s", t->name);
+        w->type = (enum bp_type)t->type;
+        w->n_dims = (int)t->n_dims;
+        memcpy(w->ne, t->ne, sizeof w->ne);
+        w->data = t->data;
+        w->size = t->size;
+    }
+    m->gguf = g;
+    s = bp_run_model_bind(m, err, cap);
+    if (s != BP_OK) {
+        m->gguf = NULL; /* the caller still owns g on failure */
+        goto fail;
+    }
+    *out = m;
+    return BP_OK;
+fail:
+    bp_run_model_free(m);
+    return s;
+}
+
+bp_status bp_run_model_load_gguf(const char *path, struct bp_run_model **out, char *err, size_t cap)
+{
+    *out = NULL;
+    struct bp_gguf *g;
+    bp_status s = bp_gguf_open(path, &g, err, cap);
+    if (s != BP_OK) return s;
+    const char *base = strrchr(path, '/');
+    s = bp_run_model_from_gguf(g, base ? base + 1 : path, out, err, cap);
+    if (s != BP_OK) bp_gguf_close(g);
+    return s;
+}
+
+bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path, uint32_t version,
+                                 uint32_t alignment)
+{
+    struct bp_gguf_writer *w;
+    bp_status s = bp_gguf_writer_new(version, alignment, &w);
+    if (s != BP_OK) return s;
+    const struct bp_run_hparams *hp = &m->hp;
+    if ((s = bp_gguf_add_string(w, "general.architecture", "llama")) ||
+        (s = bp_gguf_add_string(w, "general.name", m->name)) ||
+        (s = bp_gguf_add_u32(w, "llama.block_count", (uint32_t)hp->n_layer)) ||
+        (s = bp_gguf_add_u32(w, "llama.context_length", (uint32_t)hp->n_ctx_train)) ||
+        (s = bp_gguf_add_u32(w, "llama.embedding_length", (uint32_t)hp->n_embd)) ||
+        (s = bp_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)hp->n_ff)) ||
+        (s = bp_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)hp->n_head)) ||
+        (s = bp_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_head_kv)) ||
+        (s = bp_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->n_rot)) ||
+        (s = bp_gguf_add_f32(w, "llama.rope.freq_base", hp->rope_base)) ||
+        (s = bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->rms_eps)))
+        goto out;
+    for (size_t i = 0; i < m->n_weights; i++) {
+        const struct bp_run_weight *wt = &m->weights[i];
+        if ((s = bp_gguf_add_tensor(w, wt->name, (int)wt->type, wt->n_dims, wt->ne, wt->data)))
+            goto out;
+    }
+    s = bp_gguf_writer_save(w, path);
+out:
+    bp_gguf_writer_free(w);
+    return s;
+}
+
+size_t bp_run_model_weight_bytes(const struct bp_run_model *m)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_weights; i++) n += m->weights[i].size;
+    return n;
+}
+
+size_t bp_run_model_decode_bytes(const struct bp_run_model *m)
+{
+    size_t n = bp_run_model_weight_bytes(m);
+    if (!m->tied_output && m->tok_embd)
+        n -= m->tok_embd->size - m->tok_embd->size / (size_t)m->tok_embd->ne[1];
+    return n;
+}
+
+int64_t bp_run_model_param_count(const struct bp_run_model *m)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < m->n_weights; i++)
+        n += m->weights[i].ne[0] * m->weights[i].ne[1] * m->weights[i].ne[2] * m->weights[i].ne[3];
+    return n;
+}

@@ -1,0 +1,93 @@
+/*
+ * model.h — a Llama-architecture model as the runner sees it: the
+ * hyper-parameters and, for each weight, where its bytes are (a GGUF
+ * mapping or the built-in generator's memory) with its type and shape.
+ * Nothing here touches a device; decoder.c uploads and computes.
+ */
+#ifndef BP_RUN_MODEL_H
+#define BP_RUN_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <backplane/backplane.h>
+
+#include "gguf.h"
+
+struct bp_run_hparams {
+    int64_t n_vocab, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ctx_train;
+    float rope_base, rms_eps;
+};
+
+/* One weight: bytes in host memory (not owned here), type, shape. */
+struct bp_run_weight {
+    char name[BP_GGUF_MAX_NAME + 1];
+    enum bp_type type;
+    int n_dims;
+    int64_t ne[4];
+    const void *data;
+    size_t size;
+};
+
+struct bp_run_layer {
+    const struct bp_run_weight *attn_norm, *wq, *wk, *wv, *wqkv, *wo;
+    const struct bp_run_weight *ffn_norm, *gate, *up, *down;
+};
+
+struct bp_run_model {
+    char name[128];            /* "builtin:test (f32)" or the file's base name */
+    struct bp_run_hparams hp;
+    struct bp_run_weight *weights;
+    size_t n_weights;
+    const struct bp_run_weight *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
+    struct bp_run_layer *layers;
+    bool tied_output;
+    struct bp_gguf *gguf;      /* owned when loaded from a file */
+    void *owned;               /* the built-in generator's memory */
+};
+
+/* Load a GGUF file of the llama architecture. Refuses, with one sentence in
+ * err, a file that is not GGUF, truncated, of another version or
+ * architecture, or whose tensors are missing, of an unsupported type or of a
+ * shape that disagrees with the metadata. */
+bp_status bp_run_model_load_gguf(const char *path, struct bp_run_model **out, char *err,
+                                 size_t err_cap);
+/* Bind an already-parsed GGUF (ownership of g moves to the model on success). */
+bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_run_model **out,
+                                 char *err, size_t err_cap);
+
+/* Built-in configurations: "test" (very small) and "tiny" (about 100 M
+ * parameters), weights pseudo-random from seed, stored in weight_type
+ * (norms stay f32). fused_qkv stores Q, K and V as one attn_qkv tensor. */
+struct bp_run_builtin_options {
+    enum bp_type weight_type;
+    uint64_t seed;
+    bool fused_qkv;
+    /* Called after each weight is generated: done and total bytes. May be NULL. */
+    void (*progress)(void *user, size_t done, size_t total);
+    void *progress_user;
+};
+bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_options *opts,
+                               struct bp_run_model **out, char *err, size_t err_cap);
+/* Names of the built-in configurations, NULL-terminated. */
+const char *const *bp_run_builtin_names(void);
+
+/* Write m as a GGUF file (version 3) that bp_run_model_load_gguf reads back. */
+bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path, uint32_t version,
+                                 uint32_t alignment);
+
+void bp_run_model_free(struct bp_run_model *m);
+
+/* Total weight bytes, and the bytes one decoded token reads (every weight
+ * once, except that the embedding table contributes one row unless it is
+ * also the output projection). */
+size_t bp_run_model_weight_bytes(const struct bp_run_model *m);
+size_t bp_run_model_decode_bytes(const struct bp_run_model *m);
+int64_t bp_run_model_param_count(const struct bp_run_model *m);
+
+/* Internal: bind weights by name after m->weights is filled (shared by the
+ * GGUF and built-in paths), checking shapes against m->hp. */
+bp_status bp_run_model_bind(struct bp_run_model *m, char *err, size_t err_cap);
+
+#endif /* BP_RUN_MODEL_H */

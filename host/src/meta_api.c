@@ -1,0 +1,78 @@
+/* meta_api.c — the application side of tensor parallelism: each call looks
+ * its function up on the "meta" registry by proc name. */
+#include <stdio.h>
+
+#include <backplane/bp_meta.h>
+
+#include "internal.h"
+
+static void *meta_proc(const char *name, const char *what)
+{
+    bp__ensure_loaded();
+    struct bp_registry *reg = bp_registry_by_name("meta");
+    void *fn = NULL;
+    if (reg && reg->iface && BP_IFACE_HAS(reg->iface, get_proc_address) && reg->iface->get_proc_address)
+        fn = reg->iface->get_proc_address(reg, name);
+    if (!fn)
+        bp__fail(BP_ERR_NOT_FOUND, "%s needs the meta plugin (libbackplane-meta.so with %s), which is not "
+                 "loaded; see `backplane devices`.", what, name);
+    return fn;
+}
+
+bp_status bp_meta_device_new(struct bp_device *const *devs, size_t n, const float *ratios,
+                             bp_meta_split_fn split_cb, void *user, struct bp_device **out)
+{
+    if (!out || !devs || n == 0)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_device_new needs a device list and out.");
+    *out = NULL;
+    bp_meta_device_new_fn fn = (bp_meta_device_new_fn)meta_proc(BP_PROC_META_DEVICE_NEW, "bp_meta_device_new");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    bp_status st = fn(devs, n, ratios, split_cb, user, out);
+    if (st != BP_OK)
+        return bp__fail(st, "the meta plugin refused to compose %zu devices (%s); see its message in the log.",
+                        n, bp_status_name(st));
+    return BP_OK;
+}
+
+bp_status bp_meta_set_split_fn(struct bp_device *meta, bp_meta_split_fn split_cb, void *user)
+{
+    bp_meta_set_split_fn_fn fn = (bp_meta_set_split_fn_fn)meta_proc(BP_PROC_META_SET_SPLIT_FN, "bp_meta_set_split_fn");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    bp_status st = fn(meta, split_cb, user);
+    if (st != BP_OK)
+        return bp__fail(st, "bp_meta_set_split_fn: device '%s' is not a meta device.", bp_device_name(meta));
+    return BP_OK;
+}
+
+bp_status bp_meta_tensor_split(const struct bp_tensor *t, int32_t *state, int64_t *local_ne)
+{
+    bp_meta_tensor_split_fn fn = (bp_meta_tensor_split_fn)meta_proc(BP_PROC_META_TENSOR_SPLIT, "bp_meta_tensor_split");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!t || !state) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_tensor_split needs a tensor and state.");
+    bp_status st = fn(t, state, local_ne);
+    if (st != BP_OK)
+        return bp__fail(st, "bp_meta_tensor_split: tensor '%s' is not in a meta buffer.", t->name);
+    return BP_OK;
+}
+
+bp_status bp_meta_backend_stats(struct bp_backend *b, struct bp_meta_stats *out)
+{
+    bp_meta_get_stats_fn fn = (bp_meta_get_stats_fn)meta_proc(BP_PROC_META_GET_STATS, "bp_meta_backend_stats");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out.");
+    out->size = sizeof *out;
+    bp_status st = fn(b, out);
+    if (st != BP_OK) return bp__fail(st, "bp_meta_backend_stats: the backend is not a meta backend.");
+    return BP_OK;
+}
+
+bp_status bp_meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes)
+{
+    bp_meta_buffer_device_bytes_fn fn = (bp_meta_buffer_device_bytes_fn)meta_proc(
+        BP_PROC_META_BUFFER_DEVICE_BYTES, "bp_meta_buffer_device_bytes");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!buf || !bytes) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_buffer_device_bytes needs a buffer and bytes.");
+    bp_status st = fn(buf, bytes);
+    if (st != BP_OK) return bp__fail(st, "bp_meta_buffer_device_bytes: the buffer is not a meta buffer.");
+    return BP_OK;
+}

@@ -1,0 +1,121 @@
+/*
+ * dot_neon.c — ARM NEON dot products with the dot-product extension
+ * (sdot, vdotq_s32): four int8 products summed into each int32 lane in one
+ * instruction. Built into the neon variant; tested under qemu-aarch64 by
+ * tests/test_cpu_kernels_neon (see tests/cpu.cmake).
+ */
+#include "simd.h"
+
+#if defined(CPU_HAVE_NEON_SIMD)
+#include <arm_neon.h>
+
+void cpu_vec_dot_q4_0_q8_0_neon(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    const int8x16_t s8 = vdupq_n_s8(8);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+        const uint8x16_t v = vld1q_u8(x[i].qs);
+        const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), s8);
+        const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), s8);
+        int32x4_t p = vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(y[i].qs));
+        p = vdotq_s32(p, hi, vld1q_s8(y[i].qs + 16));
+        acc = vmlaq_n_f32(acc, vcvtq_f32_s32(p), bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+void cpu_vec_dot_q8_0_q8_0_neon(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q8_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+        int32x4_t p = vdotq_s32(vdupq_n_s32(0), vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));
+        p = vdotq_s32(p, vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));
+        acc = vmlaq_n_f32(acc, vcvtq_f32_s32(p), bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+void cpu_vec_dot_q4_K_q8_K_neon(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        int summ = 0;
+        for (int j = 0; j < 8; j++) {
+            cpu_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+            summ += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        }
+        const uint8_t *q4 = x[i].qs;
+        const int8_t *q8 = y[i].qs;
+        int32_t sumi = 0;
+        for (int j = 0; j < 4; j++, q4 += 32, q8 += 64) {
+            const uint8x16_t a0 = vld1q_u8(q4), a1 = vld1q_u8(q4 + 16);
+            int32x4_t pl = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(a0, m4)), vld1q_s8(q8));
+            pl = vdotq_s32(pl, vreinterpretq_s8_u8(vandq_u8(a1, m4)), vld1q_s8(q8 + 16));
+            int32x4_t ph = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(a0, 4)), vld1q_s8(q8 + 32));
+            ph = vdotq_s32(ph, vreinterpretq_s8_u8(vshrq_n_u8(a1, 4)), vld1q_s8(q8 + 48));
+            sumi += vaddvq_s32(pl) * sc[2 * j] + vaddvq_s32(ph) * sc[2 * j + 1];
+        }
+        sumf += bp_f16_to_f32(x[i].d) * y[i].d * (float)sumi -
+                bp_f16_to_f32(x[i].dmin) * y[i].d * (float)summ;
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_q6_K_q8_K_neon(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q6_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m2 = vdupq_n_u8(3);
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+        const int8_t *q8 = y[i].qs, *sc = x[i].scales;
+        int32_t sumi = 0;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32, q8 += 128, sc += 8) {
+            for (int half = 0; half < 2; half++) { /* l in [0,16) then [16,32) */
+                const int o = 16 * half;
+                const uint8x16_t l0 = vld1q_u8(ql + o), l1 = vld1q_u8(ql + 32 + o);
+                const uint8x16_t hb = vld1q_u8(qh + o);
+                const uint8x16_t q[4] = {
+                    vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hb, m2), 4)),
+                    vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), m2), 4)),
+                    vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), m2), 4)),
+                    vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)),
+                };
+                for (int k = 0; k < 4; k++) {
+                    const int8x16_t qv = vsubq_s8(vreinterpretq_s8_u8(q[k]), vdupq_n_s8(32));
+                    const int32x4_t p = vdotq_s32(vdupq_n_s32(0), qv, vld1q_s8(q8 + 32 * k + o));
+                    sumi += vaddvq_s32(p) * sc[2 * k + half];
+                }
+            }
+        }
+        sumf += bp_f16_to_f32(x[i].d) * y[i].d * (float)sumi;
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_f32_neon(int64_t n, float *s, const void *va, const void *vb)
+{
+    const float *a = va, *b = vb;
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        acc0 = vfmaq_f32(acc0, vld1q_f32(a + i), vld1q_f32(b + i));
+        acc1 = vfmaq_f32(acc1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    }
+    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; i++) sum += a[i] * b[i];
+    *s = sum;
+}
+#else
+typedef int cpu_dot_neon_not_built; /* ISO C forbids an empty translation unit */
+#endif

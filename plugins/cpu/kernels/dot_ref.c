@@ -1,0 +1,126 @@
+/*
+ * dot_ref.c — the scalar dot products every SIMD variant is checked
+ * against. Integer sums per block, the scales applied once per block (or,
+ * for the K-quants, once per sub-block on the integer sum and once per
+ * super-block in float); the Q4_K min term comes from the activation's
+ * block sums, so it needs no second pass over the quants.
+ */
+#include "kernels.h"
+
+void cpu_vec_dot_q4_0_q8_0_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    float sumf = 0;
+    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+        int sumi = 0;
+        for (int j = 0; j < BP_QK4_0 / 2; j++) {
+            const int v0 = (x[i].qs[j] & 0x0F) - 8;
+            const int v1 = (x[i].qs[j] >> 4) - 8;
+            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + BP_QK4_0 / 2];
+        }
+        sumf += sumi * bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d);
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_q8_0_q8_0_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q8_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    float sumf = 0;
+    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+        int sumi = 0;
+        for (int j = 0; j < BP_QK8_0; j++) sumi += x[i].qs[j] * y[i].qs[j];
+        sumf += sumi * bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d);
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_q4_K_q8_K_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    float sumf = 0;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        const uint8_t *q4 = x[i].qs;
+        const int8_t *q8 = y[i].qs;
+        int sumi = 0, summ = 0;
+        for (int j = 0; j < BP_QK_K / 32; j++) {
+            uint8_t sc, m;
+            cpu_q4_K_scale_min(j, x[i].scales, &sc, &m);
+            const int shift = (j & 1) * 4;
+            const uint8_t *q = q4 + (j / 2) * 32;
+            int sub = 0;
+            for (int l = 0; l < 32; l++) sub += ((q[l] >> shift) & 0xF) * q8[j * 32 + l];
+            sumi += sc * sub;
+            summ += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        }
+        const float d = bp_f16_to_f32(x[i].d) * y[i].d;
+        const float dmin = bp_f16_to_f32(x[i].dmin) * y[i].d;
+        sumf += d * (float)sumi - dmin * (float)summ;
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_q6_K_q8_K_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q6_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    float sumf = 0;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+        const int8_t *q8 = y[i].qs;
+        int sumi = 0;
+        /* (q - 32) * q8 = q * q8 - 32 * q8: the second part is the block sum. */
+        for (int h = 0; h < 2; h++) {
+            int sub[8] = { 0 };
+            for (int l = 0; l < 32; l++) {
+                const int is = l / 16;
+                const int q1 = (ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4);
+                const int q2 = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+                const int q3 = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                const int q4 = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+                sub[is + 0] += q1 * q8[l];
+                sub[is + 2] += q2 * q8[l + 32];
+                sub[is + 4] += q3 * q8[l + 64];
+                sub[is + 6] += q4 * q8[l + 96];
+            }
+            for (int j = 0; j < 8; j++)
+                sumi += x[i].scales[h * 8 + j] * (sub[j] - 32 * y[i].bsums[h * 8 + j]);
+            ql += 64;
+            qh += 32;
+            q8 += 128;
+        }
+        sumf += bp_f16_to_f32(x[i].d) * y[i].d * (float)sumi;
+    }
+    *s = sumf;
+}
+
+/* Float weights meet an F32 activation (not one rounded to the weight's
+ * type), accumulated in double: the reference the SIMD sums are held to. */
+void cpu_vec_dot_f32_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const float *a = va, *b = vb;
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += (double)a[i] * (double)b[i];
+    *s = (float)acc;
+}
+
+void cpu_vec_dot_f16_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const uint16_t *a = va;
+    const float *b = vb;
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += (double)bp_f16_to_f32(a[i]) * (double)b[i];
+    *s = (float)acc;
+}
+
+void cpu_vec_dot_bf16_ref(int64_t n, float *s, const void *va, const void *vb)
+{
+    const uint16_t *a = va;
+    const float *b = vb;
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += (double)bp_bf16_to_f32(a[i]) * (double)b[i];
+    *s = (float)acc;
+}

@@ -1,0 +1,237 @@
+/*
+ * dot_x86.c — AVX2 / AVX-512 dot products (built into the avx2 and avx512
+ * variants only). Signed x signed int8 products go through maddubs with
+ * the sign moved onto the second operand (|a| * sign(b, a)), or through
+ * vpdpbusd when AVX-512 VNNI is compiled in; the block scales multiply the
+ * integer sums once per block.
+ */
+#include "simd.h"
+
+#if defined(CPU_HAVE_X86_SIMD)
+#include <immintrin.h>
+#include <string.h>
+
+static inline float hsum_ps(__m256 x)
+{
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+static inline int hsum_epi32(__m256i x)
+{
+    __m128i r = _mm_add_epi32(_mm256_extracti128_si256(x, 1), _mm256_castsi256_si128(x));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, _MM_SHUFFLE(1, 0, 3, 2)));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(r);
+}
+
+/* 32 signed bytes times 32 signed bytes, summed in groups of 4 into 8 int32. */
+static inline __m256i dot_i8(__m256i x, __m256i y)
+{
+    const __m256i ax = _mm256_sign_epi8(x, x);
+    const __m256i sy = _mm256_sign_epi8(y, x);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+#endif
+}
+
+/* 16 bytes of nibbles -> 32 bytes: low nibbles first, then high nibbles. */
+static inline __m256i nibbles32(const uint8_t *p)
+{
+    const __m128i t = _mm_loadu_si128((const __m128i *)p);
+    const __m256i b = _mm256_insertf128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0x0F));
+}
+
+static inline float f16(uint16_t h)
+{
+    return _cvtsh_ss(h);
+}
+
+void cpu_vec_dot_q4_0_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const int64_t nb = n / BP_QK8_0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    /* Two blocks per iteration into two accumulators: the FMA latency of one
+     * chain would otherwise bound the loop, not the loads. */
+    for (; i + 1 < nb; i += 2) {
+        const __m256i qx0 = _mm256_sub_epi8(nibbles32(x[i].qs), _mm256_set1_epi8(8));
+        const __m256i qx1 = _mm256_sub_epi8(nibbles32(x[i + 1].qs), _mm256_set1_epi8(8));
+        const __m256i p0 = dot_i8(qx0, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        const __m256i p1 = dot_i8(qx1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p0),
+                               acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)),
+                               _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; i++) {
+        const __m256i qx = _mm256_sub_epi8(nibbles32(x[i].qs), _mm256_set1_epi8(8));
+        const __m256i p = dot_i8(qx, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p),
+                               acc0);
+    }
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q8_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const int64_t nb = n / BP_QK8_0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        const __m256i p0 = dot_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
+                                  _mm256_loadu_si256((const __m256i *)y[i].qs));
+        const __m256i p1 = dot_i8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
+                                  _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p0),
+                               acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)),
+                               _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; i++) {
+        const __m256i p = dot_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
+                                 _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p),
+                               acc0);
+    }
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++) cpu_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        /* min term: sum_j m[j] * (bsums[2j] + bsums[2j+1]), no pass over quants */
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m128i bpair = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                             _mm256_extracti128_si256(bs, 1));
+        int64_t mins64;
+        memcpy(&mins64, mn, 8);
+        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mins64));
+        const int summ = hsum_epi32(_mm256_set_m128i(_mm_setzero_si128(), _mm_madd_epi16(mins16, bpair)));
+        const uint8_t *q4 = x[i].qs;
+        const int8_t *q8 = y[i].qs;
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i q4b = _mm256_loadu_si256((const __m256i *)(q4 + 32 * j));
+            const __m256i lo = _mm256_and_si256(q4b, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4b, 4), m4);
+            const __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j)));
+            const __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+        }
+        const float d = f16(x[i].d) * y[i].d;
+        const float dmin = f16(x[i].dmin) * y[i].d;
+        sumf += d * (float)hsum_epi32(sumi) - dmin * (float)summ;
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q6_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+        const int8_t *q8 = y[i].qs;
+        const int8_t *sc = x[i].scales;
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32, q8 += 128, sc += 8) {
+            const __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
+            /* q in 0..63 (unsigned); the -32 comes from the block sums below */
+            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(b1, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
+            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(b2, m4),
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
+            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
+            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            const __m256i qs[4] = { q0, q1, q2, q3 };
+            for (int k = 0; k < 4; k++) {
+                const __m256i p = _mm256_maddubs_epi16(qs[k], _mm256_loadu_si256((const __m256i *)(q8 + 32 * k)));
+                const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv));
+            }
+        }
+        const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        const __m256i corr = _mm256_madd_epi16(scales16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 5));
+        sumf += f16(x[i].d) * y[i].d * (float)hsum_epi32(sumi);
+    }
+    *s = sumf;
+}
+
+void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const float *a = va, *b = vb;
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), acc[k]);
+    for (; i + 8 <= n; i += 8)
+        acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[0]);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++) sum += a[i] * b[i];
+    *s = sum;
+}
+
+void cpu_vec_dot_f16_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const uint16_t *a = va;
+    const float *b = vb;
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            const __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8 * k)));
+            acc[k] = _mm256_fmadd_ps(w, _mm256_loadu_ps(b + i + 8 * k), acc[k]);
+        }
+    for (; i + 8 <= n; i += 8)
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))),
+                                 _mm256_loadu_ps(b + i), acc[0]);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++) sum += f16(a[i]) * b[i];
+    *s = sum;
+}
+
+/* bf16 is the top half of an f32: widening is a 16-bit shift. */
+void cpu_vec_dot_bf16_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const uint16_t *a = va;
+    const float *b = vb;
+    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 2; k++) {
+            const __m256i w16 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(a + i + 8 * k)));
+            const __m256 w = _mm256_castsi256_ps(_mm256_slli_epi32(w16, 16));
+            acc[k] = _mm256_fmadd_ps(w, _mm256_loadu_ps(b + i + 8 * k), acc[k]);
+        }
+    float sum = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+    for (; i < n; i++) sum += bp_bf16_to_f32(a[i]) * b[i];
+    *s = sum;
+}
+#else
+typedef int cpu_dot_x86_not_built; /* ISO C forbids an empty translation unit */
+#endif

@@ -1,0 +1,71 @@
+/*
+ * kernels.c — which kernel this build uses for each weight type. The ISA
+ * is fixed when the variant is compiled; the loader's score decides which
+ * variant runs, so nothing here tests the CPU.
+ */
+#include "simd.h"
+
+#define REF_ENTRIES                                                                          \
+    [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_ref, cpu_f32_copy_row, cpu_f32_row_copy_out }, \
+    [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_ref, NULL, cpu_f16_to_f32_row },            \
+    [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_ref, NULL, cpu_bf16_to_f32_row },         \
+    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_ref, NULL, cpu_dequantize_row_q4_0 }, \
+    [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_ref, cpu_quantize_row_q8_0_ref,     \
+                       cpu_dequantize_row_q8_0 },                                             \
+    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_ref, NULL, cpu_dequantize_row_q4_K }, \
+    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_ref, NULL, cpu_dequantize_row_q6_K }, \
+    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL }
+
+static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
+
+#if defined(CPU_HAVE_X86_SIMD)
+static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
+    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
+    [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_x86, cpu_f32_copy_row, cpu_f32_row_copy_out },
+    [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_x86, NULL, cpu_f16_to_f32_row },
+    [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_x86, NULL, cpu_bf16_to_f32_row },
+    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_x86, NULL, cpu_dequantize_row_q4_0 },
+    [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, cpu_quantize_row_q8_0_ref,
+                       cpu_dequantize_row_q8_0 },
+    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_x86, NULL, cpu_dequantize_row_q4_K },
+    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K },
+};
+#if defined(__AVX512F__)
+#define ISA_NAME "avx512"
+#else
+#define ISA_NAME "avx2"
+#endif
+#elif defined(CPU_HAVE_NEON_SIMD)
+static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
+    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
+    [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_neon, cpu_f32_copy_row, cpu_f32_row_copy_out },
+    [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_ref, NULL, cpu_f16_to_f32_row },
+    [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_ref, NULL, cpu_bf16_to_f32_row },
+    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_neon, NULL, cpu_dequantize_row_q4_0 },
+    [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_neon, cpu_quantize_row_q8_0_ref,
+                       cpu_dequantize_row_q8_0 },
+    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_neon, NULL, cpu_dequantize_row_q4_K },
+    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_neon, NULL, cpu_dequantize_row_q6_K },
+};
+#define ISA_NAME "neon"
+#else
+#define best_table ref_table
+#define ISA_NAME "scalar"
+#endif
+
+static const struct cpu_type_kernels none = { BP_TYPE_COUNT, NULL, NULL, NULL };
+
+const struct cpu_type_kernels *cpu_kernels_for(enum bp_type t)
+{
+    return (unsigned)t < BP_TYPE_COUNT ? &best_table[t] : &none;
+}
+
+const struct cpu_type_kernels *cpu_kernels_ref_for(enum bp_type t)
+{
+    return (unsigned)t < BP_TYPE_COUNT ? &ref_table[t] : &none;
+}
+
+const char *cpu_kernels_isa(void)
+{
+    return ISA_NAME;
+}

@@ -1,0 +1,84 @@
+/*
+ * kernels.h — the C-callable launchers of the CUDA kernels. Each takes
+ * tensor views by value (data pointer, type, shape, byte strides) so that
+ * kernels honour every stride exactly as the CPU reference does, and
+ * returns the launch's cudaError_t as an int (0 = success).
+ *
+ * Element types inside kernels are switched at run time rather than
+ * templated: it keeps the build small (CI compiles this on 2 cores) at a
+ * cost only elementwise ops notice.
+ */
+#ifndef BP_CUDA_KERNELS_H
+#define BP_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cuda_tview {
+    void   *data;
+    int     type;          /* enum bp_type */
+    int64_t ne[4];
+    size_t  nb[4];
+};
+
+/* Activations quantized for integer dot products: 32 values, their scale
+ * and the sum of the quants (for the zero-point terms of Q4_0 and Q4_K). */
+struct cuda_block_q8_1 {
+    float  d;
+    int    s;
+    int8_t qs[32];
+};
+
+enum cuda_unary { CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2 };
+
+int cuda_launch_binary(struct cuda_tview dst, struct cuda_tview a, struct cuda_tview b, int is_mul,
+                       cudaStream_t s);
+int cuda_launch_unary(struct cuda_tview dst, struct cuda_tview x, int kind, float scale, float bias,
+                      cudaStream_t s);
+/* Copy src into dst in row-major element order (CPY, CONT, conversions). */
+int cuda_launch_dup(struct cuda_tview dst, struct cuda_tview src, cudaStream_t s);
+/* err: device ints [node+1, bad id, position], written by the first bad id. */
+int cuda_launch_get_rows(struct cuda_tview dst, struct cuda_tview tab, struct cuda_tview ids,
+                         int *err, int node, cudaStream_t s);
+int cuda_launch_set_rows(struct cuda_tview dst, struct cuda_tview v, struct cuda_tview ids,
+                         int *err, int node, cudaStream_t s);
+
+int cuda_launch_rms_norm(struct cuda_tview dst, struct cuda_tview x, float eps, cudaStream_t s);
+/* mask.data == NULL: no mask. */
+int cuda_launch_soft_max(struct cuda_tview dst, struct cuda_tview x, struct cuda_tview mask,
+                         float scale, cudaStream_t s);
+int cuda_launch_rope(struct cuda_tview dst, struct cuda_tview x, struct cuda_tview pos, int n_dims,
+                     int neox, float freq_base, float freq_scale, cudaStream_t s);
+int cuda_launch_flash_attn(struct cuda_tview dst, struct cuda_tview q, struct cuda_tview k,
+                           struct cuda_tview v, struct cuda_tview mask, float scale, cudaStream_t s);
+
+/* MUL_MAT, any W type, float X: one warp per output element (fallback). */
+int cuda_launch_mul_mat_generic(struct cuda_tview dst, struct cuda_tview w, struct cuda_tview x,
+                                cudaStream_t s);
+/* Quantize every row of X (K = ne[0], a multiple of 32) to q8_1 blocks, rows
+ * in dst order (m fastest, then dims 2 and 3). */
+int cuda_launch_quantize_q8_1(struct cuda_tview x, struct cuda_block_q8_1 *out, cudaStream_t s);
+/* MUL_MAT for Q4_0, Q8_0, Q4_K, Q6_K W on quantized X: dp4a dot products,
+ * each weight byte read once per activation column. */
+int cuda_launch_mul_mat_q(struct cuda_tview dst, struct cuda_tview w,
+                          const struct cuda_block_q8_1 *xq, cudaStream_t s);
+/* Dequantize W slice (i2, i3) into a packed F16 [K, N] matrix. */
+int cuda_launch_dequant_f16(struct cuda_tview w, int64_t i2, int64_t i3, void *out, cudaStream_t s);
+/* True when cuda_launch_mul_mat_q handles W of this type. */
+int cuda_mul_mat_q_type(int type);
+
+/* All-reduce helpers on packed arrays. */
+int cuda_launch_add_inplace(void *dst, const void *src, int type, int64_t n, cudaStream_t s);
+int cuda_launch_f32_to_bf16(const float *src, uint16_t *dst, int64_t n, cudaStream_t s);
+int cuda_launch_bf16_to_f32(const uint16_t *src, float *dst, int64_t n, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BP_CUDA_KERNELS_H */

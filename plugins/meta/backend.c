@@ -1,0 +1,552 @@
+/* backend.c — the meta backend: a stream per sub-device, a worker thread per
+ * extra sub-device (synchronous backends like the CPU one run side by side),
+ * and graph compute: derive every node's split, cut after PARTIAL nodes at
+ * the last moment, run each segment on all devices, close it with an
+ * all-reduce. Plans are cached per graph (bounded). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta_internal.h"
+
+#define META_MAX_PLANS 16
+
+enum { STEP_SEGMENT, STEP_REDUCE };
+
+struct meta_step {
+    int kind;
+    struct bp_graph g[META_MAX_DEV];
+    struct bp_tensor *reduce;
+};
+
+struct meta_plan {
+    struct meta_plan *next;
+    const struct bp_graph *key_graph;
+    int32_t n_nodes;
+    struct bp_tensor **nodes;
+    void **datas;
+    uint64_t *serials;                   /* per node: its record's, then its sources' (0: none) */
+    struct meta_step *steps;
+    size_t n_steps, cap_steps;
+    struct bp_tensor **zero;             /* local tensors to zero before running */
+    size_t n_zero, cap_zero;
+    uint64_t n_segments, n_reductions, n_merged, bytes_reduced;
+};
+
+/* ---- workers ---- */
+
+static void *worker_main(void *arg)
+{
+    struct meta_worker *w = arg;
+    struct meta_backend *be = w->be;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&be->lock);
+    for (;;) {
+        while (!be->quit && be->generation == seen) pthread_cond_wait(&be->go, &be->lock);
+        if (be->quit) break;
+        seen = be->generation;
+        struct bp_graph *g = be->job[w->index];
+        pthread_mutex_unlock(&be->lock);
+        bp_status st = BP_OK;
+        struct bp_backend *sb = be->sub[w->index];
+        if (g && g->n_nodes > 0) {
+            st = sb->iface->graph_compute(sb, g);
+            if (st == BP_OK && sb->iface->synchronize) st = sb->iface->synchronize(sb);
+        }
+        pthread_mutex_lock(&be->lock);
+        be->job_status[w->index] = st;
+        be->n_done++;
+        pthread_cond_broadcast(&be->done);
+    }
+    pthread_mutex_unlock(&be->lock);
+    return NULL;
+}
+
+bp_status meta_run_parallel(struct meta_backend *be, struct bp_graph **graphs)
+{
+    pthread_mutex_lock(&be->lock);
+    for (size_t i = 0; i < be->n; i++) be->job[i] = graphs[i];
+    be->n_done = 0;
+    be->generation++;
+    pthread_cond_broadcast(&be->go);
+    pthread_mutex_unlock(&be->lock);
+    /* device 0 runs on the calling thread */
+    bp_status st0 = BP_OK;
+    struct bp_backend *sb = be->sub[0];
+    if (graphs[0] && graphs[0]->n_nodes > 0) {
+        st0 = sb->iface->graph_compute(sb, graphs[0]);
+        if (st0 == BP_OK && sb->iface->synchronize) st0 = sb->iface->synchronize(sb);
+    }
+    pthread_mutex_lock(&be->lock);
+    while (be->n_done < be->n - 1) pthread_cond_wait(&be->done, &be->lock);
+    bp_status st = st0;
+    for (size_t i = 1; i < be->n && st == BP_OK; i++) st = be->job_status[i];
+    pthread_mutex_unlock(&be->lock);
+    return st;
+}
+
+/* ---- plans ---- */
+
+/* A plan points at the per-device tensors of the records of a graph's nodes
+ * and their sources; it is only valid while those very records live. The
+ * pointers alone cannot tell (a graph rebuilt after freeing its buffers gets
+ * the same addresses), the records' serials can. */
+#define SERIALS_PER_NODE (1 + BP_MAX_SRC)
+
+static void node_serials(const struct bp_tensor *node, uint64_t *out)
+{
+    for (int s = -1; s < BP_MAX_SRC; s++) {
+        const struct bp_tensor *t = s < 0 ? node : node->src[s];
+        const struct meta_tensor *mt = t ? meta_tensor_of(t) : NULL;
+        out[s + 1] = mt ? mt->serial : 0;
+    }
+}
+
+static void plan_free(struct meta_plan *p)
+{
+    if (!p) return;
+    for (size_t s = 0; s < p->n_steps; s++)
+        for (size_t d = 0; d < META_MAX_DEV; d++) free(p->steps[s].g[d].nodes);
+    free(p->steps);
+    free(p->zero);
+    free(p->nodes);
+    free(p->datas);
+    free(p->serials);
+    free(p);
+}
+
+static struct meta_step *add_step(struct meta_plan *p, int kind)
+{
+    if (p->n_steps == p->cap_steps) {
+        size_t cap = p->cap_steps ? p->cap_steps * 2 : 8;
+        struct meta_step *v = realloc(p->steps, cap * sizeof *v);
+        if (!v) return NULL;
+        p->steps = v;
+        p->cap_steps = cap;
+    }
+    struct meta_step *s = &p->steps[p->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    return s;
+}
+
+static bool graph_push(struct bp_graph *g, struct bp_tensor *t)
+{
+    if (g->n_nodes == g->capacity) {
+        int32_t cap = g->capacity ? g->capacity * 2 : 16;
+        struct bp_tensor **v = realloc(g->nodes, (size_t)cap * sizeof *v);
+        if (!v) return false;
+        g->nodes = v;
+        g->capacity = cap;
+    }
+    g->nodes[g->n_nodes++] = t;
+    return true;
+}
+
+static bool zero_push(struct meta_plan *p, struct bp_tensor *t)
+{
+    if (p->n_zero == p->cap_zero) {
+        size_t cap = p->cap_zero ? p->cap_zero * 2 : 8;
+        struct bp_tensor **v = realloc(p->zero, cap * sizeof *v);
+        if (!v) return false;
+        p->zero = v;
+        p->cap_zero = cap;
+    }
+    p->zero[p->n_zero++] = t;
+    return true;
+}
+
+static bool step_empty(const struct meta_step *s, size_t n)
+{
+    for (size_t d = 0; d < n; d++) if (s->g[d].n_nodes) return false;
+    return true;
+}
+
+/* Close the open segment (if it has work) and queue a reduction of t. */
+static bp_status add_reduce(struct meta_plan *p, struct meta_step **open, size_t n, struct bp_tensor *t)
+{
+    if (*open && step_empty(*open, n)) p->n_steps--; /* drop an empty segment */
+    else if (*open) p->n_segments++;
+    struct meta_step *r = add_step(p, STEP_REDUCE);
+    if (!r) return BP_ERR_OUT_OF_MEMORY;
+    r->reduce = t;
+    p->n_reductions++;
+    p->bytes_reduced += bp_nbytes(t);
+    meta_layout_simple(&meta_tensor_of(t)->layout, BP_META_SPLIT_MIRRORED);
+    *open = add_step(p, STEP_SEGMENT);
+    return *open ? BP_OK : BP_ERR_OUT_OF_MEMORY;
+}
+
+/* Which operand of an ADD_ONCE node is the PARTIAL one (the other is added
+ * on device 0 only). */
+static int once_partial_src(const struct bp_tensor *node)
+{
+    return meta_tensor_of(node->src[0])->layout.state == BP_META_SPLIT_PARTIAL ? 0 : 1;
+}
+
+static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once_src)
+{
+    struct meta_tensor *mt = meta_tensor_of(node);
+    struct bp_tensor *l = &mt->local[d];
+    if (kind == META_NODE_VIEW) {
+        meta_derive_local_view(node, d);
+    } else {
+        /* writers (CPY, SET_ROWS) return their destination: share its memory */
+        struct bp_tensor *dst = node->op == BP_OP_CPY ? node->src[1] : node->op == BP_OP_SET_ROWS ? node->src[0] : NULL;
+        meta_local_fill(node->buffer->context, node, mt, d, dst == NULL);
+        if (dst) {
+            struct bp_tensor *ld = &meta_tensor_of(dst)->local[d];
+            memcpy(l->ne, ld->ne, sizeof l->ne);
+            memcpy(l->nb, ld->nb, sizeof l->nb);
+            l->data = ld->data;
+            l->buffer = ld->buffer;
+        }
+    }
+    for (int s = 0; s < BP_MAX_SRC; s++)
+        l->src[s] = node->src[s] ? &meta_tensor_of(node->src[s])->local[d] : NULL;
+    if (kind == META_NODE_COMPUTE && mt->slice_src >= 0) {
+        meta_derive_local_slice(node, d);
+        l->src[mt->slice_src] = &mt->slice[d];
+    }
+    if (kind == META_NODE_ADD_ONCE && d > 0) {
+        /* the mirrored term is added on device 0 only; elsewhere pass the
+         * partial operand through (x * 1 + 0) */
+        struct bp_tensor *keep = l->src[once_src];
+        memset(l->src, 0, sizeof l->src);
+        l->src[0] = keep;
+        l->op = BP_OP_SCALE;
+        memset(l->op_params, 0, sizeof l->op_params);
+        float one = 1.0f, zero = 0.0f;
+        memcpy(&l->op_params[0], &one, 4);
+        memcpy(&l->op_params[1], &zero, 4);
+    }
+}
+
+/* Every meta buffer the graph touches gives its waiting slices their
+ * device bytes (intermediates are sized only once their split is derived). */
+static bp_status materialize_graph(struct bp_graph *g)
+{
+    bp_status st = BP_OK;
+    for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++) {
+        struct bp_tensor *node = g->nodes[i];
+        for (int s = -1; s < BP_MAX_SRC && st == BP_OK; s++) {
+            struct bp_tensor *t = s < 0 ? node : node->src[s];
+            if (t && meta_tensor_of(t)) {
+                struct meta_buffer *mb = t->buffer->context;
+                if (mb->n_pending) st = meta_buffer_materialize(mb);
+            }
+        }
+    }
+    return st;
+}
+
+static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct meta_plan **out)
+{
+    struct meta_plan *p = calloc(1, sizeof *p);
+    if (!p) return BP_ERR_OUT_OF_MEMORY;
+    bp_status st = BP_OK;
+    size_t n = be->n;
+    uint64_t partial_made = 0;
+    unsigned char *kinds = malloc((size_t)g->n_nodes + 1);
+    unsigned char *once = malloc((size_t)g->n_nodes + 1);
+    struct meta_step *open = add_step(p, STEP_SEGMENT);
+    if (!open || !kinds || !once) st = BP_ERR_OUT_OF_MEMORY;
+    if (st == BP_OK) st = materialize_graph(g); /* leaves first: views of them need addresses */
+    for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++) {
+        struct bp_tensor *node = g->nodes[i];
+        struct meta_tensor *mt = meta_tensor_of(node);
+        if (!mt) {
+            meta_log(BP_LOG_ERROR, "node '%s' is not in a meta buffer; allocate the graph's tensors in "
+                     "the meta device's buffer type.", node->name);
+            st = BP_ERR_INVALID_ARGUMENT;
+            break;
+        }
+        for (int s = 0; s < BP_MAX_SRC && st == BP_OK; s++) {
+            struct meta_tensor *ms = meta_tensor_of(node->src[s]);
+            if (node->src[s] && (!ms || !ms->placed)) {
+                meta_log(BP_LOG_ERROR, "input '%s' of %s node '%s' has no split state: it is not in a meta "
+                         "buffer or was never computed.", node->src[s]->name,
+                         bp_op_name((enum bp_op)node->op), node->name);
+                st = BP_ERR_INVALID_ARGUMENT;
+            }
+        }
+        if (st != BP_OK) break;
+        enum meta_node_kind kind;
+        unsigned reduce = 0;
+        st = meta_derive(node, n, &kind, &reduce);
+        if (st != BP_OK) break;
+        for (int s = 0; s < BP_MAX_SRC && st == BP_OK; s++)
+            if (reduce & (1u << s)) st = add_reduce(p, &open, n, node->src[s]);
+        if (st != BP_OK) break;
+        if (node->op == BP_OP_MUL_MAT && mt->layout.state == BP_META_SPLIT_PARTIAL) partial_made++;
+        mt->placed = true;
+        kinds[i] = (unsigned char)kind;
+        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_partial_src(node) : 0);
+        for (size_t d = 0; d < n && st == BP_OK; d++) {
+            local_node(node, d, kind, once[i]);
+            if (kind == META_NODE_VIEW) continue;
+            struct bp_tensor *l = &mt->local[d];
+            if (bp_nelements(l) == 0) continue; /* a zero slice: nothing to compute */
+            bool empty_src = false;
+            for (int s = 0; s < BP_MAX_SRC; s++)
+                if (l->src[s] && bp_nelements(l->src[s]) == 0) empty_src = true;
+            if (empty_src) {
+                if (!zero_push(p, l)) st = BP_ERR_OUT_OF_MEMORY;
+            } else if (!graph_push(&open->g[d], l)) {
+                st = BP_ERR_OUT_OF_MEMORY;
+            }
+        }
+    }
+    /* What the application reads must be whole: reduce PARTIAL outputs. */
+    for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++) {
+        struct bp_tensor *node = g->nodes[i];
+        if ((i == g->n_nodes - 1 || (node->flags & BP_TENSOR_FLAG_OUTPUT)) &&
+            meta_tensor_of(node)->layout.state == BP_META_SPLIT_PARTIAL)
+            st = add_reduce(p, &open, n, node);
+    }
+    /* Now that every split is known, give the slices their device bytes and
+     * point the per-device tensors (and views of them) at those bytes. */
+    if (st == BP_OK) st = materialize_graph(g);
+    for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++)
+        for (size_t d = 0; d < n; d++) local_node(g->nodes[i], d, (enum meta_node_kind)kinds[i], once[i]);
+    free(kinds);
+    free(once);
+    if (st == BP_OK && open) {
+        if (step_empty(open, n)) p->n_steps--;
+        else p->n_segments++;
+    }
+    if (st == BP_OK) {
+        p->n_merged = partial_made > p->n_reductions ? partial_made - p->n_reductions : 0;
+        p->key_graph = g;
+        p->n_nodes = g->n_nodes;
+        p->nodes = malloc(((size_t)g->n_nodes + 1) * sizeof *p->nodes);
+        p->datas = malloc(((size_t)g->n_nodes + 1) * sizeof *p->datas);
+        p->serials = malloc(((size_t)g->n_nodes + 1) * SERIALS_PER_NODE * sizeof *p->serials);
+        if (!p->nodes || !p->datas || !p->serials) st = BP_ERR_OUT_OF_MEMORY;
+    }
+    if (st != BP_OK) { plan_free(p); return st; }
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        p->nodes[i] = g->nodes[i];
+        p->datas[i] = g->nodes[i]->data;
+        node_serials(g->nodes[i], &p->serials[(size_t)i * SERIALS_PER_NODE]);
+    }
+    meta_log(BP_LOG_DEBUG, "%s: graph of %d nodes: %llu cuts, %llu reductions (%llu merged), %llu bytes reduced.",
+             be->md->name, (int)g->n_nodes, (unsigned long long)p->n_segments,
+             (unsigned long long)p->n_reductions, (unsigned long long)p->n_merged,
+             (unsigned long long)p->bytes_reduced);
+    *out = p;
+    return BP_OK;
+}
+
+static struct meta_plan *plan_find(struct meta_backend *be, struct bp_graph *g)
+{
+    for (struct meta_plan *p = be->plans; p; p = p->next) {
+        if (p->key_graph != g || p->n_nodes != g->n_nodes) continue;
+        bool same = true;
+        for (int32_t i = 0; i < g->n_nodes && same; i++) {
+            uint64_t now[SERIALS_PER_NODE];
+            node_serials(g->nodes[i], now);
+            same = p->nodes[i] == g->nodes[i] && p->datas[i] == g->nodes[i]->data &&
+                   memcmp(now, &p->serials[(size_t)i * SERIALS_PER_NODE], sizeof now) == 0;
+        }
+        if (same) return p;
+    }
+    return NULL;
+}
+
+static void plan_store(struct meta_backend *be, struct meta_plan *p)
+{
+    p->next = be->plans;
+    be->plans = p;
+    be->n_plans++;
+    if (be->n_plans > META_MAX_PLANS) { /* drop the oldest */
+        struct meta_plan **pp = &be->plans;
+        while ((*pp)->next) pp = &(*pp)->next;
+        plan_free(*pp);
+        *pp = NULL;
+        be->n_plans--;
+    }
+}
+
+static bp_status zero_fill(struct bp_tensor *l)
+{
+    size_t nb = bp_nbytes(l);
+    void *z = calloc(1, nb ? nb : 1);
+    if (!z) return BP_ERR_OUT_OF_MEMORY;
+    bp_status st = l->buffer->iface->set_tensor(l->buffer, l, z, 0, nb);
+    free(z);
+    return st;
+}
+
+/* ---- backend iface ---- */
+
+static const char *be_get_name(struct bp_backend *b) { return ((struct meta_backend *)b)->md->name; }
+
+static void be_free(struct bp_backend *b)
+{
+    struct meta_backend *be = (struct meta_backend *)b;
+    pthread_mutex_lock(&be->lock);
+    be->quit = true;
+    pthread_cond_broadcast(&be->go);
+    pthread_mutex_unlock(&be->lock);
+    for (size_t i = 1; i < be->n; i++) pthread_join(be->worker[i].thread, NULL);
+    while (be->plans) {
+        struct meta_plan *p = be->plans;
+        be->plans = p->next;
+        plan_free(p);
+    }
+    if (be->comm && be->comm_free) be->comm_free(be->comm);
+    for (size_t i = 0; i < be->n; i++) {
+        if (be->scratch[i]) be->scratch[i]->iface->free_buffer(be->scratch[i]);
+        if (be->sub[i]) be->sub[i]->iface->free(be->sub[i]);
+    }
+    pthread_mutex_destroy(&be->lock);
+    pthread_cond_destroy(&be->go);
+    pthread_cond_destroy(&be->done);
+    free(be);
+}
+
+static bp_status be_synchronize(struct bp_backend *b)
+{
+    struct meta_backend *be = (struct meta_backend *)b;
+    for (size_t i = 0; i < be->n; i++) {
+        struct bp_backend *s = be->sub[i];
+        if (s->iface->synchronize) {
+            bp_status st = s->iface->synchronize(s);
+            if (st != BP_OK) return st;
+        }
+    }
+    return BP_OK;
+}
+
+static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
+{
+    struct meta_backend *be = (struct meta_backend *)b;
+    struct meta_plan *p = plan_find(be, g);
+    bp_status st = BP_OK;
+    if (!p) {
+        st = plan_build(be, g, &p);
+        if (st != BP_OK) return st;
+        plan_store(be, p);
+    }
+    for (size_t i = 0; i < p->n_zero && st == BP_OK; i++) st = zero_fill(p->zero[i]);
+    for (size_t s = 0; s < p->n_steps && st == BP_OK; s++) {
+        struct meta_step *step = &p->steps[s];
+        if (step->kind == STEP_SEGMENT) {
+            struct bp_graph *gs[META_MAX_DEV];
+            for (size_t d = 0; d < be->n; d++) gs[d] = &step->g[d];
+            st = meta_run_parallel(be, gs);
+        } else {
+            /* a PARTIAL leaf is summed in place once per write: running the
+             * plan again must not add the copies up a second time */
+            struct meta_tensor *rt = meta_tensor_of(step->reduce);
+            if (rt->leaf && !rt->needs_reduce) continue;
+            st = meta_allreduce(be, step->reduce);
+            if (st == BP_OK && rt->leaf) rt->needs_reduce = false;
+        }
+    }
+    if (st != BP_OK) {
+        meta_log(BP_LOG_ERROR, "%s: computing the graph failed (%s); see the sub-device's message above.",
+                 be->md->name, bp_status_name(st));
+        return st;
+    }
+    be->stats.graphs++;
+    be->stats.cuts += p->n_segments;
+    be->stats.reductions += p->n_reductions;
+    be->stats.merged += p->n_merged;
+    be->stats.bytes_reduced += p->bytes_reduced;
+    return BP_OK;
+}
+
+static const struct bp_backend_iface meta_backend_iface = {
+    .size = sizeof(struct bp_backend_iface),
+    .get_name = be_get_name,
+    .free = be_free,
+    .set_tensor_async = NULL,
+    .get_tensor_async = NULL,
+    .copy_tensor_async = NULL,
+    .synchronize = be_synchronize,
+    .graph_compute = be_graph_compute,
+    .event_record = NULL,
+    .event_wait = NULL,
+};
+
+bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out)
+{
+    struct meta_device *md = (struct meta_device *)dev;
+    struct meta_backend *be = calloc(1, sizeof *be);
+    if (!be) return BP_ERR_OUT_OF_MEMORY;
+    be->md = md;
+    be->n = md->n;
+    be->backend.iface = &meta_backend_iface;
+    be->backend.device = dev;
+    be->backend.context = be;
+    pthread_mutex_init(&be->lock, NULL);
+    pthread_cond_init(&be->go, NULL);
+    pthread_cond_init(&be->done, NULL);
+    bp_status st = BP_OK;
+    size_t started = 1;
+    for (size_t i = 0; i < be->n && st == BP_OK; i++) {
+        struct bp_device *s = md->sub[i];
+        st = s->iface->init_backend(s, params, &be->sub[i]);
+        if (st == BP_OK && !be->sub[i]) st = BP_ERR_PLUGIN;
+        if (st != BP_OK)
+            meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not start a backend (%s).", i, meta_sub_name(s),
+                     bp_status_name(st));
+        else if (!be->sub[i]->device) be->sub[i]->device = s;
+    }
+    for (size_t i = 1; i < be->n && st == BP_OK; i++) {
+        be->worker[i] = (struct meta_worker){.be = be, .index = i};
+        if (pthread_create(&be->worker[i].thread, NULL, worker_main, &be->worker[i]) != 0) {
+            meta_log(BP_LOG_ERROR, "could not start worker thread %zu of %s.", i, md->name);
+            st = BP_ERR_OUT_OF_MEMORY;
+        } else {
+            started++;
+        }
+    }
+    if (st == BP_OK) {
+        struct bp_registry *r = md->sub[0]->reg;
+        bool same = true;
+        for (size_t i = 1; i < be->n; i++) same &= md->sub[i]->reg == r;
+        if (same && r && r->iface && r->iface->get_proc_address) {
+            bp_comm_init_fn ci = (bp_comm_init_fn)r->iface->get_proc_address(r, BP_PROC_COMM_INIT);
+            bp_comm_allreduce_tensor_fn ca =
+                (bp_comm_allreduce_tensor_fn)r->iface->get_proc_address(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
+            if (ci && ca && ci(be->sub, be->n, &be->comm) == BP_OK) {
+                be->comm_allreduce = ca;
+                be->comm_free = (bp_comm_free_fn)r->iface->get_proc_address(r, BP_PROC_COMM_FREE);
+            } else {
+                be->comm = NULL;
+            }
+        }
+    }
+    if (st != BP_OK) {
+        size_t n = be->n;
+        be->n = started; /* only join threads that exist */
+        pthread_mutex_lock(&be->lock);
+        be->quit = true;
+        pthread_cond_broadcast(&be->go);
+        pthread_mutex_unlock(&be->lock);
+        for (size_t i = 1; i < started; i++) pthread_join(be->worker[i].thread, NULL);
+        for (size_t i = 0; i < n; i++)
+            if (be->sub[i]) be->sub[i]->iface->free(be->sub[i]);
+        pthread_mutex_destroy(&be->lock);
+        pthread_cond_destroy(&be->go);
+        pthread_cond_destroy(&be->done);
+        free(be);
+        return st;
+    }
+    *out = &be->backend;
+    return BP_OK;
+}
+
+bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out)
+{
+    if (!b || b->iface != &meta_backend_iface || !out) return BP_ERR_INVALID_ARGUMENT;
+    struct meta_backend *be = (struct meta_backend *)b;
+    size_t sz = out->size && out->size < sizeof *out ? out->size : sizeof *out;
+    struct bp_meta_stats s = be->stats;
+    s.size = sz;
+    memcpy(out, &s, sz);
+    return BP_OK;
+}

@@ -1,0 +1,424 @@
+/* derive.c — split states op by op: given the layouts of a node's sources,
+ * the node's layout (or a refusal naming op and tensor), which PARTIAL
+ * inputs must be reduced first, and each device's local view tensors. */
+#include <stdio.h>
+#include <string.h>
+
+#include "meta_internal.h"
+
+#define MIRRORED BP_META_SPLIT_MIRRORED
+#define PARTIAL  BP_META_SPLIT_PARTIAL
+
+static bp_status refuse(const struct bp_tensor *node, const char *why)
+{
+    meta_log(BP_LOG_ERROR, "the meta device has no split rule for %s node '%s': %s; give its inputs "
+             "other split states or compute it on a single device.", bp_op_name((enum bp_op)node->op),
+             node->name, why);
+    return BP_ERR_UNSUPPORTED;
+}
+
+static struct meta_layout *lay(const struct bp_tensor *t)
+{
+    struct meta_tensor *mt = meta_tensor_of(t);
+    return mt ? &mt->layout : NULL;
+}
+
+/* Product of ne[0..k). */
+static int64_t inner(const struct bp_tensor *t, int k)
+{
+    int64_t p = 1;
+    for (int i = 0; i < k; i++) p *= t->ne[i];
+    return p;
+}
+
+static bool accepts_partial(const struct bp_tensor *node, int s, const struct meta_layout *eff[BP_MAX_SRC])
+{
+    switch ((enum bp_op)node->op) {
+    case BP_OP_RESHAPE: case BP_OP_VIEW: case BP_OP_PERMUTE: case BP_OP_TRANSPOSE: case BP_OP_CONT:
+        return s == 0;
+    case BP_OP_SCALE:
+        return s == 0 && bp_op_param_f32(node, 1) == 0.0f;
+    case BP_OP_ADD: {
+        const struct meta_layout *o = eff[1 - s];
+        if (o->state == PARTIAL) return true;
+        /* partial + mirrored: the mirrored term is added once, which needs
+         * the partial operand to have the result's shape */
+        return o->state == MIRRORED && memcmp(node->src[s]->ne, node->ne, sizeof node->ne) == 0;
+    }
+    case BP_OP_MUL:
+        return eff[1 - s]->state == MIRRORED;
+    default:
+        return false;
+    }
+}
+
+/* Move a split along a reshape: the destination axis whose outer boundary
+ * matches, with piece lengths rescaled. */
+static bp_status reshape_layout(const struct bp_tensor *node, const struct bp_tensor *src,
+                                const struct meta_layout *in, struct meta_layout *out)
+{
+    int a = in->state;
+    int64_t outer_s = inner(src, a + 1), inner_s = inner(src, a);
+    for (int b = 0; b < BP_MAX_DIMS; b++) {
+        if (inner(node, b + 1) != outer_s) continue;
+        *out = *in;
+        out->state = b;
+        if (!meta_layout_rescale(out, inner_s, inner(node, b)))
+            return refuse(node, "the reshape cuts through a slice of the split axis");
+        return BP_OK;
+    }
+    return refuse(node, "the split axis does not survive the reshape");
+}
+
+/* How a VIEW of a split source reads it. Every view dimension walks one
+ * source dimension with a whole-index step (a view may cut a dimension into
+ * several, as [D*H, n] viewed as [D, H, n] does). The view dimensions on the
+ * split axis are one outer dimension, which carries the split, and inner
+ * ones that stay inside one of its indices (a head); so a fused QKV output
+ * split by segments can be viewed as Q, K or V when every slice boundary in
+ * the viewed range falls on an index of the outer dimension. */
+struct view_map {
+    int a;                         /* the source's split axis */
+    int vd;                        /* the view dimension that carries the split */
+    int64_t unit;                  /* axis elements per index of vd */
+    int64_t lo, hi;                /* axis range the view covers, in elements */
+    int src_dim[BP_MAX_DIMS];      /* source dimension of each view dimension, -1: size 1 */
+    int64_t step[BP_MAX_DIMS];     /* source elements per view index */
+    int64_t coord[BP_MAX_DIMS];    /* source coordinates of the first element */
+};
+
+static bp_status view_map_build(const struct bp_tensor *node, const struct bp_tensor *src,
+                                const struct meta_layout *in, struct view_map *vm)
+{
+    const int a = in->state;
+    const int64_t bs = bp_type_block_size((enum bp_type)src->type);
+    if (!bp_is_contiguous(src)) return refuse(node, "it views a split tensor that is not contiguous");
+    size_t r = node->view_offs - (src->view_src ? src->view_offs : 0);
+    for (int j = BP_MAX_DIMS - 1; j >= 0; j--) {
+        size_t idx = r / src->nb[j];
+        r -= idx * src->nb[j];
+        vm->coord[j] = (int64_t)idx * (j == 0 ? bs : 1);
+    }
+    if (r != 0) return refuse(node, "its offset falls inside an element of the split tensor");
+    int64_t reach[BP_MAX_DIMS] = {0}; /* furthest coordinate each source dim is read at */
+    vm->a = a;
+    vm->vd = -1;
+    vm->unit = 0;
+    int64_t span = 1;
+    for (int i = 0; i < BP_MAX_DIMS; i++) {
+        vm->src_dim[i] = -1;
+        vm->step[i] = 0;
+        if (node->ne[i] == 1) continue;
+        int j = -1;
+        for (int k = 0; k < BP_MAX_DIMS; k++)
+            if (src->ne[k] > 1 && src->nb[k] <= node->nb[i]) j = k;
+        if (j < 0 || node->nb[i] % src->nb[j] != 0)
+            return refuse(node, "a view dimension's stride is not a whole step of one dimension of the split tensor");
+        int64_t mul = (int64_t)(node->nb[i] / src->nb[j]);
+        if (j == 0 && bs > 1 && !(i == 0 && mul == 1))
+            return refuse(node, "it re-strides the blocks of a quantized split tensor");
+        vm->src_dim[i] = j;
+        vm->step[i] = (i == 0 && j == 0) ? 1 : mul * (j == 0 ? bs : 1);
+        reach[j] += (node->ne[i] - 1) * vm->step[i];
+        if (j == a && (vm->vd < 0 || vm->step[i] > vm->unit)) {
+            if (vm->vd >= 0) span += (node->ne[vm->vd] - 1) * vm->unit;
+            vm->vd = i;
+            vm->unit = vm->step[i];
+        } else if (j == a) {
+            span += (node->ne[i] - 1) * vm->step[i];
+        }
+    }
+    for (int j = 0; j < BP_MAX_DIMS; j++)
+        if (vm->coord[j] + reach[j] >= (src->ne[j] > 0 ? src->ne[j] : 1) && reach[j] > 0)
+            return refuse(node, "the view runs past the end of a dimension of the split tensor");
+    if (vm->vd < 0)
+        return refuse(node, "the view takes a single index of the split axis, which lives on one device");
+    if (span > vm->unit)
+        return refuse(node, "its inner dimensions on the split axis overlap the split one");
+    vm->lo = vm->coord[a];
+    vm->hi = vm->lo + node->ne[vm->vd] * vm->unit;
+    return BP_OK;
+}
+
+/* The view's layout: the source's pieces clipped to the viewed range, in
+ * indices of the view's split dimension. */
+static bp_status view_layout(const struct bp_tensor *node, const struct bp_tensor *src,
+                             const struct meta_layout *in, struct meta_layout *out, struct view_map *vm)
+{
+    bp_status st = view_map_build(node, src, in, vm);
+    if (st != BP_OK) return st;
+    const int64_t end = src->ne[vm->a];
+    out->state = vm->vd;
+    out->n_pieces = 0;
+    int64_t g = 0;
+    for (int32_t p = 0; p < in->n_pieces; p++) {
+        int64_t g0 = g, g1 = g + in->piece[p].len;
+        g = g1;
+        int64_t x0 = g0 > vm->lo ? g0 : vm->lo, x1 = g1 < vm->hi ? g1 : vm->hi;
+        if (x1 <= x0) continue;
+        if ((x0 - vm->lo) % vm->unit != 0 || ((x1 - vm->lo) % vm->unit != 0 && x1 != end)) {
+            char why[384];
+            snprintf(why, sizeof why, "a slice boundary of '%s' (axis %d, element %lld) falls inside one "
+                     "index of the view's split dimension (%lld elements); split the source in whole units "
+                     "of %lld", src->name, vm->a, (long long)((x0 - vm->lo) % vm->unit ? x0 : x1),
+                     (long long)vm->unit, (long long)vm->unit);
+            return refuse(node, why);
+        }
+        int64_t k0 = (x0 - vm->lo) / vm->unit, k1 = (x1 - vm->lo + vm->unit - 1) / vm->unit;
+        out->piece[out->n_pieces++] = (struct meta_piece){k1 - k0, in->piece[p].dev};
+    }
+    meta_layout_finish(out, META_MAX_DEV);
+    return BP_OK;
+}
+
+/* A device's slice is one run of the axis when it holds a single piece:
+ * then a mirrored operand can be cut to it by a view. */
+static bool one_piece_per_device(const struct meta_layout *l)
+{
+    bool seen[META_MAX_DEV] = {false};
+    for (int32_t p = 0; p < l->n_pieces; p++) {
+        if (seen[l->piece[p].dev]) return false;
+        seen[l->piece[p].dev] = true;
+    }
+    return true;
+}
+
+bp_status meta_derive(struct bp_tensor *node, size_t n_dev, enum meta_node_kind *kind, unsigned *reduce_src)
+{
+    (void)n_dev;
+    *kind = bp_op_is_view((enum bp_op)node->op) ? META_NODE_VIEW : META_NODE_COMPUTE;
+    *reduce_src = 0;
+    struct meta_layout *out = lay(node);
+    if (!out) return refuse(node, "it is not in a meta buffer");
+    meta_tensor_of(node)->slice_src = -1;
+    const struct meta_layout *eff[BP_MAX_SRC] = {0};
+    static const struct meta_layout mirrored = {.state = MIRRORED};
+    for (int s = 0; s < BP_MAX_SRC; s++) {
+        if (!node->src[s]) { eff[s] = &mirrored; continue; }
+        eff[s] = lay(node->src[s]);
+        if (!eff[s]) return refuse(node, "one of its inputs is not in a meta buffer");
+    }
+    for (int s = 0; s < BP_MAX_SRC; s++) {
+        if (node->src[s] && eff[s]->state == PARTIAL && !accepts_partial(node, s, eff)) {
+            *reduce_src |= 1u << s;
+            eff[s] = &mirrored;
+        }
+    }
+    const struct meta_layout *A = eff[0], *B = eff[1];
+    const struct bp_tensor *a = node->src[0], *b = node->src[1];
+    bool am = A->state == MIRRORED, bm = B->state == MIRRORED;
+    switch ((enum bp_op)node->op) {
+    case BP_OP_NONE:
+        return refuse(node, "a leaf reached derivation");
+    case BP_OP_GET_ROWS:
+        if (!bm) return refuse(node, "the row ids are split");
+        if (am || A->state == BP_META_SPLIT_AXIS_0) { *out = *A; return BP_OK; }
+        return refuse(node, "the table is split along its rows");
+    case BP_OP_MUL_MAT:
+        if (am && bm) { *out = *A; return BP_OK; }
+        if (A->state == BP_META_SPLIT_AXIS_1 && bm) { *out = *A; out->state = BP_META_SPLIT_AXIS_0; return BP_OK; }
+        if (A->state == BP_META_SPLIT_AXIS_0 && meta_layout_same(A, B)) { meta_layout_simple(out, PARTIAL); return BP_OK; }
+        if (am && (B->state == BP_META_SPLIT_AXIS_1 || ((B->state == 2 || B->state == 3) && a->ne[B->state] == 1))) {
+            *out = *B; return BP_OK;
+        }
+        if ((A->state == 2 || A->state == 3) && meta_layout_same(A, B) && a->ne[A->state] == b->ne[A->state]) {
+            *out = *A; return BP_OK;
+        }
+        return refuse(node, "its weight and input split states are not one of the four quadrants "
+                            "(mirrored, column-parallel, row-parallel with matching slices, split input)");
+    case BP_OP_ADD: case BP_OP_MUL:
+        if (A->state == PARTIAL || B->state == PARTIAL) {
+            meta_layout_simple(out, PARTIAL);
+            if (A->state != PARTIAL || B->state != PARTIAL) *kind = node->op == BP_OP_ADD ? META_NODE_ADD_ONCE
+                                                                                        : META_NODE_COMPUTE;
+            return BP_OK;
+        }
+        if (meta_layout_same(A, B)) { *out = *A; return BP_OK; }
+        if (meta_layout_is_axis(A) && bm && b->ne[A->state] == 1) { *out = *A; return BP_OK; }
+        for (int s = 0; s < 2; s++) {
+            /* split op mirrored (either order): each device reads its slice
+             * of the mirrored operand, which spans the whole axis */
+            const struct meta_layout *S = s ? B : A, *M = s ? A : B;
+            const struct bp_tensor *m = node->src[1 - s];
+            if (!meta_layout_is_axis(S) || M->state != MIRRORED || m->ne[S->state] != node->ne[S->state] ||
+                node->src[s]->ne[S->state] != node->ne[S->state])
+                continue;
+            if (!one_piece_per_device(S))
+                return refuse(node, "its mirrored operand would have to be cut into several pieces per device "
+                                    "(a segmented split); split that operand the same way instead");
+            if (S->state == 0 && bp_type_block_size((enum bp_type)m->type) > 1)
+                return refuse(node, "its mirrored operand is quantized and would have to be cut inside its rows");
+            *out = *S;
+            meta_tensor_of(node)->slice_src = 1 - s;
+            return BP_OK;
+        }
+        return refuse(node, "its operands are split differently and neither can be cut to the other's slices");
+    case BP_OP_SCALE: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_CONT:
+        *out = *A;
+        return BP_OK;
+    case BP_OP_RMS_NORM:
+        if (A->state == BP_META_SPLIT_AXIS_0) return refuse(node, "it normalises whole rows but dim 0 is split");
+        *out = *A;
+        return BP_OK;
+    case BP_OP_SOFT_MAX:
+        if (A->state == BP_META_SPLIT_AXIS_0) return refuse(node, "it normalises whole rows but dim 0 is split");
+        if (b && !bm) return refuse(node, "its mask is split");
+        if (b && meta_layout_is_axis(A) && b->ne[A->state] != 1 && A->state != 1)
+            return refuse(node, "its mask would have to be sliced");
+        if (b && A->state == 1) return refuse(node, "its mask rows would have to be sliced");
+        *out = *A;
+        return BP_OK;
+    case BP_OP_ROPE:
+        if (A->state == BP_META_SPLIT_AXIS_0) return refuse(node, "it rotates within a head but dim 0 is split");
+        if (!bm) return refuse(node, "its positions are split");
+        *out = *A;
+        return BP_OK;
+    case BP_OP_CPY:
+        if (!meta_layout_same(A, B) || memcmp(a->ne, b->ne, sizeof a->ne) != 0)
+            return refuse(node, "source and destination are split differently");
+        *out = *B;
+        return BP_OK;
+    case BP_OP_SET_ROWS:
+        if (eff[2]->state != MIRRORED) return refuse(node, "its row ids are split");
+        if (A->state == BP_META_SPLIT_AXIS_1) return refuse(node, "the destination is split along its rows");
+        if (!meta_layout_same(A, B)) return refuse(node, "destination and values are split differently");
+        *out = *A;
+        return BP_OK;
+    case BP_OP_FLASH_ATTN_EXT: {
+        const struct meta_layout *K = eff[1], *V = eff[2];
+        if (eff[3]->state != MIRRORED) return refuse(node, "its mask is split");
+        if (am && K->state == MIRRORED && V->state == MIRRORED) { meta_layout_simple(out, MIRRORED); return BP_OK; }
+        if (A->state != 2 || K->state != 2 || !meta_layout_same(K, V) || A->n_pieces != K->n_pieces)
+            return refuse(node, "q, k and v must all be split by heads (axis 2)");
+        int64_t g = a->ne[2] / node->src[1]->ne[2];
+        for (int32_t p = 0; p < A->n_pieces; p++)
+            if (A->piece[p].dev != K->piece[p].dev || A->piece[p].len != K->piece[p].len * g)
+                return refuse(node, "the query heads of a device do not match its key/value heads");
+        *out = *A;
+        out->state = BP_META_SPLIT_AXIS_1;
+        return BP_OK;
+    }
+    case BP_OP_RESHAPE:
+        if (!meta_layout_is_axis(A)) { *out = *A; return BP_OK; }
+        return reshape_layout(node, a, A, out);
+    case BP_OP_PERMUTE: case BP_OP_TRANSPOSE:
+        *out = *A;
+        if (meta_layout_is_axis(A))
+            out->state = node->op == BP_OP_TRANSPOSE ? (A->state < 2 ? 1 - A->state : A->state)
+                                                     : bp_op_param_i32(node, A->state);
+        return BP_OK;
+    case BP_OP_VIEW: {
+        if (!meta_layout_is_axis(A)) { *out = *A; return BP_OK; }
+        struct view_map vm;
+        return view_layout(node, a, A, out, &vm);
+    }
+    default:
+        return refuse(node, "no rule is written for this op");
+    }
+}
+
+/* ---- local view tensors ---- */
+
+void meta_derive_local_slice(struct bp_tensor *node, size_t d)
+{
+    struct meta_tensor *mt = meta_tensor_of(node);
+    const struct bp_tensor *m = node->src[mt->slice_src];
+    const struct bp_tensor *lm = &meta_tensor_of(m)->local[d];
+    const struct meta_layout *L = &mt->layout;
+    int a = L->state;
+    int64_t start = 0, g = 0;
+    for (int32_t p = 0; p < L->n_pieces; p++) {
+        if (L->piece[p].dev == (int32_t)d) start = g;
+        g += L->piece[p].len;
+    }
+    struct bp_tensor *v = &mt->slice[d];
+    *v = *lm;
+    memset(v->src, 0, sizeof v->src);
+    v->op = BP_OP_NONE;
+    v->view_src = NULL;
+    v->view_offs = 0;
+    v->extra = NULL;
+    v->ne[a] = L->local_ne[d];
+    v->data = lm->data ? (char *)lm->data + (size_t)start * lm->nb[a] : NULL;
+}
+
+bp_status meta_derive_local_view(struct bp_tensor *node, size_t d)
+{
+    struct meta_tensor *mt = meta_tensor_of(node);
+    const struct bp_tensor *src = node->src[0];
+    struct meta_tensor *ms = meta_tensor_of(src);
+    const struct bp_tensor *ls = &ms->local[d];
+    struct bp_tensor *l = &mt->local[d];
+    struct bp_tensor *keep[BP_MAX_SRC];
+    memcpy(keep, l->src, sizeof keep);
+    *l = *node;
+    memcpy(l->src, keep, sizeof keep);
+    l->extra = NULL;
+    l->view_src = NULL;
+    l->view_offs = 0;
+    l->buffer = ls->buffer;
+    size_t rel = node->view_offs - (src->view_src ? src->view_offs : 0);
+    const struct meta_layout *in = &ms->layout;
+    bool split = meta_layout_is_axis(in);
+    switch ((enum bp_op)node->op) {
+    case BP_OP_RESHAPE: {
+        if (split) l->ne[mt->layout.state] = mt->layout.local_ne[d];
+        enum bp_type ty = (enum bp_type)l->type;
+        l->nb[0] = bp_type_size(ty);
+        l->nb[1] = l->nb[0] * (size_t)(l->ne[0] / bp_type_block_size(ty));
+        for (int i = 2; i < BP_MAX_DIMS; i++) l->nb[i] = l->nb[i - 1] * (size_t)l->ne[i - 1];
+        l->data = ls->data;
+        return BP_OK;
+    }
+    case BP_OP_PERMUTE: case BP_OP_TRANSPOSE: {
+        int ax[4] = {1, 0, 2, 3};
+        if (node->op == BP_OP_PERMUTE)
+            for (int i = 0; i < 4; i++) ax[i] = bp_op_param_i32(node, i);
+        for (int i = 0; i < 4; i++) {
+            l->ne[ax[i]] = ls->ne[i];
+            l->nb[ax[i]] = ls->nb[i];
+        }
+        l->data = ls->data;
+        return BP_OK;
+    }
+    case BP_OP_VIEW: {
+        if (!split) {
+            l->data = ls->data ? (char *)ls->data + rel : NULL;
+            return BP_OK;
+        }
+        struct meta_layout tmp;
+        struct view_map vm;
+        bp_status st = view_layout(node, src, in, &tmp, &vm);
+        if (st != BP_OK) return st;
+        /* the device's local index of its first viewed element on the axis */
+        int64_t gpos = 0, lpos = 0, lstart = 0;
+        bool found = false;
+        for (int32_t p = 0; p < in->n_pieces && !found; p++) {
+            int64_t g0 = gpos, g1 = gpos + in->piece[p].len;
+            gpos = g1;
+            if (in->piece[p].dev != (int32_t)d) continue;
+            if (g1 > vm.lo && g0 < vm.hi) {
+                lstart = lpos + (vm.lo > g0 ? vm.lo - g0 : 0);
+                found = true;
+            }
+            lpos += in->piece[p].len;
+        }
+        const int64_t bs = bp_type_block_size((enum bp_type)src->type);
+        for (int i = 0; i < BP_MAX_DIMS; i++) {
+            int j = vm.src_dim[i];
+            if (j < 0) continue;
+            l->nb[i] = (i == 0 && j == 0) ? ls->nb[0] : ls->nb[j] * (size_t)(vm.step[i] / (j == 0 ? bs : 1));
+        }
+        l->ne[vm.vd] = tmp.local_ne[d];
+        size_t off = 0;
+        for (int j = 0; j < BP_MAX_DIMS; j++) {
+            int64_t c = j == vm.a ? (found ? lstart : 0) : vm.coord[j];
+            off += (size_t)(j == 0 ? c / bs : c) * ls->nb[j];
+        }
+        l->data = ls->data ? (char *)ls->data + off : NULL;
+        return BP_OK;
+    }
+    default:
+        return BP_ERR_INTERNAL;
+    }
+}

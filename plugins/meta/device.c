@@ -1,0 +1,343 @@
+/* device.c — meta devices: composing sub-devices (from a spec string or a
+ * list), their properties (memory summed, capabilities intersected, ops
+ * supported by every sub-device), and the plugin's list of them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta_internal.h"
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct meta_device **list;
+static size_t n_list, cap_list;
+
+extern struct bp_registry meta_registry;
+
+const char *meta_sub_name(struct bp_device *d)
+{
+    const char *n = (d && d->iface && d->iface->get_name) ? d->iface->get_name(d) : NULL;
+    return n ? n : "(unnamed)";
+}
+
+static struct meta_device *md_of(struct bp_device *dev)
+{
+    return (struct meta_device *)dev;
+}
+
+static const char *dev_get_name(struct bp_device *dev) { return md_of(dev)->name; }
+static const char *dev_get_description(struct bp_device *dev) { return md_of(dev)->desc; }
+static enum bp_device_type dev_get_type(struct bp_device *dev) { (void)dev; return BP_DEVICE_TYPE_META; }
+
+static void dev_get_memory(struct bp_device *dev, size_t *free_b, size_t *total_b)
+{
+    struct meta_device *md = md_of(dev);
+    size_t f = 0, t = 0;
+    for (size_t i = 0; i < md->n; i++) {
+        size_t sf = 0, st = 0;
+        struct bp_device *s = md->sub[i];
+        if (s->iface->get_memory) s->iface->get_memory(s, &sf, &st);
+        f += sf;
+        t += st;
+    }
+    *free_b = f;
+    *total_b = t;
+}
+
+/* A capability is the sub-devices' intersection only where the meta device
+ * forwards the feature itself, and today it forwards none of them, so each
+ * is false whatever the sub-devices offer:
+ *   async        the meta backend has no set/get/copy_tensor_async (a meta
+ *                tensor's bytes are scattered over several devices; writes go
+ *                through the meta buffer, which is synchronous);
+ *   events       the meta backend has no event_record/event_wait (an event
+ *                would have to stand for one event per sub-stream);
+ *   host_buffer  the meta device has no get_host_buffer_type (pinned memory
+ *                of which sub-device?);
+ *   buffer_from_host_ptr  reserved in the ABI, unimplemented everywhere.
+ * Claiming any of them would send the host down a path the meta backend
+ * does not have. */
+static void dev_get_caps(struct bp_device *dev, struct bp_device_caps *caps)
+{
+    (void)dev;
+    caps->async = false;
+    caps->host_buffer = false;
+    caps->events = false;
+    caps->buffer_from_host_ptr = false;
+}
+
+static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
+{
+    return &md_of(dev)->buft;
+}
+
+static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
+{
+    struct meta_device *md = md_of(dev);
+    if ((unsigned)node->op >= BP_OP_COUNT) return false;
+    for (size_t i = 0; i < md->n; i++) {
+        struct bp_device *s = md->sub[i];
+        if (i > 0 && s == md->sub[i - 1]) continue;
+        if (!s->iface->supports_op || !s->iface->supports_op(s, node)) return false;
+    }
+    return true;
+}
+
+static bool dev_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)
+{
+    return buft == &md_of(dev)->buft;
+}
+
+static const struct bp_device_iface meta_device_iface = {
+    .size = sizeof(struct bp_device_iface),
+    .get_name = dev_get_name,
+    .get_description = dev_get_description,
+    .get_type = dev_get_type,
+    .get_memory = dev_get_memory,
+    .get_caps = dev_get_caps,
+    .init_backend = meta_backend_init,
+    .get_buffer_type = dev_get_buffer_type,
+    .get_host_buffer_type = NULL,
+    .supports_op = dev_supports_op,
+    .supports_buft = dev_supports_buft,
+    .event_new = NULL,
+};
+
+bool meta_is_meta_device(const struct bp_device *dev)
+{
+    return dev && dev->iface == &meta_device_iface;
+}
+
+/* BACKPLANE_META_SPLIT="3,1": n ratios or none. */
+static bp_status ratios_from_env(size_t n, float *ratio)
+{
+    for (size_t i = 0; i < n; i++) ratio[i] = 1.0f;
+    const char *env = meta_host->get_env("BACKPLANE_META_SPLIT");
+    if (!env || !*env) return BP_OK;
+    const char *p = env;
+    for (size_t i = 0; i < n; i++) {
+        char *end;
+        float v = strtof(p, &end);
+        if (end == p || v < 0) goto bad;
+        ratio[i] = v;
+        p = end;
+        while (*p == ' ') p++;
+        if (i + 1 < n) {
+            if (*p != ',') goto bad;
+            p++;
+        }
+    }
+    if (*p) goto bad;
+    return BP_OK;
+bad:
+    meta_log(BP_LOG_ERROR, "BACKPLANE_META_SPLIT='%s' is not %zu non-negative numbers separated by "
+             "commas (one per sub-device); fix or unset it.", env, n);
+    return BP_ERR_INVALID_ARGUMENT;
+}
+
+bp_status meta_device_create(struct bp_device *const *devs, size_t n, const float *ratios,
+                             bp_meta_split_fn cb, void *user, const char *spec,
+                             struct meta_device **out)
+{
+    *out = NULL;
+    if (!devs || n == 0 || n > META_MAX_DEV) {
+        meta_log(BP_LOG_ERROR, "a meta device needs 1 to %d sub-devices, not %zu.", META_MAX_DEV, n);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!devs[i] || !devs[i]->iface) {
+            meta_log(BP_LOG_ERROR, "sub-device %zu of the meta device is NULL.", i);
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+        if (meta_is_meta_device(devs[i]) ||
+            (devs[i]->iface->get_type && devs[i]->iface->get_type(devs[i]) == BP_DEVICE_TYPE_META)) {
+            meta_log(BP_LOG_ERROR, "sub-device '%s' is itself a meta device; a meta device is composed "
+                     "of real devices only, so list those instead.", meta_sub_name(devs[i]));
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+    }
+    struct meta_device *md = calloc(1, sizeof *md);
+    if (!md) return BP_ERR_OUT_OF_MEMORY;
+    md->n = n;
+    float sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        md->sub[i] = devs[i];
+        if (ratios) md->ratio[i] = ratios[i];
+    }
+    if (!ratios) {
+        bp_status st = ratios_from_env(n, md->ratio);
+        if (st != BP_OK) { free(md); return st; }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!(md->ratio[i] >= 0)) {
+            meta_log(BP_LOG_ERROR, "split ratio %zu is %g; ratios must be 0 or more.", i, (double)md->ratio[i]);
+            free(md);
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+        sum += md->ratio[i];
+    }
+    if (sum <= 0) {
+        meta_log(BP_LOG_ERROR, "every split ratio of the meta device is 0; give at least one device a share.");
+        free(md);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    md->split_cb = cb;
+    md->split_user = user;
+    md->dev.iface = &meta_device_iface;
+    md->dev.reg = &meta_registry;
+    md->dev.context = md;
+    md->buft.iface = &meta_buft_iface;
+    md->buft.device = &md->dev;
+    md->buft.context = md;
+    /* The all-reduce path: the sub-devices' registry when they share one
+     * that offers collectives, else the butterfly. */
+    bool same_reg = true;
+    for (size_t i = 1; i < n; i++) same_reg &= devs[i]->reg == devs[0]->reg;
+    struct bp_registry *r = devs[0]->reg;
+    void *ci = NULL;
+    if (same_reg && r && r->iface && r->iface->get_proc_address)
+        ci = r->iface->get_proc_address(r, BP_PROC_COMM_INIT);
+    snprintf(md->allreduce, sizeof md->allreduce, "%s", ci ? "comm (registry), butterfly fallback" : "butterfly");
+    size_t used = 0;
+    for (size_t i = 0; i < n && used < sizeof md->desc; i++) {
+        int w = snprintf(md->desc + used, sizeof md->desc - used, "%s%s", i ? " + " : "tensor-parallel over ",
+                         meta_sub_name(devs[i]));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if (spec) snprintf(md->spec, sizeof md->spec, "%s", spec);
+
+    pthread_mutex_lock(&list_lock);
+    bp_status st = BP_OK;
+    if (n_list == cap_list) {
+        size_t cap = cap_list ? cap_list * 2 : 4;
+        struct meta_device **v = realloc(list, cap * sizeof *v);
+        if (!v) st = BP_ERR_OUT_OF_MEMORY;
+        else { list = v; cap_list = cap; }
+    }
+    if (st == BP_OK) {
+        snprintf(md->name, sizeof md->name, "meta%zu", n_list);
+        list[n_list++] = md;
+    }
+    pthread_mutex_unlock(&list_lock);
+    if (st != BP_OK) { free(md); return st; }
+    *out = md;
+    return BP_OK;
+}
+
+/* "cpu*4" or "cpu,vulkan0" (after "meta:") into devices. */
+static bp_status parse_spec(const char *spec, struct bp_device **devs, size_t *n)
+{
+    *n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        char *e = tok + strlen(tok);
+        while (e > tok && e[-1] == ' ') *--e = '\0';
+        if (!*tok) continue;
+        long times = 1;
+        char *star = strchr(tok, '*');
+        if (star) {
+            *star = '\0';
+            char *end;
+            times = strtol(star + 1, &end, 10);
+            if (*end || times < 1 || times > META_MAX_DEV) {
+                meta_log(BP_LOG_ERROR, "'%s*%s' in meta spec '%s' needs a count from 1 to %d after '*'.",
+                         tok, star + 1, spec, META_MAX_DEV);
+                return BP_ERR_INVALID_ARGUMENT;
+            }
+        }
+        struct bp_device *d = meta_host->device_by_name(tok);
+        if (!d) {
+            for (size_t i = 0; i < meta_device_count(); i++)
+                if (!strcmp(md_of(meta_device_at(i))->name, tok)) d = meta_device_at(i);
+        }
+        if (!d) {
+            meta_log(BP_LOG_ERROR, "meta spec '%s' names '%s', but no loaded device has that name; see "
+                     "`backplane devices`.", spec, tok);
+            return BP_ERR_NOT_FOUND;
+        }
+        for (long k = 0; k < times; k++) {
+            if (*n == META_MAX_DEV) {
+                meta_log(BP_LOG_ERROR, "meta spec '%s' lists more than %d sub-devices.", spec, META_MAX_DEV);
+                return BP_ERR_INVALID_ARGUMENT;
+            }
+            devs[(*n)++] = d;
+        }
+    }
+    if (*n == 0) {
+        meta_log(BP_LOG_ERROR, "meta spec '%s' names no sub-device; write e.g. meta:cpu*2 or meta:cpu,vulkan0.", spec);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    return BP_OK;
+}
+
+bp_status meta_device_from_spec(const char *spec, struct bp_device **out)
+{
+    if (!out || !spec) return BP_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    const char *body = strncmp(spec, "meta:", 5) == 0 ? spec + 5 : spec;
+    /* The same spec names the same device (the one made at load time). */
+    pthread_mutex_lock(&list_lock);
+    for (size_t i = 0; i < n_list; i++)
+        if (!strcmp(list[i]->spec, body)) *out = &list[i]->dev;
+    pthread_mutex_unlock(&list_lock);
+    if (*out) return BP_OK;
+    struct bp_device *devs[META_MAX_DEV];
+    size_t n = 0;
+    bp_status st = parse_spec(body, devs, &n);
+    if (st != BP_OK) return st;
+    struct meta_device *md = NULL;
+    st = meta_device_create(devs, n, NULL, NULL, NULL, body, &md);
+    if (st == BP_OK) *out = &md->dev;
+    return st;
+}
+
+bp_status meta_device_new(struct bp_device *const *devs, size_t n, const float *ratios,
+                          bp_meta_split_fn cb, void *user, struct bp_device **out)
+{
+    if (!out) return BP_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    struct meta_device *md = NULL;
+    bp_status st = meta_device_create(devs, n, ratios, cb, user, NULL, &md);
+    if (st == BP_OK) *out = &md->dev;
+    return st;
+}
+
+bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *user)
+{
+    if (!meta_is_meta_device(dev)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_set_split_fn was given a device that is not a meta device.");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    md_of(dev)->split_cb = cb;
+    md_of(dev)->split_user = user;
+    return BP_OK;
+}
+
+size_t meta_device_count(void)
+{
+    pthread_mutex_lock(&list_lock);
+    size_t n = n_list;
+    pthread_mutex_unlock(&list_lock);
+    return n;
+}
+
+struct bp_device *meta_device_at(size_t i)
+{
+    pthread_mutex_lock(&list_lock);
+    struct bp_device *d = i < n_list ? &list[i]->dev : NULL;
+    pthread_mutex_unlock(&list_lock);
+    return d;
+}
+
+void meta_devices_free_all(void)
+{
+    pthread_mutex_lock(&list_lock);
+    for (size_t i = 0; i < n_list; i++) free(list[i]);
+    free(list);
+    list = NULL;
+    n_list = cap_list = 0;
+    pthread_mutex_unlock(&list_lock);
+}

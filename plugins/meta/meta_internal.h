@@ -1,0 +1,204 @@
+/* meta_internal.h — what the files of the meta plugin share. */
+#ifndef BP_META_INTERNAL_H
+#define BP_META_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <backplane/bp_abi.h>
+#include <backplane/bp_meta_abi.h>
+
+#define META_NAME "meta"
+#define META_MAX_DEV BP_META_MAX_DEVICES
+#define META_MAX_PIECES 256
+
+extern const struct bp_host_services *meta_host;
+#define meta_log(level, ...) meta_host->log((level), META_NAME, __VA_ARGS__)
+
+/* ---- device.c ---- */
+
+struct meta_device {
+    struct bp_device dev;                /* first: a bp_device* is a meta_device* */
+    char name[32];
+    char desc[256];
+    char spec[256];
+    size_t n;
+    struct bp_device *sub[META_MAX_DEV];
+    float ratio[META_MAX_DEV];
+    bp_meta_split_fn split_cb;
+    void *split_user;
+    struct bp_buffer_type buft;
+    char allreduce[64];                  /* the path chosen, for info */
+};
+
+bool meta_is_meta_device(const struct bp_device *dev);
+bp_status meta_device_create(struct bp_device *const *devs, size_t n, const float *ratios,
+                             bp_meta_split_fn cb, void *user, const char *spec,
+                             struct meta_device **out);
+bp_status meta_device_from_spec(const char *spec, struct bp_device **out);
+bp_status meta_device_new(struct bp_device *const *devs, size_t n, const float *ratios,
+                          bp_meta_split_fn cb, void *user, struct bp_device **out);
+bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *user);
+size_t meta_device_count(void);
+struct bp_device *meta_device_at(size_t i);
+void meta_devices_free_all(void);
+const char *meta_sub_name(struct bp_device *d);
+
+/* ---- layout.c: split states and slice placement ---- */
+
+struct meta_piece {
+    int64_t len;   /* elements along the split axis */
+    int32_t dev;
+};
+
+/* A tensor's split, resolved for a device count: the pieces along the split
+ * axis in global order; a device's local axis is its pieces in that order. */
+struct meta_layout {
+    int32_t state;                       /* enum bp_meta_split_state */
+    int32_t n_pieces;
+    struct meta_piece piece[META_MAX_PIECES];
+    int64_t local_ne[META_MAX_DEV];      /* axis extent per device */
+};
+
+bp_status meta_layout_place(const struct bp_meta_split *split, const struct bp_tensor *t,
+                            size_t n_dev, const float *ratio, struct meta_layout *out);
+void meta_layout_simple(struct meta_layout *l, int32_t state);
+void meta_layout_finish(struct meta_layout *l, size_t n_dev);
+bool meta_layout_same(const struct meta_layout *a, const struct meta_layout *b);
+bool meta_layout_is_axis(const struct meta_layout *l);
+/* Scale every piece length by mul/div (exactly); false if not exact. */
+bool meta_layout_rescale(struct meta_layout *l, int64_t mul, int64_t div);
+const char *meta_state_name(int32_t state);
+
+/* ---- buffer.c ---- */
+
+/* The meta plugin's record of a tensor in a meta buffer (tensor->extra). */
+struct meta_tensor {
+    uint64_t serial;                     /* unique per record, never reused: plan cache key */
+    struct meta_layout layout;
+    bool placed;                         /* layout known (leaf or derived) */
+    bool leaf;                           /* a non-view leaf: data the application owns */
+    bool needs_reduce;                   /* a PARTIAL leaf written since its last reduction */
+    size_t offset;                       /* in the meta buffer's address space */
+    struct bp_tensor whole;              /* the meta tensor's shape (raw byte access) */
+    /* storage of each device's slice: its own bytes, sized from the layout */
+    void *mem[META_MAX_DEV];
+    size_t mem_cap[META_MAX_DEV];
+    struct bp_buffer *mem_buf[META_MAX_DEV]; /* the sub-buffer mem[d] lies in */
+    bool pending[META_MAX_DEV];          /* needs storage: given out by meta_buffer_materialize */
+    struct bp_tensor local[META_MAX_DEV];
+    /* a binary op whose mirrored operand must be cut to the split operand's
+     * slices: which source (-1: none) and each device's view of it */
+    int32_t slice_src;
+    struct bp_tensor slice[META_MAX_DEV];
+};
+
+/* A sub-buffer of one device; a meta buffer holds one or more per device,
+ * sized by what its tensors' slices take there, not by the meta size. */
+struct meta_arena {
+    struct bp_buffer *buf;
+    char *base;
+    size_t used, cap;
+};
+
+struct meta_buffer {
+    struct meta_device *md;
+    struct meta_arena *arenas[META_MAX_DEV];
+    size_t n_arenas[META_MAX_DEV], cap_arenas[META_MAX_DEV];
+    size_t align[META_MAX_DEV];
+    size_t n_pending;
+    uint8_t clear_value;                 /* what raw reads show between tensors */
+    /* tensor records, freed with the buffer */
+    struct meta_tensor **recs;
+    size_t n_recs, cap_recs;
+    pthread_mutex_t lock;
+};
+
+extern const struct bp_buffer_type_iface meta_buft_iface;
+bool meta_buft_is_meta(const struct bp_buffer_type *buft);
+struct meta_tensor *meta_tensor_of(const struct bp_tensor *t);
+/* Local tensor of t on device d with its layout applied (contiguous local
+ * strides for non-views). With own_storage the slice gets its own bytes on
+ * device d (given out now if already reserved, else at the next
+ * meta_buffer_materialize); without, data is left for the caller. */
+void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct meta_tensor *mt,
+                     size_t d, bool own_storage);
+/* Give every slice waiting for storage its bytes: one new sub-buffer per
+ * device, sized to the sum of that device's waiting slices. */
+bp_status meta_buffer_materialize(struct meta_buffer *mb);
+/* Bytes held on each device by the buffer's sub-buffers. */
+bp_status meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes);
+bp_status meta_tensor_split_query(const struct bp_tensor *t, int32_t *state, int64_t *local_ne);
+/* Byte copy between tensors of possibly different devices (same shape,
+ * contiguous). */
+bp_status meta_copy_tensor(const struct bp_tensor *src, struct bp_tensor *dst);
+
+/* ---- derive.c: split states op by op ---- */
+
+/* What a derived node needs on each device beyond its local tensor. */
+enum meta_node_kind {
+    META_NODE_COMPUTE = 0,   /* run the local node */
+    META_NODE_VIEW,          /* no kernel */
+    META_NODE_ADD_ONCE,      /* ADD of a mirrored term to a PARTIAL: devices > first copy */
+};
+/* Derive node's layout from its sources' (already derived) layouts. On
+ * failure logs op and tensor and returns BP_ERR_UNSUPPORTED. *reduce_src
+ * gets a bitmask of sources that must be all-reduced first (PARTIAL inputs
+ * of ops that do not commute with the sum). */
+bp_status meta_derive(struct bp_tensor *node, size_t n_dev, enum meta_node_kind *kind,
+                      unsigned *reduce_src);
+/* Device d's view of node's mirrored source slice_src cut to the slice the
+ * node's layout gives d (after meta_derive chose to slice it). */
+void meta_derive_local_slice(struct bp_tensor *node, size_t d);
+/* Local shape/strides/data of a view node on device d from its source's local. */
+bp_status meta_derive_local_view(struct bp_tensor *node, size_t d);
+
+/* ---- allreduce.c ---- */
+
+struct meta_backend;
+bp_status meta_allreduce(struct meta_backend *mb, struct bp_tensor *t);
+
+/* ---- backend.c ---- */
+
+struct meta_worker {
+    pthread_t thread;
+    struct meta_backend *be;
+    size_t index;
+};
+
+struct meta_plan;
+
+struct meta_backend {
+    struct bp_backend backend;
+    struct meta_device *md;
+    size_t n;
+    struct bp_backend *sub[META_MAX_DEV];
+    /* workers: one per sub-device, each runs its sub-graph */
+    struct meta_worker worker[META_MAX_DEV];
+    pthread_mutex_t lock;
+    pthread_cond_t go, done;
+    uint64_t generation;
+    size_t n_done;
+    bool quit;
+    struct bp_graph *job[META_MAX_DEV];
+    bp_status job_status[META_MAX_DEV];
+    /* butterfly scratch per device */
+    struct bp_buffer *scratch[META_MAX_DEV];
+    size_t scratch_size;
+    /* comm path */
+    void *comm;
+    bp_comm_allreduce_tensor_fn comm_allreduce;
+    bp_comm_free_fn comm_free;
+    struct bp_meta_stats stats;
+    struct meta_plan *plans;            /* bounded cache */
+    size_t n_plans;
+};
+
+/* Run g_i on sub-backend i for every i concurrently; NULL entries skip. */
+bp_status meta_run_parallel(struct meta_backend *be, struct bp_graph **graphs);
+bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
+bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out);
+
+#endif /* BP_META_INTERNAL_H */

@@ -1,0 +1,104 @@
+/* plugin.c — the meta plugin's entry, registry and proc-address table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "meta_internal.h"
+
+const struct bp_host_services *meta_host;
+
+static const char *reg_get_name(struct bp_registry *reg) { (void)reg; return META_NAME; }
+static size_t reg_get_device_count(struct bp_registry *reg) { (void)reg; return meta_device_count(); }
+static struct bp_device *reg_get_device(struct bp_registry *reg, size_t i) { (void)reg; return meta_device_at(i); }
+
+/* Features for `backplane info`: per meta device its sub-devices, ratios
+ * and all-reduce path. Rebuilt on each call (devices may be added). */
+static char feat_text[META_MAX_DEV][3][512];
+static char feat_names[META_MAX_DEV][3][48];
+static struct bp_feature features[META_MAX_DEV * 3 + 1];
+
+static const struct bp_feature *reg_get_features(struct bp_registry *reg)
+{
+    (void)reg;
+    size_t k = 0;
+    for (size_t i = 0; i < meta_device_count() && i < META_MAX_DEV; i++) {
+        struct meta_device *md = (struct meta_device *)meta_device_at(i);
+        size_t u0 = 0, u1 = 0;
+        feat_text[i][0][0] = feat_text[i][1][0] = '\0';
+        for (size_t d = 0; d < md->n; d++) {
+            u0 += (size_t)snprintf(feat_text[i][0] + u0, u0 < 512 ? 512 - u0 : 0, "%s%s", d ? "," : "",
+                                   meta_sub_name(md->sub[d]));
+            u1 += (size_t)snprintf(feat_text[i][1] + u1, u1 < 512 ? 512 - u1 : 0, "%s%g", d ? "," : "",
+                                   (double)md->ratio[d]);
+            if (u0 >= 512) u0 = 511;
+            if (u1 >= 512) u1 = 511;
+        }
+        snprintf(feat_text[i][2], 512, "%s", md->allreduce);
+        snprintf(feat_names[i][0], 48, "%s.sub_devices", md->name);
+        snprintf(feat_names[i][1], 48, "%s.split_ratios", md->name);
+        snprintf(feat_names[i][2], 48, "%s.allreduce", md->name);
+        for (int j = 0; j < 3; j++) features[k++] = (struct bp_feature){feat_names[i][j], feat_text[i][j]};
+    }
+    features[k] = (struct bp_feature){NULL, NULL};
+    return features;
+}
+
+static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
+{
+    (void)reg;
+    if (!name) return NULL;
+    static const struct { const char *name; void *fn; } procs[] = {
+        {BP_PROC_META_DEVICE_FROM_SPEC, (void *)(bp_meta_device_from_spec_fn)meta_device_from_spec},
+        {BP_PROC_META_DEVICE_NEW, (void *)(bp_meta_device_new_fn)meta_device_new},
+        {BP_PROC_META_SET_SPLIT_FN, (void *)(bp_meta_set_split_fn_fn)meta_set_split_fn},
+        {BP_PROC_META_TENSOR_SPLIT, (void *)(bp_meta_tensor_split_fn)meta_tensor_split_query},
+        {BP_PROC_META_GET_STATS, (void *)(bp_meta_get_stats_fn)meta_get_stats},
+        {BP_PROC_META_BUFFER_DEVICE_BYTES, (void *)(bp_meta_buffer_device_bytes_fn)meta_buffer_device_bytes},
+        {BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features},
+    };
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
+        if (!strcmp(procs[i].name, name)) return procs[i].fn;
+    return NULL;
+}
+
+static void reg_shutdown(struct bp_registry *reg)
+{
+    (void)reg;
+    meta_devices_free_all();
+}
+
+static const struct bp_registry_iface meta_registry_iface = {
+    .size = sizeof(struct bp_registry_iface),
+    .get_name = reg_get_name,
+    .get_device_count = reg_get_device_count,
+    .get_device = reg_get_device,
+    .get_proc_address = reg_get_proc_address,
+    .shutdown = reg_shutdown,
+};
+
+struct bp_registry meta_registry = {
+    .iface = &meta_registry_iface,
+    .abi_version = BP_ABI_VERSION,
+    .variant = NULL,
+    .context = NULL,
+};
+
+static bp_status meta_init(const struct bp_host_services *host, struct bp_registry **out)
+{
+    if (!host || !host->log || !host->device_by_name || !host->get_env) return BP_ERR_INVALID_ARGUMENT;
+    meta_host = host;
+    /* A meta: entry in BACKPLANE_DEVICES becomes meta0 now, so that it is in
+     * the device list (`backplane info meta0`); a bad spec is reported and
+     * the plugin still loads. */
+    const char *env = host->get_env("BACKPLANE_DEVICES");
+    const char *m = env ? strstr(env, "meta:") : NULL;
+    if (m) {
+        struct bp_device *d = NULL;
+        if (meta_device_from_spec(m, &d) != BP_OK)
+            meta_log(BP_LOG_WARN, "BACKPLANE_DEVICES entry '%s' did not make a meta device; see the "
+                     "message above.", m);
+    }
+    *out = &meta_registry;
+    return BP_OK;
+}
+
+BP_PLUGIN_DEFINE(meta_init)

@@ -1,0 +1,123 @@
+/*
+ * pipelines.c — one descriptor-set layout and pipeline layout per device
+ * (six storage buffers: four sources, the output, the parameter blocks; one
+ * push-constant word), and compute pipelines made on first use and cached
+ * for the device's lifetime, by shader and MUL_MAT weight type. Each shader
+ * comes in two builds; a device uses the native 16-bit one (<name>_f16s)
+ * when it enabled storageBuffer16BitAccess (vk_device.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_internal.h"
+#include "vk_spirv.h"
+
+static const char *const shader_names[VK_SH_COUNT] = {
+    [VK_SH_BINARY] = "binary", [VK_SH_ELEMENTWISE] = "elementwise",
+    [VK_SH_RMS_NORM] = "rms_norm", [VK_SH_SOFT_MAX] = "soft_max", [VK_SH_ROPE] = "rope",
+    [VK_SH_GET_ROWS] = "get_rows", [VK_SH_SET_ROWS] = "set_rows",
+    [VK_SH_MUL_MAT_VEC] = "mul_mat_vec", [VK_SH_MUL_MAT] = "mul_mat",
+    [VK_SH_FLASH_ATTN] = "flash_attn",
+};
+
+bp_status vk_pipelines_init(struct vk_dev *d)
+{
+    const struct vk_fns *f = &d->pl->fn;
+    VkDescriptorSetLayoutBinding b[VK_SLOTS + 1];
+    for (uint32_t i = 0; i < VK_SLOTS + 1; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){ .binding = i,
+                                               .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                               .descriptorCount = 1,
+                                               .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
+    VkDescriptorSetLayoutCreateInfo lci = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                            .bindingCount = VK_SLOTS + 1, .pBindings = b };
+    VkResult r = f->vkCreateDescriptorSetLayout(d->device, &lci, NULL, &d->dsl);
+    if (r != VK_SUCCESS) return vk_status(d->pl, r, "creating the descriptor set layout");
+    VkPushConstantRange pcr = { .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0,
+                                .size = sizeof(uint32_t) };
+    VkPipelineLayoutCreateInfo pci = { .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                       .setLayoutCount = 1, .pSetLayouts = &d->dsl,
+                                       .pushConstantRangeCount = 1, .pPushConstantRanges = &pcr };
+    r = f->vkCreatePipelineLayout(d->device, &pci, NULL, &d->layout);
+    if (r != VK_SUCCESS) return vk_status(d->pl, r, "creating the pipeline layout");
+
+    /* A small buffer bound to unused slots, so every descriptor is valid. */
+    VkBufferCreateInfo bci = { .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = 256,
+                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                               .sharingMode = VK_SHARING_MODE_EXCLUSIVE };
+    r = f->vkCreateBuffer(d->device, &bci, NULL, &d->dummy);
+    if (r != VK_SUCCESS) return vk_status(d->pl, r, "creating the dummy buffer");
+    VkMemoryRequirements req;
+    f->vkGetBufferMemoryRequirements(d->device, d->dummy, &req);
+    int mt = vk_find_memory(d, req.memoryTypeBits, 0);
+    VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size, .memoryTypeIndex = (uint32_t)mt };
+    r = f->vkAllocateMemory(d->device, &ai, NULL, &d->dummy_mem);
+    if (r == VK_SUCCESS)
+        r = f->vkBindBufferMemory(d->device, d->dummy, d->dummy_mem, 0);
+    return vk_status(d->pl, r, "allocating the dummy buffer");
+}
+
+void vk_pipelines_free(struct vk_dev *d)
+{
+    const struct vk_fns *f = &d->pl->fn;
+    for (int s = 0; s < VK_SH_COUNT; s++)
+        for (int t = 0; t < BP_TYPE_COUNT; t++)
+            if (d->pipes[s][t]) f->vkDestroyPipeline(d->device, d->pipes[s][t], NULL);
+    if (d->layout) f->vkDestroyPipelineLayout(d->device, d->layout, NULL);
+    if (d->dsl) f->vkDestroyDescriptorSetLayout(d->device, d->dsl, NULL);
+    if (d->dummy) f->vkDestroyBuffer(d->device, d->dummy, NULL);
+    if (d->dummy_mem) f->vkFreeMemory(d->device, d->dummy_mem, NULL);
+}
+
+static const struct vk_spirv_blob *find_blob(const char *name)
+{
+    for (const struct vk_spirv_blob *b = vk_spirv; b->name; b++)
+        if (strcmp(b->name, name) == 0) return b;
+    return NULL;
+}
+
+bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipeline *out)
+{
+    const struct vk_fns *f = &d->pl->fn;
+    if ((unsigned)sh >= VK_SH_COUNT || wtype < 0 || wtype >= BP_TYPE_COUNT)
+        return BP_ERR_INTERNAL;
+    pthread_mutex_lock(&d->pipe_mu);
+    bp_status st = BP_OK;
+    if (!d->pipes[sh][wtype]) {
+        char name[48];
+        snprintf(name, sizeof name, "%s%s", shader_names[sh], d->use_f16_storage ? "_f16s" : "");
+        const struct vk_spirv_blob *blob = find_blob(name);
+        VkShaderModule mod = VK_NULL_HANDLE;
+        VkResult r = VK_ERROR_INITIALIZATION_FAILED;
+        if (blob) {
+            VkShaderModuleCreateInfo mci = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                             .codeSize = blob->size, .pCode = blob->code };
+            r = f->vkCreateShaderModule(d->device, &mci, NULL, &mod);
+        }
+        if (r == VK_SUCCESS) {
+            uint32_t wt = (uint32_t)wtype;
+            VkSpecializationMapEntry me = { .constantID = 1, .offset = 0, .size = sizeof wt };
+            VkSpecializationInfo si = { .mapEntryCount = 1, .pMapEntries = &me,
+                                        .dataSize = sizeof wt, .pData = &wt };
+            VkComputePipelineCreateInfo cci = {
+                .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                           .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main",
+                           .pSpecializationInfo = &si },
+                .layout = d->layout };
+            r = f->vkCreateComputePipelines(d->device, VK_NULL_HANDLE, 1, &cci, NULL,
+                                            &d->pipes[sh][wtype]);
+            f->vkDestroyShaderModule(d->device, mod, NULL);
+        }
+        if (r != VK_SUCCESS) {
+            d->pipes[sh][wtype] = VK_NULL_HANDLE;
+            char what[96];
+            snprintf(what, sizeof what, "building the %s pipeline on %s", shader_names[sh], d->name);
+            st = vk_status(d->pl, r, what);
+        }
+    }
+    *out = d->pipes[sh][wtype];
+    pthread_mutex_unlock(&d->pipe_mu);
+    return st;
+}

@@ -1,0 +1,29 @@
+#version 450
+// One workgroup per row: sum of squares reduced in shared memory.
+layout(local_size_x = 64) in;
+#include "common.glsl"
+shared float red[64];
+
+void main()
+{
+    uint row = gid_group(), t = gl_LocalInvocationID.x;
+    uint n = tne(0u, 0u);
+    if (row >= tne(0u, 1u) * tne(0u, 2u) * tne(0u, 3u)) return;
+    uvec4 c = unflat(0u, row * n);
+    uint xs = at(0u, 0u, c.y, c.z, c.w), ds = at(OUT, 0u, c.y, c.z, c.w);
+    uint ty = ttype(0u), nb = tnb(0u, 0u), ob = tnb(OUT, 0u);
+    float ss = 0.0;
+    for (uint i = t; i < n; i += 64u) {
+        float v = ld(0u, xs + i * nb, ty);
+        ss += v * v;
+    }
+    red[t] = ss;
+    barrier();
+    [[unroll]] for (uint w = 32u; w > 0u; w >>= 1) {
+        if (t < w) red[t] += red[t + w];
+        barrier();
+    }
+    float inv = inversesqrt(red[0] / float(n) + pf(0u));
+    for (uint i = t; i < n; i += 64u)
+        st(ds + i * ob, ttype(OUT), ld(0u, xs + i * nb, ty) * inv);
+}

@@ -1,0 +1,293 @@
+/*
+ * vk_device.c — one backplane device per Vulkan physical device: probing
+ * (type, heaps, limits, 16-bit/8-bit storage, subgroup size), the logical
+ * device and its compute queue, and the device interface.
+ *
+ * Type mapping: discrete -> GPU, integrated -> IGPU, everything else
+ * (lavapipe's CPU type, virtual GPUs) -> ACCEL. A CPU-type Vulkan device is
+ * NOT reported as CPU: the host's default-device rule falls back to the
+ * first CPU device, and lavapipe must never be chosen over the reference
+ * cpu plugin (nor over a real GPU, which GPU/IGPU already ensure).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+bp_status vk_status(const struct vk_plugin *pl, VkResult r, const char *what)
+{
+    switch (r) {
+    case VK_SUCCESS:
+        return BP_OK;
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+        vk_log(pl, BP_LOG_ERROR, "%s: the Vulkan driver ran out of host memory; free memory.", what);
+        return BP_ERR_OUT_OF_MEMORY;
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+        vk_log(pl, BP_LOG_ERROR, "%s: the Vulkan device is out of memory; use smaller tensors or "
+               "free buffers.", what);
+        return BP_ERR_OUT_OF_MEMORY;
+    case VK_ERROR_DEVICE_LOST:
+        vk_log(pl, BP_LOG_ERROR, "%s: the Vulkan device was lost (driver reset or hang); the device "
+               "cannot be used until the process restarts.", what);
+        return BP_ERR_DEVICE_LOST;
+    default:
+        vk_log(pl, BP_LOG_ERROR, "%s failed with VkResult %d.", what, (int)r);
+        return BP_ERR_PLUGIN;
+    }
+}
+
+int vk_find_memory(const struct vk_dev *d, uint32_t bits, VkMemoryPropertyFlags want)
+{
+    for (uint32_t i = 0; i < d->mem.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (d->mem.memoryTypes[i].propertyFlags & want) == want)
+            return (int)i;
+    return -1;
+}
+
+bp_status vk_submit_wait(struct vk_dev *d, VkCommandBuffer cmd, VkFence fence)
+{
+    const struct vk_fns *f = &d->pl->fn;
+    VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                        .pCommandBuffers = &cmd };
+    f->vkResetFences(d->device, 1, &fence);
+    pthread_mutex_lock(&d->queue_mu);
+    VkResult r = f->vkQueueSubmit(d->queue, 1, &si, fence);
+    pthread_mutex_unlock(&d->queue_mu);
+    if (r == VK_SUCCESS)
+        r = f->vkWaitForFences(d->device, 1, &fence, VK_TRUE, UINT64_MAX);
+    return vk_status(d->pl, r, "a Vulkan transfer");
+}
+
+/* ---- device interface ---- */
+
+static const char *dev_get_name(struct bp_device *dev) { return vk_dev_of(dev)->name; }
+static const char *dev_get_description(struct bp_device *dev) { return vk_dev_of(dev)->description; }
+static enum bp_device_type dev_get_type(struct bp_device *dev) { return vk_dev_of(dev)->type; }
+
+static void dev_get_memory(struct bp_device *dev, size_t *free_b, size_t *total_b)
+{
+    struct vk_dev *d = vk_dev_of(dev);
+    pthread_mutex_lock(&d->pl->live_mu);
+    size_t used = d->allocated;
+    pthread_mutex_unlock(&d->pl->live_mu);
+    if (total_b) *total_b = d->total_mem;
+    if (free_b) *free_b = used < d->total_mem ? d->total_mem - used : 0;
+}
+
+static void dev_get_caps(struct bp_device *dev, struct bp_device_caps *caps)
+{
+    (void)dev;
+    if (!caps || caps->size < sizeof(size_t))
+        return;
+    struct bp_device_caps c = { .size = sizeof c, .async = true, .events = true };
+    size_t n = caps->size < sizeof c ? caps->size : sizeof c;
+    memcpy((char *)caps + sizeof(size_t), (const char *)&c + sizeof(size_t), n - sizeof(size_t));
+}
+
+static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
+{
+    return &vk_dev_of(dev)->buft;
+}
+
+static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
+{
+    return vk_supports_node(vk_dev_of(dev), node);
+}
+
+static bool dev_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)
+{
+    return buft == &vk_dev_of(dev)->buft;
+}
+
+const struct bp_device_iface vk_device_iface = {
+    .size = sizeof(struct bp_device_iface),
+    .get_name = dev_get_name,
+    .get_description = dev_get_description,
+    .get_type = dev_get_type,
+    .get_memory = dev_get_memory,
+    .get_caps = dev_get_caps,
+    .init_backend = vk_backend_init,
+    .get_buffer_type = dev_get_buffer_type,
+    .get_host_buffer_type = NULL,
+    .supports_op = dev_supports_op,
+    .supports_buft = dev_supports_buft,
+    .event_new = vk_event_new,
+};
+
+/* ---- creation ---- */
+
+static void probe(struct vk_plugin *pl, struct vk_dev *d)
+{
+    const struct vk_fns *f = &pl->fn;
+    VkPhysicalDeviceSubgroupProperties sg = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES };
+    VkPhysicalDeviceMaintenance3Properties m3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = &sg };
+    VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                       .pNext = &m3 };
+    f->vkGetPhysicalDeviceProperties2(d->phys, &p2);
+    d->props = p2.properties;
+    d->subgroup_size = sg.subgroupSize;
+
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                     .pNext = &s16 };
+    f->vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+    d->f16_storage = s16.storageBuffer16BitAccess;
+    /* BACKPLANE_VULKAN_F16_STORAGE=0 keeps the packed-word path on a device
+     * that has 16-bit storage (to test it, or to work around a driver). */
+    const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_F16_STORAGE");
+    d->use_f16_storage = d->f16_storage && !(env && strcmp(env, "0") == 0);
+    if (d->props.apiVersion >= VK_API_VERSION_1_2) {
+        VkPhysicalDeviceVulkan12Features v12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES };
+        VkPhysicalDeviceFeatures2 g2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                         .pNext = &v12 };
+        f->vkGetPhysicalDeviceFeatures2(d->phys, &g2);
+        d->int8_storage = v12.storageBuffer8BitAccess;
+        d->shader_f16 = v12.shaderFloat16;
+        d->shader_int8 = v12.shaderInt8;
+    }
+
+    f->vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
+    for (uint32_t i = 0; i < d->mem.memoryHeapCount; i++)
+        if (d->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+            d->total_mem += (size_t)d->mem.memoryHeaps[i].size;
+    /* Shaders address bytes with 32-bit offsets within one binding, so a
+     * window is below 4 GiB; a buffer may be larger (one window per tensor),
+     * up to one allocation, and below the 1 TiB of opaque address space each
+     * buffer is given (buffer.c). */
+    size_t range = d->props.limits.maxStorageBufferRange;
+    if (range > 0xfffffff0u) range = 0xfffffff0u;
+    d->max_range = range & ~(size_t)3;
+    d->bind_align = (size_t)d->props.limits.minStorageBufferOffsetAlignment;
+    if (d->bind_align < 4 || (d->bind_align & (d->bind_align - 1))) d->bind_align = 256;
+    size_t max = m3.maxMemoryAllocationSize ? (size_t)m3.maxMemoryAllocationSize : d->max_range;
+    if (max < d->max_range) d->max_range = max & ~(size_t)3;
+    if (max > ((size_t)1 << 40)) max = (size_t)1 << 40;
+    d->max_alloc = max;
+
+    switch (d->props.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: d->type = BP_DEVICE_TYPE_GPU; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: d->type = BP_DEVICE_TYPE_IGPU; break;
+    default: d->type = BP_DEVICE_TYPE_ACCEL; break;
+    }
+    static const char *const kinds[] = { "other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU" };
+    const char *kind = (unsigned)d->props.deviceType < 5 ? kinds[d->props.deviceType] : "other";
+    snprintf(d->description, sizeof d->description, "%s (Vulkan %u.%u, %s)", d->props.deviceName,
+             VK_API_VERSION_MAJOR(d->props.apiVersion), VK_API_VERSION_MINOR(d->props.apiVersion),
+             kind);
+}
+
+static bp_status create_logical(struct vk_plugin *pl, struct vk_dev *d, char *why, size_t cap)
+{
+    const struct vk_fns *f = &pl->fn;
+    uint32_t nq = 0;
+    f->vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, NULL);
+    VkQueueFamilyProperties qf[32];
+    if (nq > 32) nq = 32;
+    f->vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, qf);
+    /* Prefer a compute queue without graphics: on GPUs it runs beside
+     * rendering work. */
+    int best = -1;
+    for (uint32_t i = 0; i < nq; i++) {
+        if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        if (best < 0 || ((qf[best].queueFlags & VK_QUEUE_GRAPHICS_BIT) &&
+                         !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)))
+            best = (int)i;
+    }
+    if (best < 0) {
+        snprintf(why, cap, "it has no compute queue");
+        return BP_ERR_UNSUPPORTED;
+    }
+    d->queue_family = (uint32_t)best;
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                    .queueFamilyIndex = d->queue_family, .queueCount = 1,
+                                    .pQueuePriorities = &prio };
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = d->use_f16_storage };
+    VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                               .pNext = &s16, .queueCreateInfoCount = 1,
+                               .pQueueCreateInfos = &qci };
+    VkResult r = f->vkCreateDevice(d->phys, &dci, NULL, &d->device);
+    if (r != VK_SUCCESS) {
+        d->device = VK_NULL_HANDLE;
+        snprintf(why, cap, "vkCreateDevice returned %d", (int)r);
+        return BP_ERR_PLUGIN;
+    }
+    f->vkGetDeviceQueue(d->device, d->queue_family, 0, &d->queue);
+
+    VkCommandPoolCreateInfo pci = { .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                    .queueFamilyIndex = d->queue_family };
+    VkFenceCreateInfo fci = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+    r = f->vkCreateCommandPool(d->device, &pci, NULL, &d->xfer_pool);
+    if (r == VK_SUCCESS) {
+        VkCommandBufferAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                           .commandPool = d->xfer_pool,
+                                           .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                           .commandBufferCount = 1 };
+        r = f->vkAllocateCommandBuffers(d->device, &ai, &d->xfer_cmd);
+    }
+    if (r == VK_SUCCESS)
+        r = f->vkCreateFence(d->device, &fci, NULL, &d->xfer_fence);
+    if (r != VK_SUCCESS) {
+        snprintf(why, cap, "creating its command pool returned %d", (int)r);
+        return BP_ERR_PLUGIN;
+    }
+    if (vk_pipelines_init(d) != BP_OK) {
+        snprintf(why, cap, "its pipeline layout or dummy buffer could not be made");
+        return BP_ERR_PLUGIN;
+    }
+    return BP_OK;
+}
+
+bp_status vk_device_create(struct vk_plugin *pl, VkPhysicalDevice phys, uint32_t phys_index,
+                           int index, struct vk_dev **out, char *why, size_t cap)
+{
+    *out = NULL;
+    struct vk_dev *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(why, cap, "out of host memory");
+        return BP_ERR_OUT_OF_MEMORY;
+    }
+    d->pl = pl;
+    d->phys = phys;
+    d->phys_index = phys_index;
+    d->index = index;
+    snprintf(d->name, sizeof d->name, "vulkan%d", index);
+    pthread_mutex_init(&d->queue_mu, NULL);
+    pthread_mutex_init(&d->pipe_mu, NULL);
+    pthread_mutex_init(&d->xfer_mu, NULL);
+    d->dev = (struct bp_device){ .iface = &vk_device_iface, .reg = &pl->reg, .context = d };
+    d->buft = (struct bp_buffer_type){ .iface = &vk_buffer_type_iface, .device = &d->dev,
+                                       .context = d };
+    probe(pl, d);
+    bp_status st = create_logical(pl, d, why, cap);
+    if (st != BP_OK) {
+        vk_device_destroy(d);
+        return st;
+    }
+    *out = d;
+    return BP_OK;
+}
+
+void vk_device_destroy(struct vk_dev *d)
+{
+    if (!d)
+        return;
+    const struct vk_fns *f = &d->pl->fn;
+    if (d->device) {
+        f->vkDeviceWaitIdle(d->device);
+        vk_pipelines_free(d);
+        if (d->xfer_fence) f->vkDestroyFence(d->device, d->xfer_fence, NULL);
+        if (d->xfer_pool) f->vkDestroyCommandPool(d->device, d->xfer_pool, NULL);
+        f->vkDestroyDevice(d->device, NULL);
+    }
+    pthread_mutex_destroy(&d->queue_mu);
+    pthread_mutex_destroy(&d->pipe_mu);
+    pthread_mutex_destroy(&d->xfer_mu);
+    free(d);
+}

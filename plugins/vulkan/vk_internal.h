@@ -1,0 +1,211 @@
+/*
+ * vk_internal.h — what the Vulkan plugin's files share: the dlopen()ed
+ * loader's function table, the plugin/device/backend state and the op table.
+ */
+#ifndef BP_VK_INTERNAL_H
+#define BP_VK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vulkan/vulkan.h>
+
+#include <backplane/bp_abi.h>
+
+#define VK_FAMILY "vulkan"
+#define VK_MAX_DEVICES 16
+#define VK_PARAM_WORDS 64      /* one parameter block per dispatch (see common.glsl) */
+#define VK_SLOTS 5             /* bindings 0-3 sources, 4 output */
+
+/* ---- the loader's functions, resolved at init (vk_loader.c) ---- */
+
+#define VK_INSTANCE_FUNCS(X)                                                  \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices)                        \
+    X(vkGetPhysicalDeviceProperties) X(vkGetPhysicalDeviceProperties2)        \
+    X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceQueueFamilyProperties) \
+    X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+
+#define VK_DEVICE_FUNCS(X)                                                    \
+    X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer) \
+    X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory)      \
+    X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory)                     \
+    X(vkCreateShaderModule) X(vkDestroyShaderModule)                          \
+    X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout)            \
+    X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)                      \
+    X(vkCreateComputePipelines) X(vkDestroyPipeline)                          \
+    X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) \
+    X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)                     \
+    X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) \
+    X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkResetCommandBuffer)     \
+    X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)     \
+    X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) \
+    X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)    \
+    X(vkResetFences) X(vkDeviceWaitIdle)
+
+struct vk_fns {
+    void *lib;
+    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+    PFN_vkCreateInstance vkCreateInstance;
+    PFN_vkEnumerateInstanceVersion vkEnumerateInstanceVersion;
+#define X(n) PFN_##n n;
+    VK_INSTANCE_FUNCS(X)
+    VK_DEVICE_FUNCS(X)
+#undef X
+};
+
+/* Opens libvulkan.so.1 and resolves the global functions; false (with a
+ * sentence in why) when there is no loader. */
+bool vk_loader_open(struct vk_fns *f, char *why, size_t cap);
+/* vkCreateInstance, then pin the drivers it loaded (see vk_loader.c). */
+VkResult vk_loader_create_instance(struct vk_fns *f, const VkInstanceCreateInfo *ici,
+                                   VkInstance *out);
+/* Instance-level functions after vkCreateInstance; device-level through
+ * the instance's trampolines. False when one is missing. */
+bool vk_loader_instance(struct vk_fns *f, VkInstance inst, char *why, size_t cap);
+bool vk_loader_device(struct vk_fns *f, VkInstance inst, char *why, size_t cap);
+
+/* ---- shaders and pipelines (pipelines.c) ---- */
+
+enum vk_shader {
+    VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
+    VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
+    VK_SH_COUNT
+};
+
+/* ---- objects ---- */
+
+struct vk_plugin;
+
+struct vk_dev {
+    struct bp_device dev;
+    struct bp_buffer_type buft;
+    struct vk_plugin *pl;
+    int index;                         /* the N of vulkanN */
+    uint32_t phys_index;               /* position in vkEnumeratePhysicalDevices */
+    char name[16];
+    char description[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 64];
+    enum bp_device_type type;
+    VkPhysicalDevice phys;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    pthread_mutex_t queue_mu;          /* vkQueueSubmit needs the queue to itself */
+    uint32_t subgroup_size;
+    bool f16_storage, int8_storage, shader_f16, shader_int8;
+    bool use_f16_storage;              /* 16-bit loads/stores (else packed words) */
+    size_t max_alloc;                  /* largest buffer we accept */
+    size_t max_range;                  /* bytes one descriptor binds (maxStorageBufferRange) */
+    size_t bind_align;                 /* minStorageBufferOffsetAlignment */
+    int range_warned;                  /* a too-large tensor was reported (once) */
+    size_t total_mem;
+    size_t allocated;                  /* bytes in live buffers */
+    VkDescriptorSetLayout dsl;
+    VkPipelineLayout layout;
+    pthread_mutex_t pipe_mu;
+    VkPipeline pipes[VK_SH_COUNT][BP_TYPE_COUNT]; /* by shader and weight type */
+    VkBuffer dummy;                    /* bound to unused slots */
+    VkDeviceMemory dummy_mem;
+    /* For synchronous staging transfers of buffer set/get (non-mappable memory). */
+    pthread_mutex_t xfer_mu;
+    VkCommandPool xfer_pool;
+    VkCommandBuffer xfer_cmd;
+    VkFence xfer_fence;
+};
+
+struct vk_plugin {
+    struct bp_registry reg;
+    const struct bp_host_services *host;
+    struct vk_fns fn;
+    VkInstance instance;
+    struct vk_dev *devs[VK_MAX_DEVICES];
+    size_t n_devs;
+    struct bp_feature *features;       /* NULL-terminated, names/values in strs */
+    char *feature_strs;
+    pthread_mutex_t live_mu;
+    uint64_t next_buffer_id;
+};
+
+struct vk_buffer {
+    struct bp_buffer buf;
+    struct vk_dev *d;
+    uint64_t serial;                   /* never reused, unlike VkBuffer handles */
+    size_t alloc;                      /* bytes of the VkBuffer */
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    void *mapped;                      /* host pointer when host-visible and coherent */
+    char *base;                        /* what get_base returns */
+};
+
+/* ---- plugin.c ---- */
+void vk_log(const struct vk_plugin *pl, enum bp_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *vk_getenv(const struct vk_plugin *pl, const char *name);
+static inline struct vk_dev *vk_dev_of(struct bp_device *dev) { return dev->context; }
+const char *vk_tname(const struct bp_tensor *t);
+
+/* ---- vk_device.c: one device per physical device ---- */
+bp_status vk_device_create(struct vk_plugin *pl, VkPhysicalDevice phys, uint32_t phys_index,
+                           int index, struct vk_dev **out, char *why, size_t cap);
+void vk_device_destroy(struct vk_dev *d);
+extern const struct bp_device_iface vk_device_iface;
+/* Memory type index with all of `want` among `bits`, or -1. */
+int vk_find_memory(const struct vk_dev *d, uint32_t bits, VkMemoryPropertyFlags want);
+/* A status and sentence for a failed VkResult. */
+bp_status vk_status(const struct vk_plugin *pl, VkResult r, const char *what);
+/* Run one-shot commands recorded by fn on the device's transfer command buffer and wait. */
+bp_status vk_submit_wait(struct vk_dev *d, VkCommandBuffer cmd, VkFence fence);
+
+/* ---- buffer.c ---- */
+extern const struct bp_buffer_type_iface vk_buffer_type_iface;
+/* The Vulkan buffer and byte offset of t's data; false when t is not in a
+ * buffer of this plugin's device d. */
+bool vk_tensor_loc(const struct vk_dev *d, const struct bp_tensor *t, VkBuffer *buf, size_t *off,
+                   const struct vk_buffer **vb);
+/* What a descriptor binds for one tensor. A buffer within maxStorageBufferRange
+ * is bound whole (one descriptor set serves every tensor in it); a larger one
+ * through a window that starts at the tensor's offset rounded down to
+ * minStorageBufferOffsetAlignment. Descriptor sets are cached by (serial,
+ * offset, range): a freed buffer's handle may come back for a new buffer. */
+struct vk_binding {
+    uint64_t serial;                   /* the buffer's serial; 0 for the dummy */
+    VkBuffer buf;
+    VkDeviceSize offset, range;        /* the descriptor's window */
+    size_t abs;                        /* the tensor's byte offset in buf */
+    uint32_t rel;                      /* the tensor's byte offset in the window */
+};
+/* BP_ERR_UNSUPPORTED (with a sentence in the log) when t does not fit one
+ * window; BP_ERR_INVALID_ARGUMENT when t is not in a buffer of d. */
+bp_status vk_tensor_bind(const struct vk_dev *d, const struct bp_tensor *t, struct vk_binding *out);
+bp_status vk_buffer_read(struct vk_dev *d, const struct vk_buffer *vb, size_t off, void *dst,
+                         size_t size);
+bp_status vk_buffer_write(struct vk_dev *d, const struct vk_buffer *vb, size_t off,
+                          const void *src, size_t size);
+
+/* ---- pipelines.c ---- */
+bp_status vk_pipelines_init(struct vk_dev *d);
+void vk_pipelines_free(struct vk_dev *d);
+/* The pipeline of shader sh for weight type wtype (0 unless MUL_MAT), made
+ * on first use and cached for the device's lifetime. */
+bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipeline *out);
+
+/* ---- ops.c: the op table ---- */
+struct vk_dispatch {
+    enum vk_shader shader;
+    int wtype;                         /* specialisation (MUL_MAT weight type) */
+    const struct bp_tensor *slot[VK_SLOTS - 1]; /* sources by binding; NULL unused */
+    uint32_t aux[6];
+    uint32_t groups[3];
+};
+bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
+/* How to dispatch a supported, non-view node. */
+void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *node, struct vk_dispatch *out);
+
+/* ---- backend.c ---- */
+bp_status vk_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
+bp_status vk_event_new(struct bp_device *dev, struct bp_event **out);
+
+#endif

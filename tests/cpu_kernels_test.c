@@ -1,0 +1,117 @@
+/*
+ * cpu_kernels_test.c — the CPU plugin's dot kernels of one ISA build
+ * against the scalar references, linked straight to plugins/cpu/kernels/.
+ * Plain C with no test library, so the same file runs natively for every
+ * x86-64 variant and, cross-compiled for aarch64, under qemu-user for NEON.
+ * Exit 0: pass, 1: a mismatch, 77: this machine cannot run the build's ISA.
+ *
+ * Weights are random valid blocks (random quants, random small scales;
+ * Q4_K with all 6-bit scale/min codes used); activations random or
+ * long-tailed (a few huge values among small ones), converted by the
+ * build's from_float. The integer parts of SIMD and reference are equal by
+ * construction, so only float summation order may differ: the bound is
+ * 1e-5 of the sum of |products| of the dequantized operands.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "cpu_features.h"
+
+static unsigned long long seed = 88172645463325252ull;
+static unsigned long long rnd64(void)
+{
+    seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+    return seed;
+}
+static float rndf(void) { return (float)((double)(rnd64() >> 11) / 9007199254740992.0 * 2 - 1); }
+
+static void fill_weights(enum bp_type t, unsigned char *w, size_t bytes, int64_t n)
+{
+    for (size_t i = 0; i < bytes; i++) w[i] = (unsigned char)rnd64();
+    if (t == BP_TYPE_F32) { for (int64_t i = 0; i < n; i++) ((float *)(void *)w)[i] = rndf(); return; }
+    if (t == BP_TYPE_F16) { for (int64_t i = 0; i < n; i++) ((uint16_t *)(void *)w)[i] = bp_f32_to_f16(rndf()); return; }
+    if (t == BP_TYPE_BF16) { for (int64_t i = 0; i < n; i++) ((uint16_t *)(void *)w)[i] = bp_f32_to_bf16(rndf()); return; }
+    const size_t bs = bp_type_size(t);
+    for (size_t b = 0; b < bytes / bs; b++) {
+        unsigned char *blk = w + b * bs;
+        uint16_t d = bp_f32_to_f16(0.001f + 0.01f * fabsf(rndf())), d2 = bp_f32_to_f16(0.002f * fabsf(rndf()));
+        if (t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0) memcpy(blk, &d, 2);
+        if (t == BP_TYPE_Q4_K) { memcpy(blk, &d, 2); memcpy(blk + 2, &d2, 2); }
+        if (t == BP_TYPE_Q6_K) memcpy(blk + 208, &d, 2);
+    }
+}
+
+static void fill_x(float *x, int64_t n, bool long_tail)
+{
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = rndf();
+        if (long_tail && rnd64() % 61 == 0) x[i] *= 300.0f;
+        if (long_tail && rnd64() % 7 == 0) x[i] *= 1e-3f;
+    }
+}
+
+static int failures, checks;
+
+static void check_type(enum bp_type t, int64_t n, bool long_tail)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for(t), *r = cpu_kernels_ref_for(t);
+    const size_t wbytes = bp_row_size(t, n), xbytes = bp_row_size(k->vec_dot_type, n);
+    unsigned char *w = malloc(wbytes), *xq = malloc(xbytes);
+    float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 4), *xf = malloc((size_t)n * 4);
+    fill_weights(t, w, wbytes, n);
+    fill_x(x, n, long_tail);
+    cpu_kernels_for(k->vec_dot_type)->from_float(x, xq, n);
+    float got, want;
+    k->vec_dot(n, &got, w, xq);
+    r->vec_dot(n, &want, w, xq);
+    r->to_float(w, wf, n);
+    if (k->vec_dot_type == BP_TYPE_F32) memcpy(xf, x, (size_t)n * 4);
+    else if (k->vec_dot_type == BP_TYPE_Q8_0) cpu_dequantize_row_q8_0(xq, xf, n);
+    else { /* Q8_K */
+        const struct bp_block_q8_K *b = (const void *)xq;
+        for (int64_t i = 0; i < n; i++) xf[i] = b[i / 256].d * b[i / 256].qs[i % 256];
+    }
+    double mag = 0;
+    for (int64_t i = 0; i < n; i++) mag += fabs((double)wf[i] * xf[i]);
+    const double tol = 1e-5 * mag + 1e-6;
+    checks++;
+    if (!(fabs((double)got - want) <= tol)) {
+        failures++;
+        printf("FAIL %s n=%lld %s: %s kernel %.9g, reference %.9g (tolerance %.3g)\n",
+               bp_type_name(t), (long long)n, long_tail ? "long-tailed" : "uniform",
+               cpu_kernels_isa(), got, want, tol);
+    }
+    free(w); free(xq); free(x); free(wf); free(xf);
+}
+
+int main(void)
+{
+    struct cpu_isa isa;
+    cpu_isa_detect(&isa);
+#if defined(__AVX512F__)
+    if (!cpu_variant_score(CPU_VARIANT_AVX512, &isa)) { puts("SKIP: no AVX-512 VNNI here"); return 77; }
+#elif defined(__AVX2__)
+    if (!cpu_variant_score(CPU_VARIANT_AVX2, &isa)) { puts("SKIP: no AVX2 here"); return 77; }
+#elif defined(__ARM_FEATURE_DOTPROD)
+    if (!cpu_variant_score(CPU_VARIANT_NEON, &isa)) { puts("SKIP: no NEON dotprod here"); return 77; }
+#endif
+    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                   BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const int64_t bs = bp_type_block_size(types[ti]) > 1 ? bp_type_block_size(types[ti]) : 256;
+        /* odd block counts exercise every tail of the unrolled loops */
+        const int64_t blocks[] = { 1, 2, 3, 7, 17 };
+        for (size_t b = 0; b < 5; b++)
+            for (int lt = 0; lt < 2; lt++)
+                for (int rep = 0; rep < 20; rep++) check_type(types[ti], bs * blocks[b], lt);
+        /* float weights also take lengths that are no multiple of the vector */
+        if (types[ti] == BP_TYPE_F32 || types[ti] == BP_TYPE_F16 || types[ti] == BP_TYPE_BF16)
+            for (int64_t n = 1; n < 70; n += 3) check_type(types[ti], n, false);
+    }
+    printf("%s kernels: %d of %d checks against the scalar reference passed\n", cpu_kernels_isa(),
+           checks - failures, checks);
+    return failures ? 1 : 0;
+}

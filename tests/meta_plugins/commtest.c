@@ -1,0 +1,168 @@
+/* commtest.c — a test plugin for the meta device's comm path: family
+ * "commtest" with devices commtest0..3 that forward everything to the CPU
+ * device, and a registry that offers comm_init / comm_allreduce_tensor /
+ * comm_free. Every second all-reduce call is declined (BP_ERR_UNSUPPORTED)
+ * so that the meta plugin must fall back to its butterfly for that call.
+ * Calls are counted; "commtest_counts" reads the counters. Built into
+ * build/tests/meta_plugins, never into the real plugin directory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <backplane/bp_abi.h>
+
+#define N_DEV 4
+
+static const struct bp_host_services *host;
+static struct bp_registry commtest_registry;
+static struct bp_device devs[N_DEV];
+static char names[N_DEV][16];
+static unsigned long long n_init, n_calls, n_declined, n_summed, n_free;
+
+typedef void (*commtest_counts_fn)(unsigned long long *init, unsigned long long *calls,
+                                   unsigned long long *declined, unsigned long long *summed,
+                                   unsigned long long *freed);
+
+static struct bp_device *cpu(void) { return host->device_by_name("cpu"); }
+
+static const char *d_name(struct bp_device *d) { return names[(size_t)(d - devs)]; }
+static const char *d_desc(struct bp_device *d) { (void)d; return "CPU with a counting collective (test)"; }
+static enum bp_device_type d_type(struct bp_device *d) { (void)d; return BP_DEVICE_TYPE_CPU; }
+static void d_memory(struct bp_device *d, size_t *f, size_t *t)
+{
+    (void)d;
+    struct bp_device *c = cpu();
+    if (c) c->iface->get_memory(c, f, t);
+    else *f = *t = 0;
+}
+static void d_caps(struct bp_device *d, struct bp_device_caps *caps)
+{
+    (void)d;
+    struct bp_device *c = cpu();
+    if (c && c->iface->get_caps) c->iface->get_caps(c, caps);
+}
+static bp_status d_backend(struct bp_device *d, const char *params, struct bp_backend **out)
+{
+    (void)d;
+    struct bp_device *c = cpu();
+    if (!c) return BP_ERR_NOT_FOUND;
+    return c->iface->init_backend(c, params, out);
+}
+static struct bp_buffer_type *d_buft(struct bp_device *d)
+{
+    (void)d;
+    struct bp_device *c = cpu();
+    return c ? c->iface->get_buffer_type(c) : NULL;
+}
+static bool d_supports_op(struct bp_device *d, const struct bp_tensor *node)
+{
+    (void)d;
+    struct bp_device *c = cpu();
+    return c && c->iface->supports_op(c, node);
+}
+static bool d_supports_buft(struct bp_device *d, struct bp_buffer_type *b)
+{
+    (void)d;
+    struct bp_device *c = cpu();
+    return c && c->iface->supports_buft(c, b);
+}
+
+static const struct bp_device_iface dev_iface = {
+    .size = sizeof(struct bp_device_iface),
+    .get_name = d_name,
+    .get_description = d_desc,
+    .get_type = d_type,
+    .get_memory = d_memory,
+    .get_caps = d_caps,
+    .init_backend = d_backend,
+    .get_buffer_type = d_buft,
+    .supports_op = d_supports_op,
+    .supports_buft = d_supports_buft,
+};
+
+struct comm { size_t n; };
+
+static bp_status comm_init(struct bp_backend *const *backends, size_t n, void **out)
+{
+    if (!backends || n == 0 || !out) return BP_ERR_INVALID_ARGUMENT;
+    struct comm *c = calloc(1, sizeof *c);
+    if (!c) return BP_ERR_OUT_OF_MEMORY;
+    c->n = n;
+    n_init++;
+    *out = c;
+    return BP_OK;
+}
+
+/* The tensors live in CPU buffers (host memory): sum them in place. */
+static bp_status comm_allreduce(void *comm, struct bp_tensor *const *t, size_t n)
+{
+    struct comm *c = comm;
+    n_calls++;
+    if (n_calls % 2 == 0) {
+        n_declined++;
+        return BP_ERR_UNSUPPORTED;
+    }
+    if (!c || n != c->n || t[0]->type != BP_TYPE_F32) return BP_ERR_INVALID_ARGUMENT;
+    size_t count = bp_nbytes(t[0]) / sizeof(float);
+    for (size_t i = 1; i < n; i++)
+        if (bp_nbytes(t[i]) != bp_nbytes(t[0])) return BP_ERR_SHAPE;
+    for (size_t k = 0; k < count; k++) {
+        float s = 0;
+        for (size_t i = 0; i < n; i++) s += ((const float *)t[i]->data)[k];
+        for (size_t i = 0; i < n; i++) ((float *)t[i]->data)[k] = s;
+    }
+    n_summed++;
+    return BP_OK;
+}
+
+static void comm_free(void *comm)
+{
+    if (comm) n_free++;
+    free(comm);
+}
+
+static void counts(unsigned long long *init, unsigned long long *calls, unsigned long long *declined,
+                   unsigned long long *summed, unsigned long long *freed)
+{
+    *init = n_init;
+    *calls = n_calls;
+    *declined = n_declined;
+    *summed = n_summed;
+    *freed = n_free;
+}
+
+static const char *r_name(struct bp_registry *r) { (void)r; return "commtest"; }
+static size_t r_count(struct bp_registry *r) { (void)r; return N_DEV; }
+static struct bp_device *r_device(struct bp_registry *r, size_t i) { (void)r; return i < N_DEV ? &devs[i] : NULL; }
+static void *r_proc(struct bp_registry *r, const char *name)
+{
+    (void)r;
+    if (!name) return NULL;
+    if (!strcmp(name, BP_PROC_COMM_INIT)) return (void *)(bp_comm_init_fn)comm_init;
+    if (!strcmp(name, BP_PROC_COMM_ALLREDUCE_TENSOR)) return (void *)(bp_comm_allreduce_tensor_fn)comm_allreduce;
+    if (!strcmp(name, BP_PROC_COMM_FREE)) return (void *)(bp_comm_free_fn)comm_free;
+    if (!strcmp(name, "commtest_counts")) return (void *)(commtest_counts_fn)counts;
+    return NULL;
+}
+
+static const struct bp_registry_iface reg_iface = {
+    .size = sizeof(struct bp_registry_iface),
+    .get_name = r_name,
+    .get_device_count = r_count,
+    .get_device = r_device,
+    .get_proc_address = r_proc,
+};
+
+static bp_status commtest_init(const struct bp_host_services *h, struct bp_registry **out)
+{
+    host = h;
+    commtest_registry = (struct bp_registry){.iface = &reg_iface, .abi_version = BP_ABI_VERSION};
+    for (size_t i = 0; i < N_DEV; i++) {
+        snprintf(names[i], sizeof names[i], "commtest%zu", i);
+        devs[i] = (struct bp_device){.iface = &dev_iface, .reg = &commtest_registry, .context = NULL};
+    }
+    *out = &commtest_registry;
+    return BP_OK;
+}
+
+BP_PLUGIN_DEFINE(commtest_init)

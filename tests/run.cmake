@@ -1,0 +1,15 @@
+# `backplane run`: the decoder against a forward pass written in the test,
+# the GGUF reader/writer and its refusals, and the CLI end to end.
+bp_add_check_test(test_run_decoder SOURCES test_run_decoder.c LIBS backplane_run)
+add_dependencies(test_run_decoder bp_plugin_cpu)
+bp_add_check_test(test_run_gguf SOURCES test_run_gguf.c LIBS backplane_run)
+bp_add_check_test(test_run_cli SOURCES test_run_cli.c)
+add_dependencies(test_run_cli backplane_cli bp_plugin_cpu)
+# The meta comparisons (meta:cpu*2, meta:cpu*3) need the meta plugin built.
+if(TARGET bp_plugin_meta)
+  add_dependencies(test_run_decoder bp_plugin_meta)
+endif()
+
+# The GGUF parser's libFuzzer harness, when clang offers -fsanitize=fuzzer
+# (see tests/fuzz/README.md); built, not run, by CI.
+include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake OPTIONAL)

@@ -1,0 +1,352 @@
+/*
+ * test_cpu_fast.c — the fast CPU paths through the public API, run once per
+ * variant (BACKPLANE_CPU_VARIANT set by tests/cpu.cmake; a variant this
+ * machine cannot run exits 77, "skipped"):
+ *  - the forced variant is the one loaded, and every variant's score entry
+ *    agrees with the compiler's own CPUID/XCR0 probe;
+ *  - quantized MUL_MAT equals a double-precision product of the weights as
+ *    GET_ROWS dequantizes them with the F32 activation, within the bound
+ *    the activation's 8-bit quantization allows, in every chunking regime
+ *    and with more threads than chunks; results are bit-identical for every
+ *    thread count; batched and broadcast weights;
+ *  - the pool: many small graphs in a row, cancellation mid-graph, thread
+ *    count changed between graphs (1..8 threads on however many cores).
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <backplane/bp_quant.h>
+
+#include "bp_cpu.h"
+#include "cpu_test_util.h"
+
+static unsigned long long seed = 0x9E3779B97F4A7C15ull;
+static unsigned long long rnd64(void)
+{
+    seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+    return seed;
+}
+
+/* Random valid blocks: random quants and scale codes, small finite f16 scales. */
+static void *random_weights(enum bp_type t, int64_t nblocks)
+{
+    const size_t bs = bp_type_size(t);
+    unsigned char *w = malloc(bs * (size_t)nblocks);
+    for (size_t i = 0; i < bs * (size_t)nblocks; i++) w[i] = (unsigned char)rnd64();
+    for (int64_t i = 0; !bp_type_is_quantized(t) && i < nblocks; i++) {
+        const float v = (float)((double)(rnd64() % 2001) / 1000.0 - 1.0);
+        if (t == BP_TYPE_F32) memcpy(w + 4 * i, &v, 4);
+        const uint16_t h = t == BP_TYPE_F16 ? bp_f32_to_f16(v) : bp_f32_to_bf16(v);
+        if (t != BP_TYPE_F32) memcpy(w + 2 * i, &h, 2);
+    }
+    for (int64_t b = 0; b < nblocks; b++) {
+        unsigned char *blk = w + (size_t)b * bs;
+        uint16_t d = bp_f32_to_f16(0.01f + (float)(rnd64() % 100) * 1e-4f);
+        uint16_t dm = bp_f32_to_f16((float)(rnd64() % 100) * 1e-4f);
+        if (t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0) memcpy(blk, &d, 2);
+        if (t == BP_TYPE_Q4_K) { memcpy(blk, &d, 2); memcpy(blk + 2, &dm, 2); }
+        if (t == BP_TYPE_Q6_K) memcpy(blk + 208, &d, 2);
+    }
+    return w;
+}
+
+struct mm_case {
+    struct fx f;
+    struct bp_tensor *w, *x, *y, *rows;
+    int64_t K, N, M, wb2, xb2;
+};
+
+/* y = mul_mat(w[K, N, wb2], x[K, M, xb2]); rows = get_rows(w, 0..N-1) of slice 0.. */
+static void mm_build(struct mm_case *c, enum bp_type t, int64_t K, int64_t N, int64_t M,
+                     int64_t wb2, int64_t xb2)
+{
+    c->K = K; c->N = N; c->M = M; c->wb2 = wb2; c->xb2 = xb2;
+    fx_init(&c->f);
+    c->w = bp_tensor_new_3d(c->f.ctx, t, K, N, wb2);
+    c->x = bp_tensor_new_3d(c->f.ctx, BP_TYPE_F32, K, M, xb2);
+    struct bp_tensor *ids = bp_tensor_new_2d(c->f.ctx, BP_TYPE_I32, N, wb2);
+    c->y = bp_mul_mat(c->f.ctx, c->w, c->x);
+    c->rows = bp_get_rows(c->f.ctx, c->w, ids);
+    ck_assert_ptr_nonnull(c->y);
+    ck_assert_ptr_nonnull(c->rows);
+    fx_alloc(&c->f);
+    const int64_t nblk = K / bp_type_block_size(t) * N * wb2;
+    void *wd = random_weights(t, nblk);
+    ck_assert_int_eq(bp_tensor_set(c->w, wd, 0, bp_type_size(t) * (size_t)nblk), BP_OK);
+    free(wd);
+    float *xd = malloc((size_t)(K * M * xb2) * sizeof *xd);
+    for (int64_t i = 0; i < K * M * xb2; i++) {
+        xd[i] = (float)((double)(rnd64() % 20001) / 10000.0 - 1.0);
+        if (rnd64() % 53 == 0) xd[i] *= 50.0f; /* long tail */
+    }
+    ck_assert_int_eq(bp_tensor_set(c->x, xd, 0, (size_t)(K * M * xb2) * sizeof *xd), BP_OK);
+    free(xd);
+    int32_t *id = malloc((size_t)(N * wb2) * sizeof *id);
+    for (int64_t i = 0; i < N * wb2; i++) id[i] = (int32_t)(i % N);
+    ck_assert_int_eq(bp_tensor_set(ids, id, 0, (size_t)(N * wb2) * sizeof *id), BP_OK);
+    free(id);
+}
+
+static float *mm_run(struct mm_case *c, int threads)
+{
+    ck_assert_int_eq(bp_backend_set_n_threads(c->f.be, threads), BP_OK);
+    ck_assert_msg(fx_compute(&c->f, c->y) == BP_OK, "mul_mat: %s", bp_last_error());
+    const size_t n = (size_t)(c->N * c->M * c->xb2);
+    float *out = malloc(n * sizeof *out);
+    ck_assert_int_eq(bp_tensor_get(c->y, out, 0, n * sizeof *out), BP_OK);
+    return out;
+}
+
+/* The reference: dequantized weights (GET_ROWS) times the F32 activation in
+ * double. Q8 activation error is at most amax/254 per element (round to
+ * nearest of a step amax/127), so |err| <= sum|w| * max|x| / 254. */
+static void mm_check(struct mm_case *c, const float *got, const char *what)
+{
+    ck_assert_msg(fx_compute(&c->f, c->rows) == BP_OK, "get_rows: %s", bp_last_error());
+    const int64_t K = c->K, N = c->N, M = c->M;
+    float *wf = malloc((size_t)(K * N * c->wb2) * sizeof *wf);
+    float *xf = malloc((size_t)(K * M * c->xb2) * sizeof *xf);
+    ck_assert_int_eq(bp_tensor_get(c->rows, wf, 0, (size_t)(K * N * c->wb2) * 4), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(c->x, xf, 0, (size_t)(K * M * c->xb2) * 4), BP_OK);
+    const bool quant = bp_type_is_quantized((enum bp_type)c->w->type);
+    for (int64_t b = 0; b < c->xb2; b++) {
+        const float *ws = wf + (size_t)(b / (c->xb2 / c->wb2)) * (size_t)(K * N);
+        for (int64_t m = 0; m < M; m++) {
+            const float *xr = xf + (size_t)((b * M + m) * K);
+            double xmax = 0;
+            for (int64_t k = 0; k < K; k++) xmax = fmax(xmax, fabs(xr[k]));
+            for (int64_t n = 0; n < N; n++) {
+                double want = 0, wabs = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    want += (double)ws[n * K + k] * xr[k];
+                    wabs += fabs(ws[n * K + k]);
+                    mag += fabs((double)ws[n * K + k] * xr[k]);
+                }
+                const double tol = (quant ? wabs * xmax / 254.0 * 1.01 : 0) + 1e-5 * mag + 1e-6;
+                const double g = got[(b * M + m) * N + n];
+                ck_assert_msg(fabs(g - want) <= tol,
+                              "%s %s: y[%lld, %lld, %lld] = %.7g, want %.7g (tolerance %.3g)",
+                              what, bp_type_name((enum bp_type)c->w->type), (long long)n,
+                              (long long)m, (long long)b, g, want, tol);
+            }
+        }
+    }
+    free(wf);
+    free(xf);
+}
+
+static const enum bp_type weight_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
+                                             BP_TYPE_Q6_K, BP_TYPE_F16, BP_TYPE_BF16,
+                                             BP_TYPE_F32 };
+#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
+
+/* (N, M): single rows on either side (64-row chunks), fewer than four
+ * chunks per thread (one per thread along the longer side), many 16x16
+ * chunks, odd counts everywhere. */
+static const int64_t shapes[][2] = { { 1, 1 }, { 5, 1 }, { 1, 3 }, { 130, 1 }, { 1, 70 },
+                                     { 37, 3 }, { 20, 20 }, { 70, 33 } };
+
+START_TEST(test_mul_mat_matches_dequantized_reference_in_every_chunk_regime)
+{
+    const enum bp_type t = weight_types[_i];
+    const int64_t K = bp_type_block_size(t) > 32 ? 512 : 96;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        struct mm_case c;
+        mm_build(&c, t, K, shapes[s][0], shapes[s][1], 1, 1);
+        float *one = mm_run(&c, 1);
+        mm_check(&c, one, "1 thread");
+        for (int th = 2; th <= 8; th += 3) { /* 2, 5, 8: more threads than chunks */
+            float *many = mm_run(&c, th);
+            /* OpenBLAS (large-M F32 in the SIMD variants) blocks each
+             * thread's slice its own way: held to the bound, not to bits */
+            if (t == BP_TYPE_F32) mm_check(&c, many, "n threads");
+            else ck_assert_msg(memcmp(one, many, (size_t)(c.N * c.M) * 4) == 0,
+                          "%s N=%lld M=%lld: %d threads differ from 1", bp_type_name(t),
+                          (long long)c.N, (long long)c.M, th);
+            free(many);
+        }
+        free(one);
+        fx_free(&c.f);
+    }
+}
+END_TEST
+
+START_TEST(test_mul_mat_broadcasts_weights_over_batches)
+{
+    const enum bp_type t = weight_types[_i];
+    const int64_t K = bp_type_block_size(t) > 32 ? 256 : 64;
+    struct mm_case c;
+    mm_build(&c, t, K, 19, 5, 2, 6); /* each weight slice serves 3 activation slices */
+    float *y = mm_run(&c, 3);
+    mm_check(&c, y, "broadcast");
+    free(y);
+    fx_free(&c.f);
+}
+END_TEST
+
+START_TEST(test_forced_variant_is_the_one_loaded)
+{
+    const char *want = getenv("BP_TEST_EXPECT_VARIANT");
+    if (!want) return;
+    struct bp_device *dev = cpu_device();
+    ck_assert_ptr_nonnull(dev->reg->variant);
+    ck_assert_str_eq(dev->reg->variant, want);
+    bp_get_features_fn gf = (bp_get_features_fn)bp_device_proc_address(dev, BP_PROC_GET_FEATURES);
+    ck_assert_ptr_nonnull(gf);
+    bool seen = false;
+    for (const struct bp_feature *f = gf(dev->reg); f->name; f++)
+        if (!strcmp(f->name, "variant")) seen = !strcmp(f->value, want);
+    ck_assert_msg(seen, "features do not name variant %s", want);
+}
+END_TEST
+
+/* What the compiler's runtime (its own CPUID + XGETBV probe) says. */
+static bool machine_runs(const char *variant)
+{
+    if (!strcmp(variant, "scalar")) return true;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!strcmp(variant, "avx2")) return avx2;
+    if (!strcmp(variant, "avx512"))
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vnni");
+#endif
+    return false;
+}
+
+static int variant_score(const char *variant)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/libbackplane-cpu-%s.so", BP_TEST_PLUGIN_DIR, variant);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return -1;
+    bp_plugin_score_fn score;
+    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
+    memcpy(&score, &p, sizeof p);
+    int s = score ? score() : -2;
+    dlclose(h);
+    return s;
+}
+
+START_TEST(test_score_entries_agree_with_the_machine)
+{
+    const char *variants[] = { "scalar", "avx2", "avx512" };
+    int prev = 0;
+    for (int i = 0; i < 3; i++) {
+        int s = variant_score(variants[i]);
+        if (s == -1) continue; /* not built on this architecture */
+        ck_assert_msg(s != -2, "libbackplane-cpu-%s.so exports no bp_plugin_score", variants[i]);
+        ck_assert_msg((s > 0) == machine_runs(variants[i]), "variant %s scores %d here",
+                      variants[i], s);
+        if (s > 0) {
+            ck_assert_msg(s > prev, "variant %s does not outscore the one below it", variants[i]);
+            prev = s;
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_many_small_graphs_in_a_row_are_all_correct)
+{
+    struct fx f;
+    fx_init(&f);
+    ck_assert_int_eq(bp_backend_set_n_threads(f.be, 4), BP_OK);
+    struct bp_tensor *a = bp_tensor_new_1d(f.ctx, BP_TYPE_F32, 5000);
+    struct bp_tensor *b = bp_tensor_new_1d(f.ctx, BP_TYPE_F32, 5000);
+    struct bp_tensor *s = bp_add(f.ctx, a, b);
+    fx_alloc(&f);
+    float av[5000], bv[5000], out[5000];
+    for (int i = 0; i < 5000; i++) bv[i] = (float)i;
+    for (int g = 0; g < 300; g++) {
+        for (int i = 0; i < 5000; i++) av[i] = (float)g;
+        ck_assert_int_eq(bp_tensor_set(a, av, 0, sizeof av), BP_OK);
+        ck_assert_int_eq(bp_tensor_set(b, bv, 0, sizeof bv), BP_OK);
+        ck_assert_int_eq(fx_compute(&f, s), BP_OK);
+        ck_assert_int_eq(bp_tensor_get(s, out, 0, sizeof out), BP_OK);
+        ck_assert_msg(out[0] == (float)g && out[4999] == (float)(g + 4999), "graph %d wrong", g);
+    }
+    fx_free(&f);
+}
+END_TEST
+
+struct abort_state { int calls, stop_at; };
+static bp_status abort_after(void *data)
+{
+    struct abort_state *s = data;
+    return ++s->calls >= s->stop_at ? BP_ERR_TIMEOUT : BP_OK;
+}
+
+START_TEST(test_abort_callback_cancels_mid_graph_and_the_pool_stays_usable)
+{
+    struct fx f;
+    fx_init(&f);
+    ck_assert_int_eq(bp_backend_set_n_threads(f.be, 3), BP_OK);
+    bp_cpu_set_abort_callback_fn set_abort = (bp_cpu_set_abort_callback_fn)bp_device_proc_address(
+        cpu_device(), BP_CPU_PROC_SET_ABORT_CALLBACK);
+    ck_assert_ptr_nonnull(set_abort);
+    struct bp_tensor *x = bp_tensor_new_1d(f.ctx, BP_TYPE_F32, 8192), *y = x;
+    for (int i = 0; i < 6; i++) y = bp_scale(f.ctx, y, 2.0f, 0.0f);
+    fx_alloc(&f);
+    float *v = malloc(8192 * sizeof *v);
+    for (int i = 0; i < 8192; i++) v[i] = 1.0f;
+    ck_assert_int_eq(bp_tensor_set(x, v, 0, 8192 * sizeof *v), BP_OK);
+    struct abort_state st = { 0, 3 };
+    ck_assert_int_eq(set_abort(f.be, abort_after, &st), BP_OK);
+    ck_assert_int_eq(fx_compute(&f, y), BP_ERR_TIMEOUT);
+    ck_assert_int_eq(st.calls, 3); /* checked after every node, stopped after the third */
+    ck_assert_int_eq(set_abort(f.be, NULL, NULL), BP_OK);
+    ck_assert_int_eq(fx_compute(&f, y), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(y, v, 0, 8192 * sizeof *v), BP_OK);
+    ck_assert(v[0] == 64.0f && v[8191] == 64.0f);
+    free(v);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_thread_count_changed_between_graphs_keeps_results)
+{
+    struct mm_case c;
+    mm_build(&c, BP_TYPE_Q4_0, 256, 67, 9, 1, 1);
+    float *ref = mm_run(&c, 1);
+    const int order[] = { 8, 2, 7, 1, 3, 6, 4, 5, 8, 1 };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        float *y = mm_run(&c, order[i]);
+        ck_assert_msg(memcmp(ref, y, (size_t)(67 * 9) * 4) == 0, "%d threads differ", order[i]);
+        free(y);
+    }
+    free(ref);
+    fx_free(&c.f);
+}
+END_TEST
+
+int main(void)
+{
+    const char *want = getenv("BP_TEST_EXPECT_VARIANT");
+    if (want && variant_score(want) <= 0) {
+        printf("SKIP: the %s variant cannot run on this machine (its score entry says 0).\n", want);
+        return 77;
+    }
+    Suite *s = suite_create("cpu_fast");
+    TCase *tc = tcase_create("fast");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_forced_variant_is_the_one_loaded);
+    tcase_add_test(tc, test_score_entries_agree_with_the_machine);
+    tcase_add_loop_test(tc, test_mul_mat_matches_dequantized_reference_in_every_chunk_regime, 0,
+                        N_WEIGHT_TYPES);
+    tcase_add_loop_test(tc, test_mul_mat_broadcasts_weights_over_batches, 0, N_WEIGHT_TYPES);
+    tcase_add_test(tc, test_many_small_graphs_in_a_row_are_all_correct);
+    tcase_add_test(tc, test_abort_callback_cancels_mid_graph_and_the_pool_stays_usable);
+    tcase_add_test(tc, test_thread_count_changed_between_graphs_keeps_results);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,28 @@
+# Vulkan plugin suites, run for real on whatever Vulkan device is present
+# (Mesa's lavapipe in CI). Exit code 77 = skipped: no Vulkan device here.
+if(NOT TARGET bp_plugin_vulkan)
+  return()
+endif()
+bp_add_check_test(test_vulkan SOURCES test_vulkan.c)
+add_dependencies(test_vulkan bp_plugin_vulkan backplane_cli)
+if(TARGET bp_plugin_cpu)
+  add_dependencies(test_vulkan bp_plugin_cpu)
+endif()
+set_tests_properties(test_vulkan PROPERTIES SKIP_RETURN_CODE 77)
+bp_add_check_test(test_vulkan_graphs SOURCES test_vulkan_graphs.c)
+add_dependencies(test_vulkan_graphs bp_plugin_vulkan)
+if(TARGET bp_plugin_cpu)
+  add_dependencies(test_vulkan_graphs bp_plugin_cpu)
+endif()
+set_tests_properties(test_vulkan_graphs PROPERTIES SKIP_RETURN_CODE 77)
+
+# Every op x type x shape of the check harness against the CPU reference,
+# on the native and the packed-word 16-bit paths.
+add_test(NAME vulkan_check COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/vulkan_check.sh
+  $<TARGET_FILE:backplane_cli>)
+set_tests_properties(vulkan_check PROPERTIES ENVIRONMENT "${BP_TEST_ENV}" TIMEOUT 600
+  SKIP_RETURN_CODE 77)
+
+# Under ASan these run with leak detection on, like every suite: the
+# drivers stay resident (vk_loader.c), so lavapipe's process-wide
+# allocations remain reachable and are not reported.

@@ -1,0 +1,28 @@
+#!/bin/sh
+# vulkan_check.sh <backplane>: `backplane check --device vulkan0` on both
+# 16-bit paths of the shaders: native 16-bit storage (the default where the
+# device has storageBuffer16BitAccess) and packed words
+# (BACKPLANE_VULKAN_F16_STORAGE=0). Exits 77 (CTest's skip) with a sentence
+# when this machine has no Vulkan device.
+bin="$1"
+if ! "$bin" devices 2>/dev/null | grep -q 'vulkan0'; then
+    echo "no Vulkan device here (install mesa-vulkan-drivers for lavapipe); skipping the vulkan check."
+    exit 77
+fi
+info=$("$bin" info vulkan0) || exit 1
+if echo "$info" | grep -q 'storageBuffer16BitAccess *1'; then
+    echo "$info" | grep -q 'storageBuffer16BitAccess *1 (used' || {
+        echo "vulkan0 has storageBuffer16BitAccess but does not use it:"
+        echo "$info" | grep storageBuffer16BitAccess
+        exit 1
+    }
+    echo "== native 16-bit storage"
+    "$bin" check --device vulkan0 || exit 1
+fi
+packed=$(BACKPLANE_VULKAN_F16_STORAGE=0 "$bin" info vulkan0 | grep storageBuffer16BitAccess)
+echo "$packed" | grep -q 'packed words' || {
+    echo "BACKPLANE_VULKAN_F16_STORAGE=0 did not select the packed-word path: $packed"
+    exit 1
+}
+echo "== packed 16-bit words (BACKPLANE_VULKAN_F16_STORAGE=0)"
+BACKPLANE_VULKAN_F16_STORAGE=0 exec "$bin" check --device vulkan0
