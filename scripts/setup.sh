@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh — from a fresh Debian 12 checkout to a working backplane: install
 # the missing packages, build build/ (RelWithDebInfo), then run the main job
-# on the CPU: list the devices and run the op-equivalence check on cpu.
+# on the CPU: list the devices, then run the Llama decoder (builtin model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/packages.sh
@@ -15,5 +15,5 @@ echo
 echo "+ build/bin/backplane devices"
 build/bin/backplane devices
 echo
-echo "+ build/bin/backplane check --device cpu"
-build/bin/backplane check --device cpu
+echo "+ build/bin/backplane run --device cpu"
+build/bin/backplane run --device cpu

@@ -50,7 +50,9 @@ set(BP_CPU_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/quants_ref.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_ref.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_x86.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_neon.c)
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_neon.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_x86.c)
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
   add_executable(test_cpu_kernels_${v} cpu_kernels_test.c ${BP_CPU_KERNEL_SOURCES}
@@ -78,6 +80,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
         ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c -lm
       DEPENDS cpu_kernels_test.c ${BP_CPU_KERNEL_SOURCES} ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c
         ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/kernels.h ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/simd.h
+        ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.h
       COMMENT "Cross-compiling the NEON kernel test for aarch64")
     add_custom_target(test_cpu_kernels_neon_build ALL DEPENDS ${neon_exe})
     add_test(NAME cpu_kernels_neon_qemu
@@ -88,3 +91,19 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
       "libc6-dev-arm64-cross and qemu-user (scripts/packages.txt).")
   endif()
 endif()
+
+# FLASH_ATTN_EXT against a double-precision reference, once per variant (the
+# SIMD ones accumulate in float; a variant this CPU cannot run is skipped).
+# The scalar registration carries the target's name, so valgrind wraps it.
+bp_add_check_test(test_cpu_attention SOURCES test_cpu_attention.c cpu_test_util.c
+  LIBS ${CMAKE_DL_LIBS} ENV BACKPLANE_CPU_VARIANT=scalar BP_TEST_EXPECT_VARIANT=scalar)
+add_dependencies(test_cpu_attention bp_plugin_cpu)
+set_tests_properties(test_cpu_attention PROPERTIES SKIP_RETURN_CODE 77)
+foreach(v ${BP_CPU_VARIANTS})
+  if(NOT v STREQUAL "scalar")
+    add_test(NAME test_cpu_attention_${v} COMMAND test_cpu_attention)
+    set_tests_properties(test_cpu_attention_${v} PROPERTIES
+      ENVIRONMENT "${BP_TEST_ENV};BACKPLANE_CPU_VARIANT=${v};BP_TEST_EXPECT_VARIANT=${v}"
+      SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endif()
+endforeach()

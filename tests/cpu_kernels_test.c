@@ -11,6 +11,10 @@
  * build's from_float. The integer parts of SIMD and reference are equal by
  * construction, so only float summation order may differ: the bound is
  * 1e-5 of the sum of |products| of the dequantized operands.
+ *
+ * The x8 layout (repack.h): pack then unpack gives back every byte; the
+ * reference x8 dot equals the plain reference row by row to the bit; the
+ * build's x8 dot (1..4 activation rows) is held to the same bound.
  */
 #include <math.h>
 #include <stdio.h>
@@ -87,6 +91,65 @@ static void check_type(enum bp_type t, int64_t n, bool long_tail)
     free(w); free(xq); free(x); free(wf); free(xf);
 }
 
+static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for(t), *r = cpu_kernels_ref_for(t);
+    const int64_t n = nb * bp_type_block_size(t);
+    const enum bp_type vdt = k->vec_dot_type;
+    const size_t rs = bp_row_size(t, n);
+    const size_t ys = vdt == BP_TYPE_Q8_0 ? cpu_q8_0_aux_row_size(nb) : bp_row_size(vdt, n);
+    unsigned char *w = malloc(rs * 8), *x8 = malloc(rs * 8), *back = malloc(rs * 8);
+    unsigned char *y = malloc(ys * (size_t)ncols);
+    float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 4), *yf = malloc((size_t)n * 4);
+    fill_weights(t, w, rs * 8, n * 8);
+    cpu_repack_pack(t, x8, w, rs, n);
+    cpu_repack_unpack(t, back, x8, rs, n);
+    checks++;
+    if (memcmp(w, back, rs * 8) != 0) {
+        failures++;
+        printf("FAIL %s x8 with %lld blocks: unpack(pack(rows)) differs from the rows\n",
+               bp_type_name(t), (long long)nb);
+    }
+    for (int c = 0; c < ncols; c++) {
+        fill_x(x, n, long_tail);
+        cpu_kernels_for(vdt)->from_float(x, y + (size_t)c * ys, n);
+        if (vdt == BP_TYPE_Q8_0)
+            cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
+    }
+    float got[CPU_GEMM_MAX_COLS * 8], ref[CPU_GEMM_MAX_COLS * 8];
+    k->gemm_x8(n, got, 8, x8, y, ys, ncols);
+    r->gemm_x8(n, ref, 8, x8, y, ys, ncols);
+    for (int c = 0; c < ncols; c++) {
+        if (vdt == BP_TYPE_Q8_0) {
+            cpu_dequantize_row_q8_0(y + (size_t)c * ys, yf, n);
+        } else {
+            const struct bp_block_q8_K *yb = (const void *)(y + (size_t)c * ys);
+            for (int64_t i = 0; i < n; i++) yf[i] = yb[i / 256].d * yb[i / 256].qs[i % 256];
+        }
+        for (int row = 0; row < 8; row++) {
+            float want;
+            r->vec_dot(n, &want, w + (size_t)row * rs, y + (size_t)c * ys);
+            r->to_float(w + (size_t)row * rs, wf, n);
+            double mag = 0;
+            for (int64_t i = 0; i < n; i++) mag += fabs((double)wf[i] * yf[i]);
+            const double tol = 1e-5 * mag + 1e-6;
+            checks += 2;
+            if (memcmp(&ref[c * 8 + row], &want, 4) != 0) {
+                failures++;
+                printf("FAIL %s x8 reference row %d col %d: %.9g, plain reference %.9g\n",
+                       bp_type_name(t), row, c, ref[c * 8 + row], want);
+            }
+            if (!(fabs((double)got[c * 8 + row] - want) <= tol)) {
+                failures++;
+                printf("FAIL %s x8 %lld blocks row %d col %d of %d: %s kernel %.9g, reference "
+                       "%.9g (tolerance %.3g)\n", bp_type_name(t), (long long)nb, row, c, ncols,
+                       cpu_kernels_isa(), got[c * 8 + row], want, tol);
+            }
+        }
+    }
+    free(w); free(x8); free(back); free(y); free(x); free(wf); free(yf);
+}
+
 int main(void)
 {
     struct cpu_isa isa;
@@ -111,6 +174,11 @@ int main(void)
         if (types[ti] == BP_TYPE_F32 || types[ti] == BP_TYPE_F16 || types[ti] == BP_TYPE_BF16)
             for (int64_t n = 1; n < 70; n += 3) check_type(types[ti], n, false);
     }
+    const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
+    for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
+        for (int64_t nb = 1; nb <= 9; nb += 4)
+            for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)
+                for (int lt = 0; lt < 2; lt++) check_x8(x8_types[ti], nb, nc, lt);
     printf("%s kernels: %d of %d checks against the scalar reference passed\n", cpu_kernels_isa(),
            checks - failures, checks);
     return failures ? 1 : 0;

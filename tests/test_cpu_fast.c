@@ -10,7 +10,12 @@
  *    and with more threads than chunks; results are bit-identical for every
  *    thread count; batched and broadcast weights;
  *  - the pool: many small graphs in a row, cancellation mid-graph, thread
- *    count changed between graphs (1..8 threads on however many cores).
+ *    count changed between graphs (1..8 threads on however many cores);
+ *  - the CPU_REPACK buffer type: set/get of whole tensors and of any byte
+ *    range (partial 8-row groups, tail rows, slices, views) give back the
+ *    bytes set; MUL_MAT with repacked weights (odd row counts, M = 1 .. 33,
+ *    broadcast) matches the dequantized reference and does not depend on
+ *    the thread count; other ops refuse repacked tensors.
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 
 #include <backplane/bp_quant.h>
+#include <backplane/bp_quantize.h>
 
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
@@ -325,6 +331,186 @@ START_TEST(test_thread_count_changed_between_graphs_keeps_results)
 }
 END_TEST
 
+/* ---- CPU_REPACK ---- */
+
+static struct bp_buffer_type *repack_buft(void)
+{
+    void *p = bp_device_proc_address(cpu_device(), BP_CPU_PROC_REPACK_BUFFER_TYPE);
+    ck_assert_msg(p != NULL, "the cpu device has no %s proc", BP_CPU_PROC_REPACK_BUFFER_TYPE);
+    bp_cpu_repack_buffer_type_fn fn;
+    memcpy(&fn, &p, sizeof p);
+    struct bp_buffer_type *bt = fn(cpu_device());
+    ck_assert_ptr_nonnull(bt);
+    return bt;
+}
+
+/* The repacked types (Q4_0, Q8_0, Q4_K), and Q6_K and F16, which a
+ * CPU_REPACK buffer stores as they are: they must round-trip and multiply
+ * all the same. */
+static const enum bp_type repack_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
+                                             BP_TYPE_Q6_K, BP_TYPE_F16 };
+
+static void expect_bytes(const struct bp_tensor *t, const unsigned char *want, size_t off,
+                         size_t n, const char *what)
+{
+    unsigned char *got = malloc(n ? n : 1);
+    ck_assert_int_eq(bp_tensor_get(t, got, off, n), BP_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "%s %s: byte %zu of [%zu, +%zu) is %u, set %u", what,
+                      bp_type_name((enum bp_type)t->type), off + i, off, n, got[i], want[i]);
+    free(got);
+}
+
+START_TEST(test_repacked_tensor_gives_back_every_byte_range_set)
+{
+    const enum bp_type t = repack_types[_i];
+    const int64_t K = bp_type_block_size(t) * 3, N = 29, S = 2; /* 3 groups of 8 + 5 tail rows */
+    struct bp_context *ctx;
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
+    struct bp_tensor *w = bp_tensor_new_3d(ctx, t, K, N, S);
+    /* rows 5..20 of slice 1 as a 2-D view: it straddles two groups */
+    const size_t rs = bp_row_size(t, K);
+    struct bp_tensor *v = bp_view(ctx, w, 2, (const int64_t[]){ K, 16 }, (const size_t[]){ bp_type_size(t), rs },
+                                  rs * (size_t)N + 5 * rs);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, repack_buft(), NULL, &buf), BP_OK);
+    const size_t n = rs * (size_t)(N * S);
+    unsigned char *model = random_weights(t, (int64_t)(n / bp_type_size(t)));
+    ck_assert_int_eq(bp_tensor_set(w, model, 0, n), BP_OK);
+    expect_bytes(w, model, 0, n, "whole");
+    /* ranges: inside one group, across groups, whole groups, tail rows,
+     * across the slice boundary, single bytes */
+    const size_t ranges[][2] = { { 7, 40 }, { rs * 3 - 5, rs * 9 + 11 }, { rs * 8, rs * 8 },
+                                 { rs * 24 + 3, rs * 5 - 3 }, { rs * 27, rs * 4 + 17 },
+                                 { n - 1, 1 }, { 0, 1 }, { rs * 16 + 1, 0 } };
+    for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+        const size_t off = ranges[r][0], len = ranges[r][1];
+        unsigned char *fresh = random_weights(t, (int64_t)(len / bp_type_size(t)) + 1);
+        memcpy(model + off, fresh, len);
+        ck_assert_int_eq(bp_tensor_set(w, fresh, off, len), BP_OK);
+        expect_bytes(w, model + off, off, len, "partial get");
+        expect_bytes(w, model, 0, n, "whole after a partial set");
+        free(fresh);
+    }
+    /* through the view */
+    const size_t vn = 16 * rs, voff = rs * (size_t)N + 5 * rs;
+    expect_bytes(v, model + voff, 0, vn, "view get");
+    unsigned char *fresh = random_weights(t, (int64_t)(vn / bp_type_size(t)));
+    memcpy(model + voff + 3, fresh, vn - 9);
+    ck_assert_int_eq(bp_tensor_set(v, fresh, 3, vn - 9), BP_OK);
+    expect_bytes(w, model, 0, n, "whole after a view set");
+    free(fresh);
+    /* a fill means the same in both layouts */
+    ck_assert_int_eq(bp_buffer_clear(buf, 0x5A), BP_OK);
+    memset(model, 0x5A, n);
+    expect_bytes(w, model, 0, n, "after clear");
+    free(model);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+END_TEST
+
+/* y = mul_mat(w, x) with w alone in a CPU_REPACK buffer; the reference is
+ * bp_dequantize of the bytes set, times the F32 activation in double, held
+ * to the bound of the activation's 8-bit quantization (as mm_check). */
+static void repacked_mm(enum bp_type t, int64_t K, int64_t N, int64_t M, int64_t wb2, int64_t xb2)
+{
+    struct fx f;
+    fx_init(&f);
+    struct bp_context *wctx;
+    struct bp_buffer *wbuf;
+    ck_assert_int_eq(bp_context_new(4, &wctx), BP_OK);
+    struct bp_tensor *w = bp_tensor_new_3d(wctx, t, K, N, wb2);
+    ck_assert_int_eq(bp_context_alloc_tensors(wctx, repack_buft(), NULL, &wbuf), BP_OK);
+    struct bp_tensor *x = bp_tensor_new_3d(f.ctx, BP_TYPE_F32, K, M, xb2);
+    struct bp_tensor *y = bp_mul_mat(f.ctx, w, x);
+    fx_alloc(&f);
+    const int64_t nblk = K / bp_type_block_size(t) * N * wb2;
+    unsigned char *wd = random_weights(t, nblk);
+    ck_assert_int_eq(bp_tensor_set(w, wd, 0, bp_type_size(t) * (size_t)nblk), BP_OK);
+    float *wf = malloc((size_t)(K * N * wb2) * sizeof *wf);
+    ck_assert_int_eq(bp_dequantize(t, wd, wf, K * N * wb2), BP_OK);
+    float *xf = malloc((size_t)(K * M * xb2) * sizeof *xf);
+    for (int64_t i = 0; i < K * M * xb2; i++) {
+        xf[i] = (float)((double)(rnd64() % 20001) / 10000.0 - 1.0);
+        if (rnd64() % 53 == 0) xf[i] *= 50.0f;
+    }
+    ck_assert_int_eq(bp_tensor_set(x, xf, 0, (size_t)(K * M * xb2) * sizeof *xf), BP_OK);
+    const size_t ny = (size_t)(N * M * xb2);
+    float *one = malloc(ny * 4), *many = malloc(ny * 4);
+    ck_assert_int_eq(bp_backend_set_n_threads(f.be, 1), BP_OK);
+    ck_assert_msg(fx_compute(&f, y) == BP_OK, "mul_mat: %s", bp_last_error());
+    ck_assert_int_eq(bp_tensor_get(y, one, 0, ny * 4), BP_OK);
+    for (int64_t b = 0; b < xb2; b++)
+        for (int64_t m = 0; m < M; m++) {
+            const float *xr = xf + (size_t)((b * M + m) * K);
+            const float *ws = wf + (size_t)(b / (xb2 / wb2)) * (size_t)(K * N);
+            double xmax = 0;
+            for (int64_t k = 0; k < K; k++) xmax = fmax(xmax, fabs(xr[k]));
+            for (int64_t n = 0; n < N; n++) {
+                double want = 0, wabs = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    want += (double)ws[n * K + k] * xr[k];
+                    wabs += fabs(ws[n * K + k]);
+                    mag += fabs((double)ws[n * K + k] * xr[k]);
+                }
+                const double tol = wabs * xmax / 254.0 * 1.01 + 1e-5 * mag + 1e-6;
+                const double g = one[(b * M + m) * N + n];
+                ck_assert_msg(fabs(g - want) <= tol,
+                              "repacked %s N=%lld M=%lld: y[%lld, %lld, %lld] = %.7g, want %.7g "
+                              "(tolerance %.3g)", bp_type_name(t), (long long)N, (long long)M,
+                              (long long)n, (long long)m, (long long)b, g, want, tol);
+            }
+        }
+    for (int th = 2; th <= 5; th += 3) {
+        ck_assert_int_eq(bp_backend_set_n_threads(f.be, th), BP_OK);
+        ck_assert_int_eq(fx_compute(&f, y), BP_OK);
+        ck_assert_int_eq(bp_tensor_get(y, many, 0, ny * 4), BP_OK);
+        ck_assert_msg(memcmp(one, many, ny * 4) == 0, "repacked %s N=%lld M=%lld: %d threads "
+                      "differ from 1", bp_type_name(t), (long long)N, (long long)M, th);
+    }
+    free(one); free(many); free(wd); free(wf); free(xf);
+    fx_free(&f);
+    bp_buffer_free(wbuf);
+    bp_context_free(wctx);
+}
+
+START_TEST(test_mul_mat_with_repacked_weights_matches_dequantized_reference)
+{
+    const enum bp_type t = repack_types[_i];
+    const int64_t K = bp_type_block_size(t) > 32 ? 512 : 96;
+    /* (N, M): tails of 5 and 7 rows, exactly one group, 64-row chunks with a
+     * single activation row, 2-D chunks, column runs of 1..4 */
+    const int64_t shapes_r[][2] = { { 29, 1 }, { 8, 1 }, { 135, 1 }, { 8, 5 }, { 37, 33 },
+                                    { 70, 7 }, { 5, 3 } };
+    for (size_t s = 0; s < sizeof shapes_r / sizeof shapes_r[0]; s++)
+        repacked_mm(t, K, shapes_r[s][0], shapes_r[s][1], 1, 1);
+    repacked_mm(t, K, 19, 5, 2, 6); /* broadcast: runs stop at slice changes */
+}
+END_TEST
+
+START_TEST(test_ops_other_than_mul_mat_refuse_repacked_weights)
+{
+    struct bp_context *ctx;
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
+    struct bp_tensor *w = bp_tensor_new_2d(ctx, BP_TYPE_Q4_0, 64, 16);
+    struct bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, 2);
+    struct bp_tensor *rows = bp_get_rows(ctx, w, ids);
+    struct bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, 64, 2);
+    struct bp_tensor *y = bp_mul_mat(ctx, w, x);
+    struct bp_tensor *wt = bp_mul_mat(ctx, x, w); /* the weight on the activation side */
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, repack_buft(), NULL, &buf), BP_OK);
+    struct bp_device *dev = cpu_device();
+    ck_assert(bp_device_supports_op(dev, y));
+    ck_assert(!bp_device_supports_op(dev, rows));
+    ck_assert(!bp_device_supports_op(dev, wt));
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
     const char *want = getenv("BP_TEST_EXPECT_VARIANT");
@@ -343,6 +529,11 @@ int main(void)
     tcase_add_test(tc, test_many_small_graphs_in_a_row_are_all_correct);
     tcase_add_test(tc, test_abort_callback_cancels_mid_graph_and_the_pool_stays_usable);
     tcase_add_test(tc, test_thread_count_changed_between_graphs_keeps_results);
+    tcase_add_loop_test(tc, test_repacked_tensor_gives_back_every_byte_range_set, 0,
+                        (int)(sizeof repack_types / sizeof repack_types[0]));
+    tcase_add_loop_test(tc, test_mul_mat_with_repacked_weights_matches_dequantized_reference, 0,
+                        (int)(sizeof repack_types / sizeof repack_types[0]));
+    tcase_add_test(tc, test_ops_other_than_mul_mat_refuse_repacked_weights);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

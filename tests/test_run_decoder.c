@@ -4,6 +4,8 @@
  * SwiGLU, from the weights dequantized with bp_dequantize), for every weight
  * type the cpu device computes; then the same tokens and close logits on
  * other devices (meta over 2 and 3 CPU sub-devices, vulkan0) when present.
+ * Q4_0 weights read only by MUL_MAT go to the cpu's weight buffer type
+ * (bp_device_weight_buffer_type), the rest to the default one.
  */
 #include <check.h>
 #include <math.h>
@@ -258,6 +260,78 @@ START_TEST(test_run_every_weight_type_matches_reference_within_its_tolerance)
 { check_type(other_types[_i], false); }
 END_TEST
 
+/* The buffer type the session put weight `name` in. */
+static struct bp_buffer_type *placed(const struct bp_run_session *s, const char *name)
+{
+    const struct bp_tensor *t = bp_run_session_weight(s, name);
+    ck_assert_msg(t && t->buffer, "weight %s has no device tensor", name);
+    return t->buffer->buft;
+}
+
+/* m in Q4_0: every projection (and an untied output) in the cpu's weight
+ * buffer type, embeddings and norms in the default one; logits as the
+ * plain-loop forward pass gives them. */
+static void check_q4_0_placement(struct bp_run_model *m, bool fused)
+{
+    struct bp_device *cpu = bp_device_by_name("cpu");
+    struct bp_buffer_type *def = bp_device_buffer_type(cpu);
+    struct bp_buffer_type *own = bp_device_weight_buffer_type(cpu, BP_TYPE_Q4_0);
+    ck_assert_ptr_ne(own, def);
+    struct bp_run_session *s = NULL;
+    char err[512] = "";
+    ck_assert_msg(bp_run_session_new(m, cpu, &(struct bp_run_session_options){ .n_ctx = 16 }, &s,
+                                     err, sizeof err) == BP_OK, "%s", err);
+    static const char *const separate[] = { "attn_q", "attn_k", "attn_v", "attn_output",
+                                            "ffn_gate", "ffn_up", "ffn_down", NULL };
+    static const char *const joint[] = { "attn_qkv", "attn_output", "ffn_gate", "ffn_up",
+                                         "ffn_down", NULL };
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        char nm[64];
+        for (const char *const *p = fused ? joint : separate; *p; p++) {
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, *p);
+            ck_assert_msg(placed(s, nm) == own, "%s is not in the weight buffer type", nm);
+        }
+        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
+        ck_assert_ptr_eq(placed(s, nm), def);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
+        ck_assert_ptr_eq(placed(s, nm), def);
+    }
+    ck_assert_ptr_eq(placed(s, "token_embd.weight"), def);
+    ck_assert_ptr_eq(placed(s, "output_norm.weight"), def);
+    if (!m->tied_output) ck_assert_ptr_eq(placed(s, "output.weight"), own);
+    bp_run_session_free(s);
+
+    const int64_t V = m->hp.n_vocab;
+    float *got = malloc((size_t)(N_TOK * V) * sizeof *got);
+    ck_assert_int_eq(run_on_device(m, cpu, got, false), BP_OK);
+    double *want = reference(m, tokens, N_TOK), scale;
+    double d = max_diff(got, want, N_TOK * V, &scale);
+    ck_assert_msg(d <= tolerance(BP_TYPE_Q4_0) * scale, "q4_0%s%s: logits differ by %g (scale %g)",
+                  fused ? " fused" : "", m->tied_output ? " tied" : "", d, scale);
+    free(want);
+    free(got);
+}
+
+START_TEST(test_run_puts_q4_0_mul_mat_weights_in_the_device_weight_buffer_type)
+{
+    struct bp_run_model *m = builtin(BP_TYPE_Q4_0, _i == 1);
+    check_q4_0_placement(m, _i == 1);
+    bp_run_model_free(m);
+}
+END_TEST
+
+/* A tied output is the embedding table, which GET_ROWS reads too: it stays
+ * in the default buffer type and the logits still match. */
+START_TEST(test_run_keeps_a_tied_q4_0_output_in_the_default_buffer_type)
+{
+    struct bp_run_model *m = builtin(BP_TYPE_Q4_0, false);
+    m->output = m->tok_embd;
+    m->tied_output = true;
+    check_q4_0_placement(m, false);
+    bp_run_model_free(m);
+}
+END_TEST
+
 START_TEST(test_run_fused_and_separate_qkv_give_identical_logits)
 {
     struct bp_device *cpu = bp_device_by_name("cpu");
@@ -492,6 +566,8 @@ int main(void)
     tcase_add_loop_test(tc, test_run_every_weight_type_matches_reference_within_its_tolerance, 0,
                         (int)(sizeof other_types / sizeof other_types[0]));
     tcase_add_test(tc, test_run_fused_and_separate_qkv_give_identical_logits);
+    tcase_add_loop_test(tc, test_run_puts_q4_0_mul_mat_weights_in_the_device_weight_buffer_type, 0, 2);
+    tcase_add_test(tc, test_run_keeps_a_tied_q4_0_output_in_the_default_buffer_type);
     tcase_add_test(tc, test_run_eval_refuses_tokens_outside_vocabulary_and_context);
     tcase_add_test(tc, test_run_split_table_keeps_gqa_groups_and_blocks_together);
     tcase_add_test(tc, test_run_decode_steps_reuse_one_plan_without_allocating);

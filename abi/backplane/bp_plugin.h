@@ -336,6 +336,16 @@ struct bp_feature {
 #define BP_PROC_GET_FEATURES "bp_get_features"
 typedef const struct bp_feature *(*bp_get_features_fn)(struct bp_registry *reg);
 
+/* A buffer type for tensors used only as MUL_MAT weights (src[0]) of this
+ * type on this device, or NULL: use the device's default buffer type.
+ * Tensors in it may be stored in a layout of the device's own (converted in
+ * set/get) and may be refused by every other op, so a tensor that is also
+ * read otherwise (a tied embedding table read by GET_ROWS) stays in the
+ * default buffer type. The device must support the buffer type. */
+#define BP_PROC_WEIGHT_BUFFER_TYPE "bp_weight_buffer_type"
+typedef struct bp_buffer_type *(*bp_weight_buffer_type_fn)(struct bp_device *dev,
+                                                            enum bp_type type);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,7 @@ struct mm_result {
     double sec;          /* median seconds per call */
     int reps;
     const char *variant; /* of the device's plugin */
+    const char *buffer_type; /* where the weights live */
 };
 
 static unsigned long long rng(unsigned long long *s)
@@ -71,6 +72,26 @@ static void *make_weights(enum bp_type type, int64_t K, int64_t N, size_t bytes)
     return w;
 }
 
+/* The device's weight buffer type: the cpu plugin's CPU_REPACK (its own
+ * interleaved layout, plugins/cpu/bp_cpu.h) unless BACKPLANE_BENCH_REPACK=0,
+ * else the default one. */
+static struct bp_buffer_type *weight_buffer_type(struct bp_device *dev, const char **name)
+{
+    *name = "default";
+    const char *e = getenv("BACKPLANE_BENCH_REPACK");
+    void *p = (e && !strcmp(e, "0")) ? NULL : bp_device_proc_address(dev, "bp_cpu_repack_buffer_type");
+    if (p) {
+        struct bp_buffer_type *(*fn)(struct bp_device *);
+        memcpy(&fn, &p, sizeof p);
+        struct bp_buffer_type *bt = fn(dev);
+        if (bt) {
+            *name = "CPU_REPACK";
+            return bt;
+        }
+    }
+    return bp_device_buffer_type(dev);
+}
+
 static const char *variant_of(struct bp_device *dev)
 {
     const struct bp_plugin_info *pi = cli_plugin_of(dev);
@@ -108,7 +129,7 @@ static bool measure(struct bp_device *dev, const struct bench_opts *o, int64_t n
                   bp_type_name(o->type));
         goto out;
     }
-    if (bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf) != BP_OK) {
+    if (bp_context_alloc_tensors(ctx, weight_buffer_type(dev, &res->buffer_type), NULL, &buf) != BP_OK) {
         cli_error("could not allocate %.0f MB on %s: %s", (double)wbytes * (double)nmat / MB,
                   bp_device_name(dev), bp_last_error());
         goto out;
@@ -216,6 +237,7 @@ int bench_mul_mat(const struct bench_opts *o)
         json_string(&jw, "mode", "mul_mat");
         json_string(&jw, "device", o->device);
         json_string(&jw, "variant", main_r.variant);
+        json_string(&jw, "buffer_type", main_r.buffer_type ? main_r.buffer_type : "");
         json_string(&jw, "type", bp_type_name(o->type));
         json_int(&jw, "K", o->K);
         json_int(&jw, "N", o->N);
@@ -245,6 +267,7 @@ int bench_mul_mat(const struct bench_opts *o)
            o->device, *main_r.variant ? " variant " : "", main_r.variant, bp_type_name(o->type),
            (long long)o->K, (long long)o->N, (long long)o->M, nth, nth == 1 ? "" : "s",
            (long long)nmat, nmat == 1 ? "x" : "ces", (double)footprint / MB);
+    printf("  weights in  %s buffer\n", main_r.buffer_type ? main_r.buffer_type : "?");
     printf("  time        %.4f ms (median of %d)\n", main_r.sec * 1e3, main_r.reps);
     printf("  compute     %.1f GFLOP/s\n", gflops);
     printf("  weights     %.2f GB/s\n", wgbs);

@@ -31,6 +31,7 @@
  * own, freed after it.
  */
 #include "decoder.h"
+#include "run_error.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -52,33 +53,35 @@ struct plan {
     int64_t n, n_kv;            /* tokens evaluated, cache positions attended */
 };
 
+/* Weights sharing one buffer type: MUL_MAT weights go where the device
+ * prefers them (bp_device_weight_buffer_type, e.g. the CPU's x8 layout),
+ * everything else to the default. Distinct buffer types come from distinct
+ * weight types or the default, so BP_TYPE_COUNT + 1 groups always do. */
+#define MAX_WEIGHT_GROUPS (BP_TYPE_COUNT + 1)
+struct weight_group {
+    struct bp_buffer_type *buft;
+    struct bp_context *ctx;
+    struct bp_buffer *buf;
+};
+
 struct bp_run_session {
     const struct bp_run_model *m;
     struct bp_device *dev;
     struct bp_backend *be;
-    struct bp_context *wctx, *cctx;   /* weights; KV caches */
-    struct bp_buffer *wbuf, *cbuf;
+    struct weight_group wg[MAX_WEIGHT_GROUPS];
+    size_t n_wg;
+    struct bp_context *cctx;    /* KV caches */
+    struct bp_buffer *cbuf;
     struct bp_tensor **w;       /* device tensor per m->weights[i] */
     struct bp_tensor **cache_k, **cache_v;
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
     float *mask_host;           /* n_ctx floats: a decode step's mask row */
     struct bp_run_split_table split;
+    bool split_installed;
     struct bp_run_session_stats stats;
 };
 
-static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
-{
-    if (err && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
 
 int32_t bp_run_argmax(const float *v, int64_t n)
 {
@@ -102,6 +105,13 @@ static struct bp_tensor *dev_weight(const struct bp_run_session *s, const struct
     return w ? s->w[w - s->m->weights] : NULL;
 }
 
+struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name)
+{
+    for (size_t i = 0; name && i < s->m->n_weights; i++)
+        if (!strcmp(s->m->weights[i].name, name)) return s->w[i];
+    return NULL;
+}
+
 static void plan_free(struct plan *p)
 {
     bp_graph_free(p->g);
@@ -114,10 +124,14 @@ void bp_run_session_free(struct bp_run_session *s)
 {
     if (!s) return;
     for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(&s->decode[i]);
+    /* The device outlives the session: it must not keep our table. */
+    if (s->split_installed) bp_meta_set_split_fn(s->dev, NULL, NULL);
     if (s->be) bp_backend_free(s->be);
-    bp_buffer_free(s->wbuf);
+    for (size_t i = 0; i < s->n_wg; i++) {
+        bp_buffer_free(s->wg[i].buf);
+        bp_context_free(s->wg[i].ctx);
+    }
     bp_buffer_free(s->cbuf);
-    bp_context_free(s->wctx);
     bp_context_free(s->cctx);
     free(s->w);
     free(s->cache_k);
@@ -126,19 +140,55 @@ void bp_run_session_free(struct bp_run_session *s)
     free(s);
 }
 
+/* True for a weight that only MUL_MAT reads (as src[0]). A tied output is
+ * the embedding table, which GET_ROWS reads too. */
+static bool mul_mat_only(const struct bp_run_model *m, const struct bp_run_weight *w)
+{
+    if (w == m->tok_embd) return false;
+    if (w == m->output) return true;
+    for (int64_t l = 0; l < m->hp.n_layer; l++) {
+        const struct bp_run_layer *L = &m->layers[l];
+        if (w == L->wq || w == L->wk || w == L->wv || w == L->wqkv || w == L->wo ||
+            w == L->gate || w == L->up || w == L->down)
+            return true;
+    }
+    return false;
+}
+
+/* The context of the group of buft, created on first use. */
+static struct bp_context *group_ctx(struct bp_run_session *s, struct bp_buffer_type *buft)
+{
+    size_t i = 0;
+    while (i < s->n_wg && s->wg[i].buft != buft) i++;
+    if (i == s->n_wg) {
+        if (i == MAX_WEIGHT_GROUPS || bp_context_new(s->m->n_weights + 8, &s->wg[i].ctx) != BP_OK)
+            return NULL;
+        s->wg[i].buft = buft;
+        s->n_wg++;
+    }
+    return s->wg[i].ctx;
+}
+
 static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
 {
     const struct bp_run_model *m = s->m;
     const struct bp_run_hparams *hp = &m->hp;
-    bp_status st = bp_context_new(m->n_weights + 8, &s->wctx);
-    if (st == BP_OK) st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx);
-    if (st != BP_OK) return fail(err, cap, st, "creating the weight context failed: %s", bp_last_error());
+    struct bp_buffer_type *def = bp_device_buffer_type(s->dev);
+    bp_status st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx);
+    if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the cache context failed: %s", bp_last_error());
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *w = &m->weights[i];
-        s->w[i] = bp_tensor_set_name(bp_tensor_new(s->wctx, w->type, w->n_dims, w->ne), w->name);
+        struct bp_buffer_type *buft =
+            mul_mat_only(m, w) ? bp_device_weight_buffer_type(s->dev, w->type) : def;
+        struct bp_context *ctx = group_ctx(s, buft);
+        if (!ctx)
+            return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "creating the weight context failed: %s",
+                        bp_last_error());
+        s->w[i] = bp_tensor_set_name(bp_tensor_new(ctx, w->type, w->n_dims, w->ne), w->name);
         if (!s->w[i]) break;
         s->w[i]->flags |= BP_TENSOR_FLAG_PARAM;
     }
+    for (size_t i = 0; i < s->n_wg && st == BP_OK; i++) st = bp_context_status(s->wg[i].ctx);
     for (int64_t l = 0; l < hp->n_layer; l++) {
         char nm[32];
         snprintf(nm, sizeof nm, "blk.%d.cache_k", (int)l);
@@ -148,37 +198,40 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
         s->cache_v[l] = bp_tensor_set_name(
             bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
     }
-    st = bp_context_status(s->wctx);
     if (st == BP_OK) st = bp_context_status(s->cctx);
-    if (st != BP_OK) return fail(err, cap, st, "creating the model's tensors failed: %s", bp_last_error());
+    if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the model's tensors failed: %s", bp_last_error());
     return BP_OK;
 }
 
-/* Weights in one device buffer, their bytes straight from the model's
- * memory (for a GGUF file, its mapping); the caches in another, zeroed. */
+/* Weights in one device buffer per group, their bytes straight from the
+ * model's memory (for a GGUF file, its mapping); the caches in another,
+ * zeroed. */
 static bp_status upload(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
                         size_t cap)
 {
     const struct bp_run_model *m = s->m;
     struct bp_buffer_type *buft = bp_device_buffer_type(s->dev);
-    bp_status st = bp_context_alloc_tensors(s->wctx, buft, NULL, &s->wbuf);
-    if (st == BP_OK) st = bp_context_alloc_tensors(s->cctx, buft, NULL, &s->cbuf);
+    bp_status st = bp_context_alloc_tensors(s->cctx, buft, NULL, &s->cbuf);
+    for (size_t i = 0; i < s->n_wg && st == BP_OK; i++)
+        st = bp_context_alloc_tensors(s->wg[i].ctx, s->wg[i].buft, NULL, &s->wg[i].buf);
     if (st != BP_OK) {
         char need[32];
-        return fail(err, cap, st, "allocating %s for the weights and KV cache on '%s' failed: %s",
-                    bp_format_bytes(bp_context_alloc_size(s->wctx, buft, NULL) +
-                                    bp_context_alloc_size(s->cctx, buft, NULL), need, sizeof need),
-                    bp_device_name(s->dev), bp_last_error());
+        size_t bytes = bp_context_alloc_size(s->cctx, buft, NULL);
+        for (size_t i = 0; i < s->n_wg; i++)
+            bytes += bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
+        return bp_run_fail(err, cap, st, "allocating %s for the weights and KV cache on '%s' failed: %s",
+                    bp_format_bytes(bytes, need, sizeof need), bp_device_name(s->dev),
+                    bp_last_error());
     }
-    s->stats.buffers_allocated += 2;
+    s->stats.buffers_allocated += 1 + s->n_wg;
     if ((st = bp_buffer_clear(s->cbuf, 0)) != BP_OK)
-        return fail(err, cap, st, "clearing the KV cache on '%s' failed: %s", bp_device_name(s->dev),
+        return bp_run_fail(err, cap, st, "clearing the KV cache on '%s' failed: %s", bp_device_name(s->dev),
                     bp_last_error());
     size_t total = bp_run_model_weight_bytes(m), done = 0;
     for (size_t i = 0; i < m->n_weights; i++) {
         st = bp_tensor_set(s->w[i], m->weights[i].data, 0, m->weights[i].size);
         if (st != BP_OK)
-            return fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", m->weights[i].name,
+            return bp_run_fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", m->weights[i].name,
                         bp_device_name(s->dev), bp_last_error());
         done += m->weights[i].size;
         if (o && o->progress) o->progress(o->progress_user, done, total);
@@ -192,7 +245,7 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
 {
     *out = NULL;
     struct bp_run_session *s = calloc(1, sizeof *s);
-    if (!s) return fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
+    if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
     s->m = m;
     s->dev = dev;
     s->n_ctx = opts && opts->n_ctx > 0 ? opts->n_ctx : 512;
@@ -203,20 +256,21 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
     bp_status st = BP_ERR_OUT_OF_MEMORY;
     if (!s->w || !s->cache_k || !s->cache_v || !s->mask_host) {
-        fail(err, cap, st, "out of memory creating a session.");
+        bp_run_fail(err, cap, st, "out of memory creating a session.");
         goto out;
     }
     bp_run_split_table_init(&s->split, m);
     if ((st = bp_run_split_install(dev, &s->split, err, cap)) != BP_OK) goto out;
+    s->split_installed = bp_device_type(dev) == BP_DEVICE_TYPE_META;
     if ((st = bp_backend_init(dev, NULL, &s->be)) != BP_OK) {
-        fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(dev),
+        bp_run_fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(dev),
              bp_last_error());
         goto out;
     }
     if (opts && opts->n_threads > 0) {
         st = bp_backend_set_n_threads(s->be, opts->n_threads);
         if (st != BP_OK && st != BP_ERR_UNSUPPORTED) {
-            fail(err, cap, st, "setting %d threads on '%s' failed: %s", opts->n_threads,
+            bp_run_fail(err, cap, st, "setting %d threads on '%s' failed: %s", opts->n_threads,
                  bp_device_name(dev), bp_last_error());
             goto out;
         }
@@ -311,14 +365,14 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
 {
     bp_status r = build(s, p, all);
     if (r != BP_OK)
-        return fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
+        return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
     if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
-        return fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
+        return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
                     bp_device_name(s->dev), bp_last_error());
     s->stats.buffers_allocated++;
     if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
         (r = bp_graph_build(p->g, p->logits)) != BP_OK)
-        return fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
+        return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
     s->stats.graphs_built++;
     return BP_OK;
 }
@@ -371,13 +425,13 @@ static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_
 {
     bp_status r = set_inputs(s, p, tokens, pos, mask);
     if (r != BP_OK)
-        return fail(err, cap, r, "setting the step's inputs failed: %s", bp_last_error());
+        return bp_run_fail(err, cap, r, "setting the step's inputs failed: %s", bp_last_error());
     if ((r = bp_backend_graph_compute(s->be, p->g)) != BP_OK ||
         (r = bp_backend_synchronize(s->be)) != BP_OK)
-        return fail(err, cap, r, "computing the decoder graph on '%s' failed: %s",
+        return bp_run_fail(err, cap, r, "computing the decoder graph on '%s' failed: %s",
                     bp_device_name(s->dev), bp_last_error());
     if ((r = bp_tensor_get(p->logits, logits, 0, bp_nbytes(p->logits))) != BP_OK)
-        return fail(err, cap, r, "reading the logits failed: %s", bp_last_error());
+        return bp_run_fail(err, cap, r, "reading the logits failed: %s", bp_last_error());
     s->n_past += p->n;
     return BP_OK;
 }
@@ -387,15 +441,15 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
 {
     const struct bp_run_hparams *hp = &s->m->hp;
     if (n <= 0 || !tokens || !logits)
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT, "eval needs at least one token.");
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "eval needs at least one token.");
     if (s->n_past + n > s->n_ctx)
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the context holds %lld positions and %lld are used; %lld more do not fit "
                     "(ask for fewer tokens).", (long long)s->n_ctx, (long long)s->n_past,
                     (long long)n);
     for (int64_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
-            return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+            return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                         "token %d is outside the vocabulary [0, %lld) of the model.", tokens[i],
                         (long long)hp->n_vocab);
     s->stats.evals++;
@@ -408,7 +462,7 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
     struct plan p = { .n = n, .n_kv = s->n_past + n };
     int32_t *pos = malloc((size_t)n * sizeof *pos);
     float *mask = malloc((size_t)(n * p.n_kv) * sizeof *mask);
-    bp_status r = !pos || !mask ? fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
+    bp_status r = !pos || !mask ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
                                        "inputs of %lld tokens.", (long long)n)
                                 : plan_make(s, &p, all_positions, err, cap);
     if (r == BP_OK) r = run_plan(s, &p, tokens, pos, mask, logits, err, cap);

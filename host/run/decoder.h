@@ -54,6 +54,10 @@ struct bp_run_session_stats {
 };
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out);
 
+/* The device tensor of the model's weight of that name (NULL when none):
+ * its buffer shows where the session placed it. */
+struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name);
+
 /* Index of the largest value (the first of equals). */
 int32_t bp_run_argmax(const float *v, int64_t n);
 

@@ -6,6 +6,7 @@
  * reader read outside the file, allocate without bound, or recurse deeply.
  */
 #include "gguf.h"
+#include "run_error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,18 +20,6 @@
 
 #define BP_GGUF_MAX_DEPTH 8
 
-static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
-{
-    if (err && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
 
 /* ---------------------------------------------------------- type tables */
 
@@ -94,7 +83,7 @@ static bool take(struct cursor *c, void *dst, size_t n)
 
 static bp_status truncated(struct cursor *c)
 {
-    return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+    return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                 "the GGUF file is truncated: it ends (at %zu bytes) inside %s; the download or "
                 "conversion was probably cut short, fetch or write the file again.",
                 c->size, c->what);
@@ -126,7 +115,7 @@ static size_t scalar_size(uint32_t type)
 
 static bp_status bad_value_type(struct cursor *c, uint32_t type)
 {
-    return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+    return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                 "the GGUF file has metadata value type %u in %s, which the format does not "
                 "define (0..12); the file is corrupt or not a GGUF file.", type, c->what);
 }
@@ -149,7 +138,7 @@ static bp_status skip_values(struct cursor *c, uint32_t type, uint64_t n, int de
     }
     if (type != BP_GGUF_ARRAY) return bad_value_type(c, type);
     if (depth >= BP_GGUF_MAX_DEPTH)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file nests arrays more than %d deep in %s; the file is corrupt.",
                     BP_GGUF_MAX_DEPTH, c->what);
     for (uint64_t i = 0; i < n; i++) {
@@ -174,7 +163,7 @@ static bp_status read_kv(struct cursor *c, struct bp_gguf_kv *kv)
         if (!take(c, b, 1)) return truncated(c);
         kv->v.u = b[0];
         if (kv->type == BP_GGUF_BOOL && b[0] > 1)
-            return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+            return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                         "the GGUF metadata key '%.*s' is a bool with value %u (only 0 and 1 are "
                         "valid); the file is corrupt.", (int)(kv->key.len > 200 ? 200 : kv->key.len),
                         kv->key.ptr, b[0]);
@@ -221,17 +210,17 @@ static bp_status read_tensor_info(struct cursor *c, struct bp_gguf_tensor *t)
     c->what = "a tensor description";
     if (!rd_str(c, &name)) return truncated(c);
     if (name.len == 0 || name.len > BP_GGUF_MAX_NAME)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file has a tensor name of %llu bytes (the format allows 1 to %d); "
                     "the file is corrupt.", (unsigned long long)name.len, BP_GGUF_MAX_NAME);
     memcpy(t->name, name.ptr, (size_t)name.len);
     t->name[name.len] = '\0';
     if (strlen(t->name) != name.len)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file has a tensor name with a NUL byte in it; the file is corrupt.");
     if (!rd_u32(c, &t->n_dims)) return truncated(c);
     if (t->n_dims < 1 || t->n_dims > 4)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "tensor '%s' in the GGUF file has %u dimensions; backplane reads 1 to 4.",
                     t->name, t->n_dims);
     uint64_t nel = 1;
@@ -240,7 +229,7 @@ static bp_status read_tensor_info(struct cursor *c, struct bp_gguf_tensor *t)
         uint64_t d;
         if (!rd_u64(c, &d)) return truncated(c);
         if (d == 0 || d > INT64_MAX || !mul_ok(nel, d, &nel) || nel > (uint64_t)INT64_MAX)
-            return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+            return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                         "tensor '%s' in the GGUF file has dimension %u of %llu elements, which is "
                         "zero or makes the tensor impossibly large; the file is corrupt.",
                         t->name, i, (unsigned long long)d);
@@ -257,7 +246,7 @@ static bp_status tensor_size(struct cursor *c, struct bp_gguf_tensor *t)
     if (t->type < 0) return BP_OK; /* unknown layout: refused by whoever binds it */
     size_t row = bp_row_size((enum bp_type)t->type, t->ne[0]);
     if (row == 0)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "tensor '%s' in the GGUF file is %s with %lld elements per row, not a "
                     "multiple of the type's block of %lld; the file is corrupt.",
                     t->name, bp_gguf_ggml_type_name(t->ggml_type), (long long)t->ne[0],
@@ -265,7 +254,7 @@ static bp_status tensor_size(struct cursor *c, struct bp_gguf_tensor *t)
     uint64_t sz = row;
     if (!mul_ok(sz, (uint64_t)t->ne[1], &sz) || !mul_ok(sz, (uint64_t)t->ne[2], &sz) ||
         !mul_ok(sz, (uint64_t)t->ne[3], &sz) || sz > SIZE_MAX)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "tensor '%s' in the GGUF file is too large to address; the file is corrupt.",
                     t->name);
     t->size = (size_t)sz;
@@ -278,26 +267,26 @@ static bp_status parse_header(struct cursor *c, struct bp_gguf *g)
     c->what = "the header";
     if (c->size < 4 || !take(c, magic, 4)) {
         if (c->size < 4 && (c->size == 0 || memcmp(c->p, "GGUF", c->size) != 0))
-            return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+            return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                         "this is not a GGUF file (it is only %zu bytes and does not start with "
                         "\"GGUF\"); pass a .gguf model file.", c->size);
         return truncated(c);
     }
     if (memcmp(magic, "GGUF", 4) != 0)
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "this is not a GGUF file: it starts with bytes %02x %02x %02x %02x instead "
                     "of \"GGUF\"; pass a .gguf model file.", magic[0], magic[1], magic[2], magic[3]);
     if (!rd_u32(c, &g->version)) return truncated(c);
     if (g->version != 2 && g->version != 3) {
         if (g->version == 1)
-            return fail(c->err, c->cap, BP_ERR_UNSUPPORTED,
+            return bp_run_fail(c->err, c->cap, BP_ERR_UNSUPPORTED,
                         "this GGUF file is version 1, which backplane does not read (it reads "
                         "versions 2 and 3); convert it again with a current llama.cpp.");
         if ((g->version & 0xffffu) == 0 && (g->version >> 16) != 0)
-            return fail(c->err, c->cap, BP_ERR_UNSUPPORTED,
+            return bp_run_fail(c->err, c->cap, BP_ERR_UNSUPPORTED,
                         "this GGUF file looks big-endian (version field 0x%08x); backplane reads "
                         "little-endian GGUF files only.", g->version);
-        return fail(c->err, c->cap, BP_ERR_UNSUPPORTED,
+        return bp_run_fail(c->err, c->cap, BP_ERR_UNSUPPORTED,
                     "this GGUF file has version %u, which backplane does not know (it reads "
                     "versions 2 and 3); use a file written by a llama.cpp of the same era.",
                     g->version);
@@ -309,7 +298,7 @@ static bp_status parse_header(struct cursor *c, struct bp_gguf *g)
     size_t left = c->size - c->pos;
     if (g->n_kv > left / 12 || g->n_tensors > left / 24) {
         c->what = g->n_kv > left / 12 ? "the metadata" : "the tensor descriptions";
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file is truncated or corrupt: it announces %llu metadata entries "
                     "and %llu tensors but only %zu bytes follow the header.",
                     (unsigned long long)g->n_kv, (unsigned long long)g->n_tensors, left);
@@ -324,7 +313,7 @@ static bp_status parse_alignment(struct cursor *c, struct bp_gguf *g)
     if (!a) return BP_OK;
     uint64_t v;
     if (!bp_gguf_kv_uint(a, &v) || v == 0 || v % 8 != 0 || v > (1u << 24))
-        return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file's general.alignment is not a positive multiple of 8 (at most "
                     "16 MiB); the file is corrupt.");
     g->alignment = v;
@@ -342,14 +331,14 @@ static bp_status locate_data(struct cursor *c, struct bp_gguf *g)
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         struct bp_gguf_tensor *t = &g->tensors[i];
         if (t->offset % g->alignment != 0)
-            return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+            return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                         "tensor '%s' in the GGUF file starts at data offset %llu, not a multiple "
                         "of the alignment %llu; the file is corrupt.", t->name,
                         (unsigned long long)t->offset, (unsigned long long)g->alignment);
         if (t->type < 0) continue;
         uint64_t avail = c->size - g->data_offset;
         if (t->offset > avail || t->size > avail - t->offset)
-            return fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
+            return bp_run_fail(c->err, c->cap, BP_ERR_INVALID_ARGUMENT,
                         "the GGUF file is truncated: tensor '%s' needs bytes %llu..%llu of the "
                         "data section but the file has only %llu; fetch or write the file again.",
                         t->name, (unsigned long long)t->offset,
@@ -364,11 +353,11 @@ bp_status bp_gguf_parse(const void *base, size_t size, struct bp_gguf **out, cha
                         size_t err_cap)
 {
     if (out) *out = NULL;
-    if (!out || (!base && size)) return fail(err, err_cap, BP_ERR_INVALID_ARGUMENT,
+    if (!out || (!base && size)) return bp_run_fail(err, err_cap, BP_ERR_INVALID_ARGUMENT,
                                              "bp_gguf_parse needs a buffer and an out pointer.");
     struct cursor c = { .p = base, .size = size, .err = err, .cap = err_cap, .what = "" };
     struct bp_gguf *g = calloc(1, sizeof *g);
-    if (!g) return fail(err, err_cap, BP_ERR_OUT_OF_MEMORY, "out of memory reading a GGUF file.");
+    if (!g) return bp_run_fail(err, err_cap, BP_ERR_OUT_OF_MEMORY, "out of memory reading a GGUF file.");
     g->base = base;
     g->size = size;
     bp_status s = parse_header(&c, g);
@@ -376,7 +365,7 @@ bp_status bp_gguf_parse(const void *base, size_t size, struct bp_gguf **out, cha
     g->kv = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv);
     g->tensors = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *g->tensors);
     if (!g->kv || !g->tensors) {
-        s = fail(err, err_cap, BP_ERR_OUT_OF_MEMORY, "out of memory reading a GGUF file.");
+        s = bp_run_fail(err, err_cap, BP_ERR_OUT_OF_MEMORY, "out of memory reading a GGUF file.");
         goto out;
     }
     for (uint64_t i = 0; i < g->n_kv; i++) {
@@ -384,7 +373,7 @@ bp_status bp_gguf_parse(const void *base, size_t size, struct bp_gguf **out, cha
         for (uint64_t j = 0; j < i; j++)
             if (g->kv[j].key.len == g->kv[i].key.len &&
                 !memcmp(g->kv[j].key.ptr, g->kv[i].key.ptr, (size_t)g->kv[i].key.len)) {
-                s = fail(err, err_cap, BP_ERR_INVALID_ARGUMENT,
+                s = bp_run_fail(err, err_cap, BP_ERR_INVALID_ARGUMENT,
                          "the GGUF file has metadata key '%.*s' twice; the file is corrupt.",
                          (int)(g->kv[i].key.len > 200 ? 200 : g->kv[i].key.len), g->kv[i].key.ptr);
                 goto out;
@@ -396,7 +385,7 @@ bp_status bp_gguf_parse(const void *base, size_t size, struct bp_gguf **out, cha
         if ((s = tensor_size(&c, &g->tensors[i])) != BP_OK) goto out;
         for (uint64_t j = 0; j < i; j++)
             if (!strcmp(g->tensors[j].name, g->tensors[i].name)) {
-                s = fail(err, err_cap, BP_ERR_INVALID_ARGUMENT,
+                s = bp_run_fail(err, err_cap, BP_ERR_INVALID_ARGUMENT,
                          "the GGUF file has tensor '%s' twice; the file is corrupt.",
                          g->tensors[i].name);
                 goto out;
@@ -416,15 +405,15 @@ bp_status bp_gguf_open(const char *path, struct bp_gguf **out, char *err, size_t
 {
     if (out) *out = NULL;
     if (!path || !out)
-        return fail(err, err_cap, BP_ERR_INVALID_ARGUMENT, "bp_gguf_open needs a path.");
+        return bp_run_fail(err, err_cap, BP_ERR_INVALID_ARGUMENT, "bp_gguf_open needs a path.");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, err_cap, BP_ERR_IO, "cannot open model file '%s': %s.", path,
+        return bp_run_fail(err, err_cap, BP_ERR_IO, "cannot open model file '%s': %s.", path,
                     strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(err, err_cap, BP_ERR_IO, "model file '%s' is not a regular file.", path);
+        return bp_run_fail(err, err_cap, BP_ERR_IO, "model file '%s' is not a regular file.", path);
     }
     size_t size = (size_t)st.st_size;
     void *map = NULL;
@@ -433,7 +422,7 @@ bp_status bp_gguf_open(const char *path, struct bp_gguf **out, char *err, size_t
         if (map == MAP_FAILED) {
             int e = errno;
             close(fd);
-            return fail(err, err_cap, BP_ERR_IO, "cannot map model file '%s': %s.", path,
+            return bp_run_fail(err, err_cap, BP_ERR_IO, "cannot map model file '%s': %s.", path,
                         strerror(e));
         }
     }

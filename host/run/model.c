@@ -5,6 +5,7 @@
  * metadata (both shapes named).
  */
 #include "model.h"
+#include "run_error.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -12,18 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bp_status fail(char *err, size_t cap, bp_status s, const char *fmt, ...)
-{
-    if (err && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
 
 void bp_run_model_free(struct bp_run_model *m)
 {
@@ -60,12 +49,12 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
     if (!*out) {
         const struct bp_gguf_tensor *gt = m->gguf ? bp_gguf_find_tensor(m->gguf, name) : NULL;
         if (gt && gt->type < 0)
-            return fail(err, cap, BP_ERR_UNSUPPORTED,
+            return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                         "tensor '%s' has type %s (ggml type %u), which backplane does not "
                         "support; requantize the model to f32, f16, bf16, q4_0, q8_0, q4_K or "
                         "q6_K.", name, bp_gguf_ggml_type_name(gt->ggml_type), gt->ggml_type);
         if (optional) return BP_OK;
-        return fail(err, cap, BP_ERR_NOT_FOUND,
+        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
                     "the model has no tensor '%s', which a llama model needs; the file is "
                     "incomplete or of another layout.", name);
     }
@@ -75,7 +64,7 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
     for (int i = 0; i < 4; i++) same = same && (*out)->ne[i] == full[i];
     if (!same) {
         char a[96], b[96];
-        return fail(err, cap, BP_ERR_SHAPE,
+        return bp_run_fail(err, cap, BP_ERR_SHAPE,
                     "tensor '%s' has shape %s but the model's metadata implies %s; the file's "
                     "metadata and tensors disagree.", name,
                     shape_str((*out)->ne, (*out)->n_dims, a, sizeof a), shape_str(full, n, b, sizeof b));
@@ -90,7 +79,7 @@ bp_status bp_run_model_bind(struct bp_run_model *m, char *err, size_t cap)
     bp_status s;
     free(m->layers);
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-    if (!m->layers) return fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory binding weights.");
+    if (!m->layers) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory binding weights.");
 
     if ((s = need(m, "token_embd.weight", 2, (int64_t[]){E, hp->n_vocab}, false, &m->tok_embd, err,
                   cap)) != BP_OK)
@@ -145,12 +134,12 @@ static bp_status hp_u(const struct bp_gguf *g, const char *key, int64_t *out, bo
     uint64_t v;
     if (!kv) {
         if (optional) { *out = dflt; return BP_OK; }
-        return fail(err, cap, BP_ERR_NOT_FOUND,
+        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
                     "the model has no metadata key '%s', which a llama model needs; the file is "
                     "incomplete.", key);
     }
     if (!bp_gguf_kv_uint(kv, &v) || v == 0 || v > (1u << 30))
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the model's metadata '%s' is not a positive integer below 2^30; the file is "
                     "corrupt.", key);
     *out = (int64_t)v;
@@ -169,24 +158,24 @@ static bp_status read_hparams(const struct bp_gguf *g, struct bp_run_hparams *hp
         (s = hp_u(g, "llama.context_length", &hp->n_ctx_train, true, 2048, err, cap)))
         return s;
     if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the model's metadata is inconsistent: embedding_length %" PRId64
                     ", head_count %" PRId64 ", head_count_kv %" PRId64 " (heads must divide the "
                     "embedding and kv heads the heads).", hp->n_embd, hp->n_head, hp->n_head_kv);
     if ((s = hp_u(g, "llama.attention.key_length", &hp->head_dim, true, hp->n_embd / hp->n_head,
                   err, cap)))
         return s;
-    int64_t vlen;
+    int64_t vlen = 0;
     if ((s = hp_u(g, "llama.attention.value_length", &vlen, true, hp->head_dim, err, cap)))
         return s;
     if (vlen != hp->head_dim || hp->head_dim % 2 != 0)
-        return fail(err, cap, BP_ERR_UNSUPPORTED,
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                     "the model has key length %" PRId64 " and value length %" PRId64 "; the runner "
                     "needs them equal and even.", hp->head_dim, vlen);
     if ((s = hp_u(g, "llama.rope.dimension_count", &hp->n_rot, true, hp->head_dim, err, cap)))
         return s;
     if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the model's llama.rope.dimension_count %" PRId64 " is odd or larger than the "
                     "head size %" PRId64 "; the file is corrupt.", hp->n_rot, hp->head_dim);
     double f;
@@ -195,18 +184,18 @@ static bp_status read_hparams(const struct bp_gguf *g, struct bp_run_hparams *hp
     hp->rms_eps = bp_gguf_kv_float(bp_gguf_find_kv(g, "llama.attention.layer_norm_rms_epsilon"), &f)
                       ? (float)f : 1e-5f;
     if (!(hp->rope_base > 0.0f) || !(hp->rms_eps >= 0.0f))
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the model's rope.freq_base or layer_norm_rms_epsilon is not a positive "
                     "number; the file is corrupt.");
     const struct bp_gguf_tensor *te = bp_gguf_find_tensor(g, "token_embd.weight");
     if (!te)
-        return fail(err, cap, BP_ERR_NOT_FOUND,
+        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
                     "the model has no tensor 'token_embd.weight', which a llama model needs; the "
                     "file is incomplete or of another layout.");
     hp->n_vocab = te->ne[1];
     uint64_t vs;
     if (kv_u(g, "llama.vocab_size", &vs) && (int64_t)vs != hp->n_vocab)
-        return fail(err, cap, BP_ERR_SHAPE,
+        return bp_run_fail(err, cap, BP_ERR_SHAPE,
                     "tensor 'token_embd.weight' has %" PRId64 " rows but llama.vocab_size says %"
                     PRIu64 "; the file's metadata and tensors disagree.", hp->n_vocab, vs);
     return BP_OK;
@@ -218,21 +207,21 @@ bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_
     *out = NULL;
     const struct bp_gguf_kv *arch = bp_gguf_find_kv(g, "general.architecture");
     if (!arch || arch->type != BP_GGUF_STRING)
-        return fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file has no general.architecture string; it is not a model file "
                     "backplane can run.");
     if (arch->v.s.len != 5 || memcmp(arch->v.s.ptr, "llama", 5) != 0)
-        return fail(err, cap, BP_ERR_UNSUPPORTED,
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                     "the model's architecture is '%.*s', not 'llama'; `backplane run` runs llama "
                     "models only.", (int)(arch->v.s.len > 64 ? 64 : arch->v.s.len), arch->v.s.ptr);
     struct bp_run_model *m = calloc(1, sizeof *m);
-    if (!m) return fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
+    if (!m) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
     snprintf(m->name, sizeof m->name, "%s", name ? name : "gguf");
     bp_status s = read_hparams(g, &m->hp, err, cap);
     if (s != BP_OK) goto fail;
     m->weights = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *m->weights);
     if (!m->weights) {
-        s = fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
+        s = bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
         goto fail;
     }
     for (uint64_t i = 0; i < g->n_tensors; i++) {

@@ -287,6 +287,27 @@ struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev)
     return dev->iface->get_buffer_type(dev);
 }
 
+struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev, enum bp_type type)
+{
+    void *p = (int)type >= 0 && type < BP_TYPE_COUNT
+                  ? bp_device_proc_address(dev, BP_PROC_WEIGHT_BUFFER_TYPE) : NULL;
+    if (p) {
+        bp_weight_buffer_type_fn fn;
+        memcpy(&fn, &p, sizeof fn);
+        struct bp_buffer_type *buft = fn(dev, type);
+        /* A plugin offering a buffer type its own device refuses is a bug;
+         * the default still works, so fall back rather than fail. */
+        if (buft && dev->iface && BP_IFACE_HAS(dev->iface, supports_buft) &&
+            dev->iface->supports_buft && !dev->iface->supports_buft(dev, buft))
+            bp__log(BP_LOG_WARN, "backplane",
+                    "device '%s' offers a weight buffer type it does not support; using its "
+                    "default buffer type.", dev_name(dev));
+        else if (buft)
+            return buft;
+    }
+    return bp_device_buffer_type(dev);
+}
+
 bool bp_device_supports_op(struct bp_device *dev, const struct bp_tensor *node)
 {
     if (!dev || !node || !dev->iface || !BP_IFACE_HAS(dev->iface, supports_op) ||

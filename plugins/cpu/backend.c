@@ -216,8 +216,12 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
             size_t need = e->work(node);
             if (need > shared) shared = need;
         }
-        /* Small nodes are not worth waking every thread for. */
-        const int64_t n = bp_nelements(node);
+        /* Small nodes are not worth waking every thread for. Attention's
+         * output is small (one row per head in decode) but each element
+         * reads the whole KV cache, so count that work too. */
+        int64_t n = bp_nelements(node);
+        if (node->op == BP_OP_FLASH_ATTN_EXT && node->src[1])
+            n *= node->src[1]->ne[1];
         cb->plan[i].n_tasks = e->work || n >= 4096 ? nth : 1;
     }
 

@@ -17,4 +17,15 @@ typedef bp_status (*bp_cpu_abort_fn)(void *data);
 typedef bp_status (*bp_cpu_set_abort_callback_fn)(struct bp_backend *b, bp_cpu_abort_fn cb,
                                                   void *data);
 
+/* Weights in the CPU's own layout: the "CPU_REPACK" buffer type of device
+ * dev (also returned by the generic BP_PROC_WEIGHT_BUFFER_TYPE proc). Q4_0,
+ * Q8_0 and Q4_K tensors of at least 8 rows allocated in it are stored
+ * with the blocks of 8 rows interleaved (converted in bp_tensor_set and back
+ * in bp_tensor_get, any byte range), which MUL_MAT reads several times
+ * faster; any other op refuses them (supports_op is false), so put only
+ * MUL_MAT weights there. Other tensors in it are stored as usual. The
+ * buffer is not host memory: raw buffer reads see the device layout. */
+#define BP_CPU_PROC_REPACK_BUFFER_TYPE "bp_cpu_repack_buffer_type"
+typedef struct bp_buffer_type *(*bp_cpu_repack_buffer_type_fn)(struct bp_device *dev);
+
 #endif

@@ -1,6 +1,8 @@
 /*
  * buffer.c — the "CPU" buffer type: host memory, 64-byte aligned (a cache
- * line, and the widest vector load a later fast variant will use).
+ * line, and the widest vector load a later fast variant will use); and
+ * "CPU_REPACK", the same memory with weights stored in the x8 layout
+ * (kernels/repack.h, converted in set/get: repack_io.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,36 @@ static bp_status buf_set_tensor(struct bp_buffer *b, struct bp_tensor *t, const 
     return st;
 }
 
+static bp_status repack_set_tensor(struct bp_buffer *b, struct bp_tensor *t, const void *src,
+                                   size_t offset, size_t size)
+{
+    bp_status st = check_range(b->context, t, offset, size, "set");
+    if (st == BP_OK && size > 0)
+        st = cpu_repack_io(((struct cpu_buffer *)b->context)->pl, t, (void *)src, offset, size, true);
+    return st;
+}
+
+static bp_status repack_get_tensor(struct bp_buffer *b, const struct bp_tensor *t, void *dst,
+                                   size_t offset, size_t size)
+{
+    bp_status st = check_range(b->context, t, offset, size, "get");
+    if (st == BP_OK && size > 0)
+        st = cpu_repack_io(((struct cpu_buffer *)b->context)->pl, (struct bp_tensor *)t, dst,
+                           offset, size, false);
+    return st;
+}
+
+/* The host stages every copy into or out of a repack buffer through get
+ * and set, which convert. */
+static bp_status repack_copy_tensor(struct bp_buffer *b, const struct bp_tensor *src,
+                                    struct bp_tensor *dst)
+{
+    (void)b;
+    (void)src;
+    (void)dst;
+    return BP_ERR_UNSUPPORTED;
+}
+
 static bp_status buf_get_tensor(struct bp_buffer *b, const struct bp_tensor *t, void *dst,
                                 size_t offset, size_t size)
 {
@@ -103,10 +135,20 @@ static const struct bp_buffer_iface cpu_buffer_iface = {
     .clear = buf_clear,
 };
 
+static const struct bp_buffer_iface cpu_repack_buffer_iface = {
+    .size = sizeof(struct bp_buffer_iface),
+    .free_buffer = buf_free,
+    .get_base = buf_get_base,
+    .init_tensor = NULL,
+    .set_tensor = repack_set_tensor,
+    .get_tensor = repack_get_tensor,
+    .copy_tensor = repack_copy_tensor,
+    .clear = buf_clear, /* the x8 layout only moves bytes: a fill is a fill */
+};
+
 static const char *buft_get_name(struct bp_buffer_type *buft)
 {
-    (void)buft;
-    return "CPU";
+    return buft->iface == &cpu_repack_buffer_type_iface ? "CPU_REPACK" : "CPU";
 }
 
 static bp_status buft_alloc_buffer(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out)
@@ -136,8 +178,9 @@ static bp_status buft_alloc_buffer(struct bp_buffer_type *buft, size_t size, str
     }
     cb->pl = pl;
     cb->data = data;
-    cb->buf = (struct bp_buffer){ .iface = &cpu_buffer_iface, .buft = buft, .context = cb,
-                                  .size = size };
+    cb->buf = (struct bp_buffer){ .iface = buft->iface == &cpu_repack_buffer_type_iface
+                                              ? &cpu_repack_buffer_iface : &cpu_buffer_iface,
+                                  .buft = buft, .context = cb, .size = size };
     cpu_live_add(pl, &cb->live, &pl->live_buffers);
     *out = &cb->buf;
     return BP_OK;
@@ -163,6 +206,24 @@ const struct bp_buffer_type_iface cpu_buffer_type_iface = {
     .get_max_size = NULL,
     .get_alloc_size = NULL,
     .is_host = buft_is_host,
+};
+
+/* Not host memory as far as the host can tell: tensor bytes are not in the
+ * plain layout, so every access must go through get/set. */
+static bool repack_buft_is_host(struct bp_buffer_type *buft)
+{
+    (void)buft;
+    return false;
+}
+
+const struct bp_buffer_type_iface cpu_repack_buffer_type_iface = {
+    .size = sizeof(struct bp_buffer_type_iface),
+    .get_name = buft_get_name,
+    .alloc_buffer = buft_alloc_buffer,
+    .get_alignment = buft_get_alignment,
+    .get_max_size = NULL,
+    .get_alloc_size = NULL,
+    .is_host = repack_buft_is_host,
 };
 
 void cpu_buffers_free_all(struct cpu_plugin *pl)

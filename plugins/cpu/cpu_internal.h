@@ -26,6 +26,7 @@ struct cpu_plugin {
     struct bp_registry reg;
     struct bp_device dev;
     struct bp_buffer_type buft;
+    struct bp_buffer_type repack_buft;  /* CPU_REPACK, through BP_CPU_PROC_REPACK_BUFFER_TYPE */
     const struct bp_host_services *host;
     char description[128];
     char threads_str[16];
@@ -56,6 +57,12 @@ static inline struct cpu_plugin *cpu_plugin_of_device(struct bp_device *dev)
 
 /* buffer.c */
 extern const struct bp_buffer_type_iface cpu_buffer_type_iface;
+extern const struct bp_buffer_type_iface cpu_repack_buffer_type_iface;
+
+/* repack_io.c — set (to_tensor) or get bytes [offset, offset + size) of t,
+ * a tensor in a CPU_REPACK buffer, converting the rows it touches. */
+bp_status cpu_repack_io(const struct cpu_plugin *pl, struct bp_tensor *t, void *host, size_t offset,
+                        size_t size, bool to_tensor);
 /* Free every buffer the application left behind (registry shutdown). */
 void cpu_buffers_free_all(struct cpu_plugin *pl);
 

@@ -35,6 +35,13 @@ bool cpu_supports_node(const struct bp_tensor *node)
         if (node->ne[i] < 0) return false;
     if (bp_op_is_view((enum bp_op)node->op))
         return true;
+    /* Only MUL_MAT reads the x8 layout, and only as its whole weight. */
+    if (cpu_tensor_touches_repacked(node))
+        return false;
+    for (int i = 0; i < BP_MAX_SRC; i++)
+        if (cpu_tensor_touches_repacked(node->src[i]) &&
+            !(node->op == BP_OP_MUL_MAT && i == 0 && cpu_tensor_repacked(node->src[0])))
+            return false;
     const struct cpu_op_entry *e = &cpu_op_table[node->op];
     return e->compute && e->supports && e->supports(node);
 }

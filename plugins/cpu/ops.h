@@ -53,6 +53,12 @@ extern const struct cpu_op_entry cpu_op_table[BP_OP_COUNT];
 /* supports_op of the device: op known, types and shapes handled. */
 bool cpu_supports_node(const struct bp_tensor *node);
 
+/* repack_io.c: t is a weight stored in the x8 layout (a whole, packed,
+ * repackable tensor in a CPU_REPACK buffer); t or what it views is one. */
+bool cpu_tensor_repacked(const struct bp_tensor *t);
+bool cpu_tensor_touches_repacked(const struct bp_tensor *t);
+const struct bp_tensor *cpu_view_root(const struct bp_tensor *t);
+
 /* ---- per-family entry points (one file each under ops/) ---- */
 
 bool cpu_supports_mul_mat(const struct bp_tensor *t);

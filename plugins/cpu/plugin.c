@@ -172,7 +172,7 @@ static bool dev_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft
 {
     if (!buft)
         return false;
-    if (buft == &cpu_plugin_of_device(dev)->buft)
+    if (buft == &cpu_plugin_of_device(dev)->buft || buft == &cpu_plugin_of_device(dev)->repack_buft)
         return true;
     return buft->iface && BP_IFACE_HAS(buft->iface, is_host) && buft->iface->is_host &&
            buft->iface->is_host(buft);
@@ -218,6 +218,17 @@ static const struct bp_feature *reg_get_features(struct bp_registry *reg)
     return ((struct cpu_plugin *)reg->context)->features;
 }
 
+static struct bp_buffer_type *dev_repack_buffer_type(struct bp_device *dev)
+{
+    return dev ? &cpu_plugin_of_device(dev)->repack_buft : NULL;
+}
+
+/* BP_PROC_WEIGHT_BUFFER_TYPE: CPU_REPACK for the types with an x8 layout. */
+static struct bp_buffer_type *dev_weight_buffer_type(struct bp_device *dev, enum bp_type type)
+{
+    return dev && cpu_repack_type_ok(type) ? &cpu_plugin_of_device(dev)->repack_buft : NULL;
+}
+
 static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
 {
     (void)reg;
@@ -233,6 +244,18 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
     }
     if (strcmp(name, BP_CPU_PROC_SET_ABORT_CALLBACK) == 0) {
         bp_cpu_set_abort_callback_fn fn = cpu_backend_set_abort_callback;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    if (strcmp(name, BP_CPU_PROC_REPACK_BUFFER_TYPE) == 0) {
+        bp_cpu_repack_buffer_type_fn fn = dev_repack_buffer_type;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    if (strcmp(name, BP_PROC_WEIGHT_BUFFER_TYPE) == 0) {
+        bp_weight_buffer_type_fn fn = dev_weight_buffer_type;
         void *p;
         memcpy(&p, &fn, sizeof p);
         return p;
@@ -357,6 +380,8 @@ static bp_status cpu_plugin_init(const struct bp_host_services *host, struct bp_
     pl->dev = (struct bp_device){ .iface = &cpu_device_iface, .reg = &pl->reg, .context = pl };
     pl->buft = (struct bp_buffer_type){ .iface = &cpu_buffer_type_iface, .device = &pl->dev,
                                         .context = pl };
+    pl->repack_buft = (struct bp_buffer_type){ .iface = &cpu_repack_buffer_type_iface,
+                                               .device = &pl->dev, .context = pl };
     read_cpu_model(pl->description, sizeof pl->description);
     cpu_blas_init();
     fill_features(pl);

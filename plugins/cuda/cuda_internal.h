@@ -109,12 +109,15 @@ void cuda_comm_set_plugin(struct cuda_plugin *pl);
 
 /* ---- bench.c ---- */
 /* Proc "bp_cuda_bench_reference": device-to-device copy bandwidth (GB/s,
- * counting bytes read + written) and cuBLAS F16 GEMM rate (GFLOP/s) on
- * device `index`, measured now. For scripts/gpu-check.sh. */
+ * counting bytes read + written), cuBLAS F16 GEMM rate (GFLOP/s) and the
+ * median host time of a launch + stream synchronize (microseconds) on
+ * device `index`, measured now. For scripts/gpu-check.sh (through
+ * tools/bp_cuda_reference.c, which declares the same type). */
 #define CUDA_PROC_BENCH_REFERENCE "bp_cuda_bench_reference"
 typedef bp_status (*cuda_bench_reference_fn)(struct bp_registry *reg, size_t index, int K, int N,
-                                             int M, double *d2d_gbps, double *hgemm_gflops);
+                                             int M, double *d2d_gbps, double *hgemm_gflops,
+                                             double *sync_us);
 bp_status cuda_bench_reference(struct bp_registry *reg, size_t index, int K, int N, int M,
-                               double *d2d_gbps, double *hgemm_gflops);
+                               double *d2d_gbps, double *hgemm_gflops, double *sync_us);
 
 #endif /* BP_CUDA_INTERNAL_H */

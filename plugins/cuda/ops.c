@@ -1,7 +1,8 @@
 /*
  * ops.c — THE OP TABLE of the CUDA plugin: which nodes it computes
- * (cuda_supports_node, the same rules as the CPU reference plus MUL_MAT on
- * Q4_0/Q8_0/Q4_K/Q6_K) and the launch of each node's kernels.
+ * (cuda_supports_node, the same rules as the CPU reference, with MUL_MAT
+ * and GET_ROWS on Q4_0/Q8_0/Q4_K/Q6_K) and the launch of each node's
+ * kernels.
  *
  * MUL_MAT path choice: M <= CUDA_MMV_MAX_M columns go to the matrix-vector
  * kernels (dp4a on quantized activations for quantized W); larger M to
@@ -116,8 +117,16 @@ static bool supports_cont(const struct bp_tensor *t)
 static bool supports_get_rows(const struct bp_tensor *t)
 {
     const struct bp_tensor *tab = t->src[0], *ids = t->src[1];
-    if (!tab || !ids || !is_float(tab->type) || ids->type != BP_TYPE_I32 || t->type != BP_TYPE_F32)
+    if (!tab || !ids || ids->type != BP_TYPE_I32 || t->type != BP_TYPE_F32)
         return false;
+    /* Quantized tables (token embeddings of quantized models) are read as
+     * rows of whole blocks, as the CPU reference requires. */
+    if (cuda_mul_mat_q_type(tab->type)) {
+        if (tab->ne[0] % bp_type_block_size((enum bp_type)tab->type) != 0 || !bp_rows_contiguous(tab))
+            return false;
+    } else if (!is_float(tab->type)) {
+        return false;
+    }
     return ids->ne[1] == tab->ne[2] && ids->ne[2] == tab->ne[3] && ids->ne[3] == 1 &&
            t->ne[0] == tab->ne[0] && t->ne[1] == ids->ne[0] && t->ne[2] == tab->ne[2] &&
            t->ne[3] == tab->ne[3];

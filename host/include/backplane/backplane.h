@@ -120,6 +120,11 @@ BP_API const char *bp_device_type_name(enum bp_device_type type);
 BP_API void bp_device_memory(struct bp_device *dev, size_t *free, size_t *total);
 BP_API void bp_device_caps(struct bp_device *dev, struct bp_device_caps *caps);
 BP_API struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev);
+/* Where to put a tensor used only as a MUL_MAT weight (src[0]) of this type:
+ * the device's BP_PROC_WEIGHT_BUFFER_TYPE answer (which may store it in a
+ * layout only MUL_MAT reads, e.g. the CPU's CPU_REPACK for Q4_0/Q8_0), else
+ * its default buffer type. NULL only when the device has no buffer type. */
+BP_API struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev, enum bp_type type);
 BP_API bool bp_device_supports_op(struct bp_device *dev, const struct bp_tensor *node);
 /* Proc address from the device's registry, or NULL. */
 BP_API void *bp_device_proc_address(struct bp_device *dev, const char *name);

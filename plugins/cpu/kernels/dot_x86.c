@@ -106,6 +106,69 @@ void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *va, const void *
     *s = hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* Q4_K on 512-bit registers: per super-block the 12 bytes of 6-bit scales
+ * and mins are unpacked with three 32-bit word operations (no per-sub-block
+ * scalar work); each 64-element chunk (sub-blocks 2j and 2j+1) is one
+ * register of nibbles against one register of activation bytes, and one
+ * vpermw places sub-block 2j's scale in the low half and 2j+1's in the high
+ * half. The float accumulator is summed once per row, not per block. */
+void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const __m512i pick[4] = {
+        _mm512_set_epi64(0x0001000100010001ll, 0x0001000100010001ll, 0x0001000100010001ll,
+                         0x0001000100010001ll, 0, 0, 0, 0),
+        _mm512_set_epi64(0x0003000300030003ll, 0x0003000300030003ll, 0x0003000300030003ll,
+                         0x0003000300030003ll, 0x0002000200020002ll, 0x0002000200020002ll,
+                         0x0002000200020002ll, 0x0002000200020002ll),
+        _mm512_set_epi64(0x0005000500050005ll, 0x0005000500050005ll, 0x0005000500050005ll,
+                         0x0005000500050005ll, 0x0004000400040004ll, 0x0004000400040004ll,
+                         0x0004000400040004ll, 0x0004000400040004ll),
+        _mm512_set_epi64(0x0007000700070007ll, 0x0007000700070007ll, 0x0007000700070007ll,
+                         0x0007000700070007ll, 0x0006000600060006ll, 0x0006000600060006ll,
+                         0x0006000600060006ll, 0x0006000600060006ll),
+    };
+    __m512 acc = _mm512_setzero_ps();
+    float summs = 0.0f;
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        /* utmp bytes 0..7: scales of sub-blocks 0..7, bytes 8..15: mins */
+        uint32_t u[4];
+        memcpy(u, x[i].scales, 12);
+        u[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+        const uint32_t m1 = u[1] & 0x3f3f3f3f;
+        u[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+        u[2] = m1;
+        u[0] &= 0x3f3f3f3f;
+        /* from registers: a 16-byte load of four fresh 4-byte stores would
+         * miss store forwarding and stall every super-block */
+        const __m128i u128 = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m128i sm = _mm_cvtepu8_epi16(u128);
+        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(u128, 8));
+        /* min term: sum_j m[j] * (bsums[2j] + bsums[2j+1]) */
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const __m128i bpair = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        __m128i mm = _mm_madd_epi16(mins16, bpair);
+        mm = _mm_add_epi32(mm, _mm_shuffle_epi32(mm, _MM_SHUFFLE(1, 0, 3, 2)));
+        mm = _mm_add_epi32(mm, _mm_shuffle_epi32(mm, _MM_SHUFFLE(2, 3, 0, 1)));
+        summs += f16(x[i].dmin) * y[i].d * (float)_mm_cvtsi128_si32(mm);
+
+        const __m512i sc = _mm512_castsi128_si512(sm);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            const __m256i q4b = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * j));
+            const __m512i q4 = _mm512_and_si512(
+                _mm512_inserti64x4(_mm512_castsi256_si512(q4b), _mm256_srli_epi16(q4b, 4), 1), m4);
+            const __m512i p = _mm512_maddubs_epi16(q4, _mm512_loadu_si512(y[i].qs + 64 * j));
+            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(pick[j], sc)));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16(x[i].d) * y[i].d), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    *s = _mm512_reduce_add_ps(acc) - summs;
+}
+#else
 void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
 {
     const struct bp_block_q4_K *x = va;
@@ -141,6 +204,8 @@ void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *va, const void *
     }
     *s = sumf;
 }
+
+#endif
 
 void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
 {

@@ -9,26 +9,63 @@
     [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_ref, cpu_f32_copy_row, cpu_f32_row_copy_out }, \
     [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_ref, NULL, cpu_f16_to_f32_row },            \
     [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_ref, NULL, cpu_bf16_to_f32_row },         \
-    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_ref, NULL, cpu_dequantize_row_q4_0 }, \
+    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_ref, NULL, cpu_dequantize_row_q4_0, \
+                       cpu_gemm_q4_0_x8_ref },                                                \
     [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_ref, cpu_quantize_row_q8_0_ref,     \
-                       cpu_dequantize_row_q8_0 },                                             \
-    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_ref, NULL, cpu_dequantize_row_q4_K }, \
-    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_ref, NULL, cpu_dequantize_row_q6_K }, \
+                       cpu_dequantize_row_q8_0, cpu_gemm_q8_0_x8_ref },                       \
+    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_ref, NULL, cpu_dequantize_row_q4_K, \
+                       cpu_gemm_q4_K_x8_ref },                                                \
+    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_ref, NULL, cpu_dequantize_row_q6_K, \
+                       cpu_gemm_q6_K_x8_ref },                                                \
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL }
 
 static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 
 #if defined(CPU_HAVE_X86_SIMD)
+#if defined(CPU_HAVE_X86_GEMM)
+#define GEMM_Q4_0 cpu_gemm_q4_0_x8_x86
+#define GEMM_Q8_0 cpu_gemm_q8_0_x8_x86
+#define GEMM_Q4_K cpu_gemm_q4_K_x8_x86
+#define GEMM_Q6_K cpu_gemm_q6_K_x8_x86
+#else
+static void gemm_q4_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_x86, n, s, bs, w, y, ys, ncols);
+}
+static void gemm_q8_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, n, s, bs, w, y, ys, ncols);
+}
+static void gemm_q4_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_x86, n, s, bs, w, y, ys, ncols);
+}
+static void gemm_q6_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_x86, n, s, bs, w, y, ys, ncols);
+}
+#define GEMM_Q4_0 gemm_q4_0_via
+#define GEMM_Q8_0 gemm_q8_0_via
+#define GEMM_Q4_K gemm_q4_K_via
+#define GEMM_Q6_K gemm_q6_K_via
+#endif
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
     [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_x86, cpu_f32_copy_row, cpu_f32_row_copy_out },
     [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_x86, NULL, cpu_f16_to_f32_row },
     [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_x86, NULL, cpu_bf16_to_f32_row },
-    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_x86, NULL, cpu_dequantize_row_q4_0 },
+    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_x86, NULL, cpu_dequantize_row_q4_0,
+                       GEMM_Q4_0 },
     [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, cpu_quantize_row_q8_0_ref,
-                       cpu_dequantize_row_q8_0 },
-    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_x86, NULL, cpu_dequantize_row_q4_K },
-    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K },
+                       cpu_dequantize_row_q8_0, GEMM_Q8_0 },
+    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_x86, NULL, cpu_dequantize_row_q4_K,
+                       GEMM_Q4_K },
+    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K,
+                       GEMM_Q6_K },
 };
 #if defined(__AVX512F__)
 #define ISA_NAME "avx512"
@@ -36,16 +73,39 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
 #define ISA_NAME "avx2"
 #endif
 #elif defined(CPU_HAVE_NEON_SIMD)
+static void gemm_q4_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_neon, n, s, bs, w, y, ys, ncols);
+}
+static void gemm_q8_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_neon, n, s, bs, w, y, ys, ncols);
+}
+static void gemm_q4_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_neon, n, s, bs, w, y, ys, ncols);
+}
+static void gemm_q6_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_neon, n, s, bs, w, y, ys, ncols);
+}
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
     [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_neon, cpu_f32_copy_row, cpu_f32_row_copy_out },
     [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_ref, NULL, cpu_f16_to_f32_row },
     [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_ref, NULL, cpu_bf16_to_f32_row },
-    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_neon, NULL, cpu_dequantize_row_q4_0 },
+    [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_neon, NULL, cpu_dequantize_row_q4_0,
+                       gemm_q4_0_via },
     [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_neon, cpu_quantize_row_q8_0_ref,
-                       cpu_dequantize_row_q8_0 },
-    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_neon, NULL, cpu_dequantize_row_q4_K },
-    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_neon, NULL, cpu_dequantize_row_q6_K },
+                       cpu_dequantize_row_q8_0, gemm_q8_0_via },
+    [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_neon, NULL, cpu_dequantize_row_q4_K,
+                       gemm_q4_K_via },
+    [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_neon, NULL, cpu_dequantize_row_q6_K,
+                       gemm_q6_K_via },
 };
 #define ISA_NAME "neon"
 #else
@@ -53,7 +113,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
 #define ISA_NAME "scalar"
 #endif
 
-static const struct cpu_type_kernels none = { BP_TYPE_COUNT, NULL, NULL, NULL };
+static const struct cpu_type_kernels none = { BP_TYPE_COUNT, NULL, NULL, NULL, NULL };
 
 const struct cpu_type_kernels *cpu_kernels_for(enum bp_type t)
 {

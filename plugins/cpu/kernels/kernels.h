@@ -23,6 +23,8 @@
 #include <backplane/bp_abi.h>
 #include <backplane/bp_quant.h>
 
+#include "repack.h"
+
 /* s[0] = dot of n elements of row a (weight type) and row b (vec_dot_type). */
 typedef void (*cpu_vec_dot_fn)(int64_t n, float *s, const void *a, const void *b);
 /* Convert n floats into vec_dot_type (n a multiple of its block size). */
@@ -35,6 +37,7 @@ struct cpu_type_kernels {
     cpu_vec_dot_fn vec_dot;      /* NULL: weight type not handled */
     cpu_from_float_fn from_float;/* into this type (used when it is a vec_dot_type) */
     cpu_to_float_fn to_float;    /* out of this type (GET_ROWS) */
+    cpu_gemm_x8_fn gemm_x8;      /* weights in the x8 layout (repack.h); NULL: none */
 };
 
 /* This build's kernels for weight type t (vec_dot NULL when none). */
@@ -65,6 +68,11 @@ void cpu_vec_dot_f32_ref(int64_t n, float *s, const void *a, const void *b);
 /* F16 / BF16 weight row against an F32 activation row. */
 void cpu_vec_dot_f16_ref(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_bf16_ref(int64_t n, float *s, const void *a, const void *b);
+
+/* The x8 dot through a plain vec_dot, one block at a time (the reference,
+ * and the builds without x8 kernels). */
+void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
+                         const void *w, const void *y, size_t ys, int ncols);
 
 /* The 6-bit scale and min of sub-block j of a Q4_K block (ggml's packing). */
 static inline void cpu_q4_K_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m)

@@ -6,6 +6,7 @@
 #define BP_CPU_SIMD_H
 
 #include "kernels.h"
+#include "repack.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define CPU_HAVE_X86_SIMD 1
@@ -16,6 +17,21 @@ void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b
 void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f16_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_bf16_x86(int64_t n, float *s, const void *a, const void *b);
+#endif
+
+/* The x8 kernels need 512-bit registers and vpdpbusd (gemm_x86.c); other
+ * builds run the x8 layout through their vec_dot, block by block. */
+#if defined(CPU_HAVE_X86_SIMD) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512VNNI__)
+#define CPU_HAVE_X86_GEMM 1
+void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+void cpu_gemm_q8_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+void cpu_gemm_q4_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+void cpu_gemm_q6_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
 #endif
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)

@@ -1,15 +1,38 @@
 /*
  * attention.c — FLASH_ATTN_EXT: out = softmax(scale * q.k^T + mask) . v with
- * grouped-query heads (head h reads kv head h / (H / H_kv)).
+ * grouped-query heads (head h reads kv head h / (H / H_kv)). Output is
+ * [Dv, H, n_q, B]: heads before tokens. A query row whose every key is
+ * masked gets zeros, as SOFT_MAX does.
  *
- * The reference is two-pass rather than online: the scores of one query row
- * go to this thread's scratch (n_kv doubles), then the exact maximum is
- * subtracted once. Output is [Dv, H, n_q, B]: heads before tokens. A query
- * row whose every key is masked gets zeros, as SOFT_MAX does.
+ * Two kernels, chosen by the build's ISA flags:
+ *  - the scalar variant keeps the reference: two passes in double (scores of
+ *    one query row in this thread's scratch, the exact maximum subtracted
+ *    once). Every device is checked against it, so it trades speed for
+ *    being obviously right.
+ *  - the SIMD variants (AVX2, AVX-512, NEON) make one online-softmax pass in
+ *    float: the running maximum only moves up, and when it does the
+ *    accumulator is rescaled once. q.k and the v accumulation are vector
+ *    loops; F16 K/V rows are widened in registers. A key whose mask is
+ *    -INFINITY is skipped before its dot product: the decoder's masks hide
+ *    the unused tail of its cache capacity.
+ *
+ * Either way one (head, query, batch) row is one work item, whole on one
+ * thread, so results do not depend on the thread count.
  */
 #include <math.h>
 
 #include "../ops.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define FA_X86 1
+#include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define FA_NEON 1
+#include <arm_neon.h>
+#endif
+#if defined(FA_X86) || defined(FA_NEON)
+#define FA_FAST 1
+#endif
 
 bool cpu_supports_flash_attn(const struct bp_tensor *t)
 {
@@ -28,6 +51,10 @@ bool cpu_supports_flash_attn(const struct bp_tensor *t)
            m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[1] && q->ne[2] % m->ne[2] == 0 &&
            q->ne[3] % m->ne[3] == 0;
 }
+
+#ifndef FA_FAST
+
+/* ---- the reference (scalar variant) ---- */
 
 size_t cpu_scratch_flash_attn(const struct bp_tensor *t)
 {
@@ -86,3 +113,286 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
         }
     }
 }
+
+#else /* FA_FAST */
+
+/* ---- vector helpers: a float row against an F32 or F16 row ---- */
+
+#if defined(FA_X86) && defined(__AVX512F__)
+
+static float fa_dot_f32(const float *a, const float *b, int64_t n)
+{
+    __m512 s = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
+    float r = _mm512_reduce_add_ps(s);
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+static float fa_dot_f16(const float *a, const uint16_t *b, int64_t n)
+{
+    __m512 s = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i),
+                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
+    float r = _mm512_reduce_add_ps(s);
+    for (; i < n; i++) r += a[i] * bp_f16_to_f32(b[i]);
+    return r;
+}
+
+static void fa_axpy_f32(float *y, float w, const float *x, int64_t n)
+{
+    const __m512 vw = _mm512_set1_ps(w);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += w * x[i];
+}
+
+static void fa_axpy_f16(float *y, float w, const uint16_t *x, int64_t n)
+{
+    const __m512 vw = _mm512_set1_ps(w);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw,
+                                                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))),
+                                                _mm512_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += w * bp_f16_to_f32(x[i]);
+}
+
+static void fa_scale(float *y, float c, int64_t n)
+{
+    const __m512 vc = _mm512_set1_ps(c);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(vc, _mm512_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] *= c;
+}
+
+#elif defined(FA_X86)
+
+static float fa_hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static float fa_dot_f32(const float *a, const float *b, int64_t n)
+{
+    __m256 s = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
+    float r = fa_hsum256(s);
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+static float fa_dot_f16(const float *a, const uint16_t *b, int64_t n)
+{
+    __m256 s = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
+                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), s);
+    float r = fa_hsum256(s);
+    for (; i < n; i++) r += a[i] * bp_f16_to_f32(b[i]);
+    return r;
+}
+
+static void fa_axpy_f32(float *y, float w, const float *x, int64_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += w * x[i];
+}
+
+static void fa_axpy_f16(float *y, float w, const uint16_t *x, int64_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw,
+                                                _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
+                                                _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += w * bp_f16_to_f32(x[i]);
+}
+
+static void fa_scale(float *y, float c, int64_t n)
+{
+    const __m256 vc = _mm256_set1_ps(c);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(vc, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] *= c;
+}
+
+#else /* FA_NEON */
+
+static inline float32x4_t fa_load_f16x4(const uint16_t *p)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+static float fa_dot_f32(const float *a, const float *b, int64_t n)
+{
+    float32x4_t s = vdupq_n_f32(0.0f);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        s = vfmaq_f32(s, vld1q_f32(a + i), vld1q_f32(b + i));
+    float r = vaddvq_f32(s);
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+static float fa_dot_f16(const float *a, const uint16_t *b, int64_t n)
+{
+    float32x4_t s = vdupq_n_f32(0.0f);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        s = vfmaq_f32(s, vld1q_f32(a + i), fa_load_f16x4(b + i));
+    float r = vaddvq_f32(s);
+    for (; i < n; i++) r += a[i] * bp_f16_to_f32(b[i]);
+    return r;
+}
+
+static void fa_axpy_f32(float *y, float w, const float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), w));
+    for (; i < n; i++) y[i] += w * x[i];
+}
+
+static void fa_axpy_f16(float *y, float w, const uint16_t *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), fa_load_f16x4(x + i), w));
+    for (; i < n; i++) y[i] += w * bp_f16_to_f32(x[i]);
+}
+
+static void fa_scale(float *y, float c, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vmulq_n_f32(vld1q_f32(y + i), c));
+    for (; i < n; i++) y[i] *= c;
+}
+
+#endif
+
+/* A row the vector loops can read in place: dense along dim 0, F32 or F16.
+ * BF16 and strided rows (a transposed cache) are widened into scratch. */
+static bool fa_direct(const struct bp_tensor *x)
+{
+    return (x->type == BP_TYPE_F32 && x->nb[0] == 4) || (x->type == BP_TYPE_F16 && x->nb[0] == 2);
+}
+
+static void fa_widen(float *dst, const char *src, const struct bp_tensor *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = cpu_load(src + (size_t)i * x->nb[0], x->type);
+}
+
+/* q (as float) . row j of k; tmp holds a widened row when k is not direct. */
+static float fa_qk(const float *qf, const char *kr, const struct bp_tensor *k, bool direct,
+                   float *tmp, int64_t D)
+{
+    if (!direct) {
+        fa_widen(tmp, kr, k, D);
+        return fa_dot_f32(qf, tmp, D);
+    }
+    return k->type == BP_TYPE_F16 ? fa_dot_f16(qf, (const uint16_t *)(const void *)kr, D)
+                                  : fa_dot_f32(qf, (const float *)(const void *)kr, D);
+}
+
+static void fa_accumulate(float *acc, float w, const char *vr, const struct bp_tensor *v,
+                          bool direct, float *tmp, int64_t Dv)
+{
+    if (!direct) {
+        fa_widen(tmp, vr, v, Dv);
+        fa_axpy_f32(acc, w, tmp, Dv);
+    } else if (v->type == BP_TYPE_F16) {
+        fa_axpy_f16(acc, w, (const uint16_t *)(const void *)vr, Dv);
+    } else {
+        fa_axpy_f32(acc, w, (const float *)(const void *)vr, Dv);
+    }
+}
+
+/* qf[D], tmp[max(D, Dv)], acc[Dv] floats. */
+size_t cpu_scratch_flash_attn(const struct bp_tensor *t)
+{
+    const int64_t D = t->src[0]->ne[0], Dv = t->src[2]->ne[0];
+    return (size_t)(D + (D > Dv ? D : Dv) + Dv) * sizeof(float);
+}
+
+void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    const struct bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
+    const float scale = bp_op_param_f32(t, 0);
+    const int64_t D = q->ne[0], Dv = v->ne[0], n_kv = k->ne[1];
+    const int64_t group = q->ne[2] / k->ne[2];
+    const bool k_direct = fa_direct(k), v_direct = fa_direct(v);
+    float *qf = p->wdata;
+    float *tmp = qf + D;
+    float *acc = tmp + (D > Dv ? D : Dv);
+
+    int64_t r0, r1;
+    cpu_split(bp_nrows(t), p, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t h, iq, b;
+        cpu_row_index(t, r, &h, &iq, &b);
+        const int64_t kh = h / group;
+        const char *mr = m ? cpu_at(m, 0, iq, h % m->ne[2], b % m->ne[3]) : NULL;
+        char *dr = cpu_at(t, 0, h, iq, b);
+
+        fa_widen(qf, cpu_at(q, 0, iq, h, b), q, D);
+        for (int64_t d = 0; d < Dv; d++)
+            acc[d] = 0.0f;
+        float mx = -INFINITY, sum = 0.0f;
+        for (int64_t j = 0; j < n_kv; j++) {
+            const float mj = mr ? cpu_load(mr + (size_t)j * m->nb[0], m->type) : 0.0f;
+            if (mj == -INFINITY)
+                continue;
+            const float s = fa_qk(qf, cpu_at(k, 0, j, kh, b), k, k_direct, tmp, D) * scale + mj;
+            if (s == -INFINITY)
+                continue; /* weight 0 also while nothing counted yet (exp(-inf + inf) is NaN) */
+            float w = 1.0f;
+            if (s > mx) {
+                /* The first key that counts has nothing to rescale. */
+                if (mx != -INFINITY) {
+                    const float c = expf(mx - s);
+                    fa_scale(acc, c, Dv);
+                    sum *= c;
+                }
+                mx = s;
+            } else {
+                w = expf(s - mx);
+            }
+            sum += w;
+            fa_accumulate(acc, w, cpu_at(v, 0, j, kh, b), v, v_direct, tmp, Dv);
+        }
+        if (mx == -INFINITY) {
+            for (int64_t d = 0; d < Dv; d++)
+                acc[d] = 0.0f;
+        } else {
+            fa_scale(acc, 1.0f / sum, Dv);
+        }
+        if (t->nb[0] == 4) {
+            memcpy(dr, acc, (size_t)Dv * 4);
+        } else {
+            for (int64_t d = 0; d < Dv; d++)
+                memcpy(dr + (size_t)d * t->nb[0], &acc[d], 4);
+        }
+    }
+}
+
+#endif /* FA_FAST */

@@ -19,6 +19,13 @@
  * Every output element is one vec_dot, so results do not depend on the
  * thread count or the chunk order.
  *
+ * A weight in the x8 layout (kernels/repack.h, a CPU_REPACK buffer) runs
+ * the same chunks with row boundaries on multiples of 8: one gemm_x8 call
+ * takes 8 weight rows and up to 4 activation rows, so each weight block is
+ * unpacked once for 4 outputs and each activation block once for 8; the
+ * plain tail rows (R % 8) go through vec_dot. Its Q8_0 activation rows carry
+ * per-block float scales and quant sums (cpu_q8_0_fill_aux).
+ *
  * Anything else (a transposed W view) takes the strided reference path,
  * which accumulates in double.
  */
@@ -52,6 +59,8 @@ bool cpu_supports_mul_mat(const struct bp_tensor *t)
         return false;
     if (!cpu_is_float(w->type) && !(bp_type_is_quantized((enum bp_type)w->type) && fast_path(t)))
         return false;
+    if (cpu_tensor_repacked(w) && !cpu_kernels_for((enum bp_type)w->type)->gemm_x8)
+        return false;
     if (!cpu_shape_ok(w)) /* its dims divide X's */
         return false;
     return w->ne[0] == x->ne[0] && x->ne[2] % w->ne[2] == 0 && x->ne[3] % w->ne[3] == 0 &&
@@ -65,9 +74,19 @@ static bool x_direct(const struct bp_tensor *x, enum bp_type vdt)
     return vdt == BP_TYPE_F32 && x->type == BP_TYPE_F32 && x->nb[0] == sizeof(float);
 }
 
+/* With an x8 weight, Q8_0 rows carry their aux data: they are fed to
+ * gemm_x8 ys bytes apart. */
+static bool x_aux(const struct bp_tensor *t)
+{
+    return cpu_tensor_repacked(t->src[0]) &&
+           cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type == BP_TYPE_Q8_0;
+}
+
 static size_t x_row_size(const struct bp_tensor *t)
 {
     const enum bp_type vdt = cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type;
+    if (x_aux(t))
+        return cpu_q8_0_aux_row_size(t->src[0]->ne[0] / BP_QK8_0);
     return bp_row_size(vdt, t->src[0]->ne[0]);
 }
 
@@ -99,6 +118,7 @@ static void convert_x(const struct cpu_compute_params *p, const struct bp_tensor
     const size_t rs = x_row_size(t);
     const cpu_from_float_fn from_float = cpu_kernels_for(k->vec_dot_type)->from_float;
     float *stage = p->wdata;
+    const bool aux = x_aux(t);
     int64_t r0, r1;
     cpu_split(rows, p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -113,6 +133,8 @@ static void convert_x(const struct cpu_compute_params *p, const struct bp_tensor
             f = stage;
         }
         from_float(f, (char *)p->wshared + (size_t)r * rs, K);
+        if (aux)
+            cpu_q8_0_fill_aux((char *)p->wshared + (size_t)r * rs, K);
     }
 }
 
@@ -121,6 +143,7 @@ static void convert_x(const struct cpu_compute_params *p, const struct bp_tensor
 struct mm_shape {
     const struct bp_tensor *w, *x, *t;
     cpu_vec_dot_fn vec_dot;
+    cpu_gemm_x8_fn gemm_x8;  /* non-NULL: W is in the x8 layout */
     int64_t K, nr0, nr1;
     int64_t r2, r3;
     const char *xbase;  /* converted rows (row_stride apart) or NULL: X in place */
@@ -150,6 +173,49 @@ static void mm_chunk(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_en
     }
 }
 
+/* The x8 weight: chunk rows start on multiples of 8 (dr0 is one). For each
+ * 8-row group, activation rows are taken up to 4 at a time while they read
+ * the same W slice. */
+static void mm_chunk_x8(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_end,
+                        int64_t ir1_start, int64_t ir1_end)
+{
+    const struct bp_tensor *w = s->w, *x = s->x, *t = s->t;
+    const int64_t packed = s->nr0 / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
+    float tmp[CPU_GEMM_MAX_COLS][CPU_REPACK_ROWS];
+    for (int64_t iir1 = ir1_start; iir1 < ir1_end; iir1 += MM_BLOCK) {
+        const int64_t e1 = iir1 + MM_BLOCK < ir1_end ? iir1 + MM_BLOCK : ir1_end;
+        for (int64_t ir0 = ir0_start; ir0 < ir0_end; ir0 += CPU_REPACK_ROWS) {
+            for (int64_t ir1 = iir1; ir1 < e1;) {
+                int64_t i11[CPU_GEMM_MAX_COLS], i12[CPU_GEMM_MAX_COLS], i13[CPU_GEMM_MAX_COLS];
+                cpu_row_index(x, ir1, &i11[0], &i12[0], &i13[0]);
+                int nc = 1;
+                while (nc < CPU_GEMM_MAX_COLS && ir1 + nc < e1) {
+                    cpu_row_index(x, ir1 + nc, &i11[nc], &i12[nc], &i13[nc]);
+                    if (i12[nc] / s->r2 != i12[0] / s->r2 || i13[nc] / s->r3 != i13[0] / s->r3)
+                        break;
+                    nc++;
+                }
+                const char *wbase = cpu_at(w, 0, 0, i12[0] / s->r2, i13[0] / s->r3);
+                const char *xr = s->xbase + (size_t)ir1 * s->row_stride;
+                if (ir0 + CPU_REPACK_ROWS <= packed) {
+                    s->gemm_x8(s->K, &tmp[0][0], CPU_REPACK_ROWS, wbase + (size_t)ir0 * w->nb[1],
+                               xr, s->row_stride, nc);
+                    for (int c = 0; c < nc; c++)
+                        memcpy(cpu_at(t, ir0, i11[c], i12[c], i13[c]), tmp[c],
+                               CPU_REPACK_ROWS * sizeof(float));
+                } else {
+                    const int64_t e0 = ir0 + CPU_REPACK_ROWS < ir0_end ? ir0 + CPU_REPACK_ROWS : ir0_end;
+                    for (int c = 0; c < nc; c++)
+                        for (int64_t r = ir0; r < e0; r++)
+                            s->vec_dot(s->K, (float *)(void *)cpu_at(t, r, i11[c], i12[c], i13[c]),
+                                       wbase + (size_t)r * w->nb[1], xr + (size_t)c * s->row_stride);
+                }
+                ir1 += nc;
+            }
+        }
+    }
+}
+
 static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t)
 {
     const struct bp_tensor *w = t->src[0], *x = t->src[1];
@@ -164,6 +230,7 @@ static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t
 
     struct mm_shape s = {
         .w = w, .x = x, .t = t, .vec_dot = k->vec_dot, .K = w->ne[0],
+        .gemm_x8 = cpu_tensor_repacked(w) ? k->gemm_x8 : NULL,
         .nr0 = w->ne[1], .nr1 = x->ne[1] * x->ne[2] * x->ne[3],
         .r2 = x->ne[2] / w->ne[2], .r3 = x->ne[3] / w->ne[3],
         .xbase = direct ? NULL : p->wshared, .row_stride = direct ? 0 : x_row_size(t),
@@ -178,7 +245,9 @@ static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t
         nchunk0 = s.nr0 > s.nr1 ? p->nth : 1;
         nchunk1 = s.nr0 > s.nr1 ? 1 : p->nth;
     }
-    const int64_t dr0 = (s.nr0 + nchunk0 - 1) / nchunk0;
+    int64_t dr0 = (s.nr0 + nchunk0 - 1) / nchunk0;
+    if (s.gemm_x8)
+        dr0 = (dr0 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
     const int64_t dr1 = (s.nr1 + nchunk1 - 1) / nchunk1;
     const int64_t total = nchunk0 * nchunk1;
 
@@ -188,8 +257,12 @@ static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t
         const int64_t a0 = dr0 * c0, a1 = dr1 * c1;
         const int64_t b0 = a0 + dr0 < s.nr0 ? a0 + dr0 : s.nr0;
         const int64_t b1 = a1 + dr1 < s.nr1 ? a1 + dr1 : s.nr1;
-        if (a0 < b0 && a1 < b1)
-            mm_chunk(&s, a0, b0, a1, b1);
+        if (a0 < b0 && a1 < b1) {
+            if (s.gemm_x8)
+                mm_chunk_x8(&s, a0, b0, a1, b1);
+            else
+                mm_chunk(&s, a0, b0, a1, b1);
+        }
         current = atomic_fetch_add_explicit(p->chunk, 1, memory_order_relaxed);
     }
 }

@@ -1,10 +1,12 @@
 /*
  * elementwise.cu — ADD/MUL (b repeats over a), SCALE, SILU, GELU, the
- * element-order copy behind CPY/CONT, GET_ROWS/SET_ROWS, and the packed
- * helpers of the all-reduce. Grid-stride loops over destination elements;
- * sources are read through their byte strides.
+ * element-order copy behind CPY/CONT, GET_ROWS (float or quantized
+ * tables), SET_ROWS, and the packed helpers of the all-reduce. Grid-stride
+ * loops over destination elements; sources are read through their byte
+ * strides.
  */
 #include "common.cuh"
+#include "dequant.cuh"
 
 __global__ void k_binary(cuda_tview d, cuda_tview a, cuda_tview b, int is_mul, int64_t n)
 {
@@ -59,7 +61,8 @@ static __device__ void report_bad_id(int *err, int node, int id, int64_t pos)
     }
 }
 
-/* dst [K, n, d2, d3] F32; one thread per element. */
+/* dst [K, n, d2, d3] F32; one thread per element. Quantized tables are
+ * rows of whole blocks (ops.c checks), read element by element. */
 __global__ void k_get_rows(cuda_tview d, cuda_tview tab, cuda_tview ids, int *err, int node, int64_t n)
 {
     for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < n;
@@ -71,7 +74,10 @@ __global__ void k_get_rows(cuda_tview d, cuda_tview tab, cuda_tview ids, int *er
             if (i[0] == 0) report_bad_id(err, node, id, i[1] + ids.ne[0] * (i[2] + ids.ne[1] * i[3]));
             continue;
         }
-        st_f(at(d, i[0], i[1], i[2], i[3]), d.type, ld_f(at(tab, i[0], id, i[2], i[3]), tab.type));
+        const float v = tab.type == T_F32 || tab.type == T_F16 || tab.type == T_BF16
+                            ? ld_f(at(tab, i[0], id, i[2], i[3]), tab.type)
+                            : dq((const uint8_t *)at(tab, 0, id, i[2], i[3]), tab.type, i[0]);
+        st_f(at(d, i[0], i[1], i[2], i[3]), d.type, v);
     }
 }
 

@@ -1,8 +1,9 @@
 /*
  * bp_cuda_reference.c — prints, as one JSON object, the reference figures
  * of a CUDA device measured now (bp_cuda_bench_reference): D2D copy
- * bandwidth and cuBLAS F16 GEMM GFLOP/s at K, N, M. Used by
- * scripts/gpu-check.sh. usage: bp_cuda_reference [index [K N M]]
+ * bandwidth, cuBLAS F16 GEMM GFLOP/s at K, N, M, and the host time of a
+ * launch + stream synchronize. Used by scripts/gpu-check.sh.
+ * usage: bp_cuda_reference [index [K N M]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 
 #include <backplane/backplane.h>
 
-typedef bp_status (*bench_fn)(struct bp_registry *, size_t, int, int, int, double *, double *);
+/* Same as cuda_bench_reference_fn in plugins/cuda/cuda_internal.h. */
+typedef bp_status (*bench_fn)(struct bp_registry *, size_t, int, int, int, double *, double *,
+                              double *);
 
 int main(int argc, char **argv)
 {
@@ -30,11 +33,11 @@ int main(int argc, char **argv)
     }
     bench_fn fn;
     memcpy(&fn, &p, sizeof p);
-    double gbps = 0, gflops = 0;
-    bp_status st = fn(reg, index, K, N, M, &gbps, &gflops);
+    double gbps = 0, gflops = 0, sync_us = 0;
+    bp_status st = fn(reg, index, K, N, M, &gbps, &gflops, &sync_us);
     printf("{\"device\": \"cuda%zu\", \"status\": \"%s\", \"d2d_copy_gbps\": %.1f, "
-           "\"cublas_hgemm_gflops\": %.1f, \"K\": %d, \"N\": %d, \"M\": %d}\n",
-           index, bp_status_name(st), gbps, gflops, K, N, M);
+           "\"cublas_hgemm_gflops\": %.1f, \"sync_floor_us\": %.2f, \"K\": %d, \"N\": %d, "
+           "\"M\": %d}\n", index, bp_status_name(st), gbps, gflops, sync_us, K, N, M);
     bp_unload();
     return st == BP_OK ? 0 : 1;
 }

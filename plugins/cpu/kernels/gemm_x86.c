@@ -1,0 +1,275 @@
+/*
+ * gemm_x86.c — the x8 (repacked, see repack.h) dot kernels for AVX-512 VNNI:
+ * one x8 block of 8 weight rows is loaded and unpacked once, then meets up
+ * to four activation rows. Each row owns two int32 lanes of a 512-bit
+ * register (its bytes 0..3 and 4..7 of every 8-byte group), so a 64-bit
+ * broadcast of the activation feeds all 8 rows in one vpdpbusd; the pairs
+ * are added once per output, not once per block. vpdpbusd wants unsigned
+ * weights: Q4_0 nibbles are (q - 8 offset), Q8_0 bytes get +128 by a XOR
+ * 0x80 when loaded; the offset comes back out through the activation
+ * block's quant sum.
+ */
+#include "simd.h"
+
+#if defined(CPU_HAVE_X86_GEMM)
+#include <immintrin.h>
+#include <string.h>
+
+static inline __m512i bcast8(const int8_t *p)
+{
+    int64_t v;
+    memcpy(&v, p, 8);
+    return _mm512_set1_epi64(v);
+}
+
+/* 8 f16 row scales, each duplicated into its row's two lanes. */
+static inline __m512 row_scales(const uint8_t *d)
+{
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)d));
+    return _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(f));
+}
+
+static inline void aux_of(const char *row, int64_t nb, int64_t b, float *d, int32_t *sum)
+{
+    const char *aux = row + cpu_q8_0_aux_offset(nb);
+    memcpy(d, aux + 4 * b, 4);
+    memcpy(sum, aux + 4 * nb + 4 * b, 4);
+}
+
+/* Lane pairs (2r, 2r+1) summed into s[r]. */
+static inline void store_rows(float *s, __m512 acc)
+{
+    const __m512 sum = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
+    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+    _mm256_storeu_ps(s, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, sum)));
+}
+
+void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    const int64_t nb = n / BP_QK4_0;
+    const uint8_t *x = w;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        const __m512i v0 = _mm512_loadu_si512(xb + 16), v1 = _mm512_loadu_si512(xb + 80);
+        const __m512i l0 = _mm512_and_si512(v0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+        const __m512i l1 = _mm512_and_si512(v1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+        const __m512 dw = row_scales(xb);
+        for (int c = 0; c < ncols; c++) {
+            const char *yr = (const char *)y + (size_t)c * ys;
+            const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr)[b].qs;
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), l0, bcast8(q));
+            p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
+            p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
+            p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
+            float dy;
+            int32_t sy;
+            aux_of(yr, nb, b, &dy, &sy);
+            /* each of a row's two lanes carries half of the -8 * sum */
+            p = _mm512_sub_epi32(p, _mm512_set1_epi32(4 * sy));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dy)),
+                                     acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+void cpu_gemm_q8_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    const int64_t nb = n / BP_QK8_0;
+    const uint8_t *x = w;
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        __m512i v[4];
+        for (int k = 0; k < 4; k++)
+            v[k] = _mm512_xor_si512(_mm512_loadu_si512(xb + 16 + 64 * k), _mm512_set1_epi8((char)0x80));
+        const __m512 dw = row_scales(xb);
+        for (int c = 0; c < ncols; c++) {
+            const char *yr = (const char *)y + (size_t)c * ys;
+            const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr)[b].qs;
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[0], bcast8(q));
+            for (int k = 1; k < 4; k++) p = _mm512_dpbusd_epi32(p, v[k], bcast8(q + 8 * k));
+            float dy;
+            int32_t sy;
+            aux_of(yr, nb, b, &dy, &sy);
+            /* weights read +128: half of 128 * sum per lane */
+            p = _mm512_sub_epi32(p, _mm512_set1_epi32(64 * sy));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dy)),
+                                     acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* v holds one 32-bit lane per row (a 256-bit load of an x8 scale word):
+ * each row's lane duplicated into the row's two 512-bit lanes. */
+static inline __m512i dup_rows(__m256i v)
+{
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    return _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v));
+}
+
+/* Q4_K x8: the 6-bit scales and mins of 8 rows come out of three 256-bit
+ * words (ggml's packing, done on 8 rows at once); sub-block j's integer sum
+ * is 4 vpdpbusd per activation row, then one 32-bit multiply by its scale.
+ * The min term is dmin * sum_j m[j] (bsums[2j] + bsums[2j+1]): one
+ * madd of the widened mins against broadcast bsum pairs, which lands in the
+ * same two-lanes-per-row shape as the quant sums. */
+static inline __attribute__((always_inline)) void
+q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k03 = _mm256_set1_epi32(0x03030303), kff = _mm256_set1_epi32(0xff);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
+        const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
+        const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
+        const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 64));
+        const __m256i u2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 96));
+        const __m256i sc_lo = _mm256_and_si256(u0, k3f), mn_lo = _mm256_and_si256(u1, k3f);
+        const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), k03), 4));
+        const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), k03), 4));
+        __m512i sc[8];
+        for (int j = 0; j < 4; j++) {
+            sc[j] = dup_rows(_mm256_and_si256(_mm256_srli_epi32(sc_lo, 8 * j), kff));
+            sc[j + 4] = dup_rows(_mm256_and_si256(_mm256_srli_epi32(sc_hi, 8 * j), kff));
+        }
+        /* row r's mins 0..3 (and 4..7) as int16 at positions 4r..4r+3 */
+        const __m512i mins_lo = _mm512_cvtepu8_epi16(mn_lo), mins_hi = _mm512_cvtepu8_epi16(mn_hi);
+        __m512i sumi[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            sumi[c] = _mm512_setzero_si512();
+        }
+        for (int g = 0; g < 4; g++) {
+            __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
+            for (int c = 0; c < ncols; c++) plo[c] = phi[c] = _mm512_setzero_si512();
+            for (int k = 0; k < 4; k++) {
+                const __m512i v = _mm512_loadu_si512(xb + 128 + 64 * (4 * g + k));
+                const __m512i lo = _mm512_and_si512(v, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                for (int c = 0; c < ncols; c++) {
+                    const int8_t *q = yb[c]->qs + 64 * g + 8 * k;
+                    plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
+                    phi[c] = _mm512_dpbusd_epi32(phi[c], hi, bcast8(q + 32));
+                }
+            }
+            for (int c = 0; c < ncols; c++)
+                sumi[c] = _mm512_add_epi32(sumi[c],
+                    _mm512_add_epi32(_mm512_mullo_epi32(plo[c], sc[2 * g]),
+                                     _mm512_mullo_epi32(phi[c], sc[2 * g + 1])));
+        }
+        for (int c = 0; c < ncols; c++) {
+            const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
+            const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv), _mm256_extracti128_si256(bsv, 1));
+            const __m512i summ = _mm512_add_epi32(
+                _mm512_madd_epi16(mins_lo, _mm512_set1_epi64(_mm_cvtsi128_si64(bp))),
+                _mm512_madd_epi16(mins_hi, _mm512_set1_epi64(_mm_extract_epi64(bp, 1))));
+            const __m512 dy = _mm512_set1_ps(yb[c]->d);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q6_K x8: 6-bit quants rebuilt from ql nibbles and qh bit pairs (0..63,
+ * unsigned for vpdpbusd); the -32 offset is 32 * sum_j scale[j] * bsums[j],
+ * one madd per scale word against the broadcast bsums. Sub-block j's
+ * signed scale is byte j % 4 of scale word j / 4, sign-extended by a shift
+ * pair. */
+static inline __attribute__((always_inline)) void
+q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
+        const uint8_t *ql = xb + 144, *qh = xb + 1168;
+        const __m512 dw = row_scales(xb);
+        __m256i sw[4];
+        for (int q = 0; q < 4; q++)
+            sw[q] = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16 + 32 * q));
+        __m512i sumi[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            __m512i corr = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++) {
+                int64_t b4;
+                memcpy(&b4, yb[c]->bsums + 4 * q, 8);
+                corr = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_cvtepi8_epi16(sw[q]),
+                                                                _mm512_set1_epi64(b4)));
+            }
+            sumi[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
+        }
+        for (int h = 0; h < 2; h++)
+            for (int t = 0; t < 4; t++) {
+                const int jl = 8 * h + t, jh = 8 * h + 4 + t;
+                const __m512i sl = dup_rows(_mm256_srai_epi32(
+                    _mm256_slli_epi32(sw[jl / 4], 24 - 8 * (jl % 4)), 24));
+                const __m512i sh = dup_rows(_mm256_srai_epi32(
+                    _mm256_slli_epi32(sw[jh / 4], 24 - 8 * (jh % 4)), 24));
+                __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
+                for (int c = 0; c < ncols; c++) plo[c] = phi[c] = _mm512_setzero_si512();
+                for (int k = 2 * t; k < 2 * t + 2; k++) {
+                    const __m512i l = _mm512_loadu_si512(ql + 64 * (8 * h + k));
+                    const __m512i hb = _mm512_loadu_si512(qh + 64 * (4 * h + k % 4));
+                    const int sh_lo = k < 4 ? 0 : 2;
+                    const __m512i lo = _mm512_or_si512(_mm512_and_si512(l, m4),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, (unsigned)sh_lo), m3), 4));
+                    const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, (unsigned)sh_lo + 4), m3), 4));
+                    for (int c = 0; c < ncols; c++) {
+                        const int8_t *q = yb[c]->qs + 128 * h + 8 * k;
+                        plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
+                        phi[c] = _mm512_dpbusd_epi32(phi[c], hi, bcast8(q + 64));
+                    }
+                }
+                for (int c = 0; c < ncols; c++)
+                    sumi[c] = _mm512_add_epi32(sumi[c],
+                        _mm512_add_epi32(_mm512_mullo_epi32(plo[c], sl), _mm512_mullo_epi32(phi[c], sh)));
+            }
+        for (int c = 0; c < ncols; c++)
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d)), acc[c]);
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* ncols as a constant in each copy: the per-column accumulators stay in
+ * registers instead of a stack array indexed at run time. */
+#define X8_DISPATCH(T)                                                                     \
+    void cpu_gemm_##T##_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, \
+                               size_t ys, int ncols)                                       \
+    {                                                                                      \
+        switch (ncols) {                                                                   \
+        case 1: T##_x8(n, s, bs, w, y, ys, 1); break;                                      \
+        case 2: T##_x8(n, s, bs, w, y, ys, 2); break;                                      \
+        case 3: T##_x8(n, s, bs, w, y, ys, 3); break;                                      \
+        default: T##_x8(n, s, bs, w, y, ys, 4); break;                                     \
+        }                                                                                  \
+    }
+X8_DISPATCH(q4_K)
+X8_DISPATCH(q6_K)
+#else
+typedef int cpu_gemm_x86_not_built; /* ISO C forbids an empty translation unit */
+#endif

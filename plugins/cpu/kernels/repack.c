@@ -1,0 +1,144 @@
+/*
+ * repack.c — conversions between the plain rows and the x8 layout
+ * (described in repack.h), and the scalar reference of the x8 dot.
+ *
+ * Every x8 layout is a list of segments: a field of the plain block
+ * (plain offset p, length len) cut into chunks of g bytes, chunk c of row r
+ * going to x8 offset x + 8 g c + g r. So pack and unpack are one loop for
+ * every type, and the layout is a byte permutation by construction.
+ */
+#include <string.h>
+
+#include "kernels.h"
+
+struct x8_segment {
+    uint16_t p, len, g, x;
+};
+
+/* Up to 4 segments per type; len 0 ends the list. */
+static const struct x8_segment *segments(enum bp_type t)
+{
+    static const struct x8_segment q4_0[] = { { 0, 2, 2, 0 }, { 2, 16, 8, 16 }, { 0, 0, 0, 0 } };
+    static const struct x8_segment q8_0[] = { { 0, 2, 2, 0 }, { 2, 32, 8, 16 }, { 0, 0, 0, 0 } };
+    static const struct x8_segment q4_K[] = {
+        { 0, 2, 2, 0 }, { 2, 2, 2, 16 }, { 4, 12, 4, 32 }, { 16, 128, 8, 128 }, { 0, 0, 0, 0 }
+    };
+    static const struct x8_segment q6_K[] = {
+        { 208, 2, 2, 0 }, { 192, 16, 4, 16 }, { 0, 128, 8, 144 }, { 128, 64, 8, 1168 }, { 0, 0, 0, 0 }
+    };
+    switch (t) {
+    case BP_TYPE_Q4_0: return q4_0;
+    case BP_TYPE_Q8_0: return q8_0;
+    case BP_TYPE_Q4_K: return q4_K;
+    case BP_TYPE_Q6_K: return q6_K;
+    default: return NULL;
+    }
+}
+
+/* Q6_K has a layout and kernels (tested) but is not repacked yet: its x8
+ * kernel is 2x faster at prefill yet 2.5x SLOWER at decode (M = 1) than the
+ * plain vec_dot, for a reason not yet found. */
+bool cpu_repack_type_ok(enum bp_type t)
+{
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K;
+}
+
+static void convert(enum bp_type t, uint8_t *dst, const uint8_t *src, size_t row_size, int64_t n,
+                    bool pack)
+{
+    const struct x8_segment *seg = segments(t);
+    const size_t bsz = bp_type_size(t), xsz = CPU_REPACK_ROWS * bsz;
+    const int64_t nb = n / bp_type_block_size(t);
+    if (!seg)
+        return;
+    for (int64_t b = 0; b < nb; b++)
+        for (const struct x8_segment *s = seg; s->len; s++)
+            for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+                const size_t plain = (size_t)r * row_size + (size_t)b * bsz + s->p;
+                const size_t x8 = (size_t)b * xsz + s->x + (size_t)s->g * (size_t)r;
+                for (int c = 0; c < s->len / s->g; c++) {
+                    const size_t po = plain + (size_t)s->g * (size_t)c;
+                    const size_t xo = x8 + (size_t)(CPU_REPACK_ROWS * s->g) * (size_t)c;
+                    if (pack)
+                        memcpy(dst + xo, src + po, s->g);
+                    else
+                        memcpy(dst + po, src + xo, s->g);
+                }
+            }
+}
+
+void cpu_repack_pack(enum bp_type t, void *dst, const void *src, size_t row_size, int64_t n)
+{
+    convert(t, dst, src, row_size, n, true);
+}
+
+void cpu_repack_unpack(enum bp_type t, void *dst, const void *src, size_t row_size, int64_t n)
+{
+    convert(t, dst, src, row_size, n, false);
+}
+
+void cpu_q8_0_fill_aux(void *row, int64_t n)
+{
+    const int64_t nb = n / BP_QK8_0;
+    const struct bp_block_q8_0 *q = row;
+    char *aux = (char *)row + cpu_q8_0_aux_offset(nb);
+    for (int64_t b = 0; b < nb; b++) {
+        const float d = bp_f16_to_f32(q[b].d);
+        int32_t sum = 0;
+        for (int j = 0; j < BP_QK8_0; j++) sum += q[b].qs[j];
+        memcpy(aux + 4 * b, &d, 4);
+        memcpy(aux + 4 * nb + 4 * b, &sum, 4);
+    }
+}
+
+/* One plain block of each row rebuilt from x8 block b, then the plain dot
+ * of that block; the per-block results are added in the plain reference's
+ * order (its sum starts at 0 and adds one term per block), so the result is
+ * the plain reference's to the bit. */
+void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
+                         const void *w, const void *y, size_t ys, int ncols)
+{
+    const size_t bsz = bp_type_size(t), xsz = CPU_REPACK_ROWS * bsz;
+    const int64_t qk = bp_type_block_size(t), nb = n / qk;
+    const size_t ybsz = qk == BP_QK_K ? sizeof(struct bp_block_q8_K) : sizeof(struct bp_block_q8_0);
+    uint8_t blk[CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K)];
+    float sum[CPU_GEMM_MAX_COLS][CPU_REPACK_ROWS] = { { 0 } };
+    if (bsz > sizeof(struct bp_block_q6_K))
+        return;
+    for (int64_t b = 0; b < nb; b++) {
+        /* unpack treats blk as 8 rows of one block each */
+        cpu_repack_unpack(t, blk, (const uint8_t *)w + (size_t)b * xsz, bsz, qk);
+        for (int c = 0; c < ncols; c++)
+            for (int r = 0; r < CPU_REPACK_ROWS; r++) {
+                float v;
+                dot(qk, &v, blk + (size_t)r * bsz, (const char *)y + (size_t)c * ys + (size_t)b * ybsz);
+                sum[c][r] += v;
+            }
+    }
+    for (int c = 0; c < ncols; c++)
+        for (int r = 0; r < CPU_REPACK_ROWS; r++) s[(size_t)c * bs + (size_t)r] = sum[c][r];
+}
+
+void cpu_gemm_q4_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_ref, n, s, bs, w, y, ys, ncols);
+}
+
+void cpu_gemm_q8_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_ref, n, s, bs, w, y, ys, ncols);
+}
+
+void cpu_gemm_q4_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_ref, n, s, bs, w, y, ys, ncols);
+}
+
+void cpu_gemm_q6_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_ref, n, s, bs, w, y, ys, ncols);
+}

@@ -1,0 +1,85 @@
+/*
+ * repack.h — the CPU plugin's own weight layout ("x8"): the blocks of 8
+ * consecutive rows stored side by side, so that one pass over an activation
+ * row feeds 8 output rows and the 8 row scales load as one vector.
+ *
+ * A repacked 2-D slice of R rows keeps its size: rows [8g, 8g+8) occupy the
+ * same bytes as before, now as nb "x8 blocks" (block column b of the 8
+ * rows); the last R % 8 rows stay in the plain ggml layout. So a plain row
+ * r >= 8 * (R / 8) is still at r * row_size.
+ *
+ * x8 block of Q4_0 (144 bytes): d[8] (f16, row order), then qs[128]:
+ *   qs[64 c + 8 r + j] = row r's qs[8 c + j], c = 0..1, j = 0..7
+ *   (each byte still holds element i in its low and i + 16 in its high nibble).
+ * x8 block of Q8_0 (272 bytes): d[8], then qs[256]:
+ *   qs[64 c + 8 r + j] = row r's qs[8 c + j], c = 0..3.
+ * x8 block of Q4_K (1152 bytes): d[8], dmin[8] (f16), then scales[96]:
+ *   scales[32 c + 4 r + j] = row r's scales[4 c + j], c = 0..2 (each row's
+ *   three packed 32-bit words side by side: one 256-bit load per word
+ *   unpacks the 6-bit scales and mins of 8 rows at once), then qs[1024]:
+ *   qs[64 c + 8 r + j] = row r's qs[8 c + j], c = 0..15.
+ * x8 block of Q6_K (1680 bytes): d[8], then scales[128]:
+ *   scales[32 c + 4 r + j] = row r's scales[4 c + j], c = 0..3, then
+ *   ql[1024] and qh[512], both as qs[64 c + 8 r + j] = row r's [8 c + j].
+ * The layout is a pure permutation of bytes, so filling a buffer with one
+ * byte value means the same in both layouts.
+ * With 8 bytes of a row side by side, one 64-bit broadcast of 8 activation
+ * bytes meets all 8 rows in one 512-bit register (2 int32 lanes per row).
+ *
+ * The Q8_0 activation of a repacked weight carries, after its blocks (at
+ * cpu_q8_0_aux_offset), one float scale and one int32 quant sum per block.
+ */
+#ifndef BP_CPU_REPACK_H
+#define BP_CPU_REPACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <backplane/bp_abi.h>
+#include <backplane/bp_quant.h>
+
+#define CPU_REPACK_ROWS 8
+
+/* out[c * bs + r] = dot(row r of the x8 group w, activation row c), for
+ * r < 8, c < ncols (<= CPU_GEMM_MAX_COLS); y rows ys bytes apart. */
+#define CPU_GEMM_MAX_COLS 4
+typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, const void *y,
+                               size_t ys, int ncols);
+
+/* True for the weight types that have an x8 layout: THE list of what a
+ * CPU_REPACK buffer repacks (repack_io.c) and what the weight buffer type
+ * answers for (plugin.c). */
+bool cpu_repack_type_ok(enum bp_type t);
+/* Rearrange 8 plain rows (row_size bytes apart in src) of n elements into
+ * one x8 group at dst, and back. dst and src do not overlap. */
+void cpu_repack_pack(enum bp_type t, void *dst, const void *src, size_t row_size, int64_t n);
+void cpu_repack_unpack(enum bp_type t, void *dst, const void *src, size_t row_size, int64_t n);
+
+/* Byte offset of the per-block aux data after a Q8_0 row of nb blocks, and
+ * the bytes of the whole row with it. */
+static inline size_t cpu_q8_0_aux_offset(int64_t nb)
+{
+    return ((size_t)nb * sizeof(struct bp_block_q8_0) + 63) & ~(size_t)63;
+}
+static inline size_t cpu_q8_0_aux_row_size(int64_t nb)
+{
+    return cpu_q8_0_aux_offset(nb) + (size_t)nb * 8;
+}
+/* Fill the aux data (scale as float, sum of quants) of a Q8_0 row. */
+void cpu_q8_0_fill_aux(void *row, int64_t n);
+
+/* The reference: row by row through the scalar vec_dot of each block,
+ * adding the per-block terms in the plain reference's order. */
+void cpu_gemm_q4_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+void cpu_gemm_q8_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+/* The K-quants take Q8_K activation rows as they are (their bsums carry the
+ * min / -32 terms): no aux data. */
+void cpu_gemm_q4_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+void cpu_gemm_q6_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols);
+
+#endif
