@@ -19,9 +19,33 @@
 
 /* The plan of one graph: made before the parallel region, on the calling
  * thread, with every allocation the graph needs; the compute path
- * allocates nothing. */
-struct cpu_node_plan {
-    int n_tasks;            /* threads that take part in the node */
+ * allocates nothing.
+ *
+ * A graph runs as a list of steps, each a set of tasks that any thread may
+ * take, in any order: a step starts when the one before has finished, and
+ * nothing else makes a thread wait. So a worker that the OS has not
+ * scheduled yet holds nobody up: the running threads take its tasks, and it
+ * finds them gone when it catches up. (With a barrier per node, on two
+ * cores shared with other work, every node waited for the slowest thread
+ * to be scheduled, and two threads decoded slower than one.) Task c of a
+ * step is the kernel's share ith = c of nth = the node's task count, so
+ * results are those of nth threads whoever computes them. */
+enum cpu_step_kind {
+    CPU_STEP_PREPARE,   /* one task: the node's prepare (checks ids) */
+    CPU_STEP_SHARES,    /* task c is compute() as thread c of n */
+    CPU_STEP_MM_CONVERT,/* task c is cpu_mul_mat_convert as thread c of n */
+    CPU_STEP_MM_CHUNKS, /* task c is cpu_mul_mat_chunk c (of the grid for nth) */
+    CPU_STEP_ALL,       /* a kernel with barriers inside: every thread, as itself */
+};
+
+struct cpu_step {
+    int32_t node;
+    int kind;
+    int nth;                /* the nth the kernel sees */
+    int64_t n;              /* tasks */
+    bool last;              /* the node's last step: run the abort callback after it */
+    _Atomic int64_t next;   /* next task to take */
+    _Atomic int64_t done;   /* tasks finished */
 };
 
 struct cpu_backend {
@@ -31,8 +55,8 @@ struct cpu_backend {
     struct cpu_pool *pool;
     void *scratch;          /* the graph's work buffer: shared part, then per-thread slices */
     size_t scratch_size;
-    struct cpu_node_plan *plan;
-    int32_t plan_cap;
+    struct cpu_step *steps;
+    int32_t steps_cap;
     bp_cpu_abort_fn abort_cb;
     void *abort_data;
 };
@@ -41,27 +65,13 @@ struct cpu_backend {
 struct cpu_graph_job {
     struct cpu_backend *cb;
     struct bp_graph *g;
+    int32_t n_steps;
     size_t shared;          /* bytes of the shared part (aligned) */
     size_t per_thread;      /* scratch bytes per thread */
-    _Atomic int chunk;      /* work counter of the running node */
-    /* Verdicts of thread 0 (prepare, abort callback), read by all after the
-     * next barrier. Two slots used in turn: a slow thread still reading
-     * check k's slot must not see thread 0 already writing check k+1. */
-    bp_status verdict[2];
-    bp_status status;       /* the graph's result, set by thread 0 */
+    _Atomic int chunk;      /* work counter of a CPU_STEP_ALL mul_mat */
+    _Atomic uint64_t progress;  /* steps finished */
+    _Atomic int status;     /* the graph's result: the first failure */
 };
-
-/* Thread 0 writes v; every thread, after the barrier, reads the verdict. */
-static bp_status agree(struct cpu_graph_job *job, int ith, unsigned *check, bp_status v)
-{
-    const unsigned slot = (*check)++ & 1u;
-    if (ith == 0) {
-        job->verdict[slot] = v;
-        if (v != BP_OK) job->status = v;
-    }
-    cpu_pool_barrier(job->cb->pool);
-    return job->verdict[slot];
-}
 
 void cpu_params_barrier(const struct cpu_compute_params *p)
 {
@@ -89,7 +99,7 @@ static void be_free(struct bp_backend *b)
     cpu_live_remove(cb->pl, &cb->live);
     cpu_pool_free(cb->pool);
     free(cb->scratch);
-    free(cb->plan);
+    free(cb->steps);
     free(cb);
 }
 
@@ -97,6 +107,53 @@ static bp_status be_synchronize(struct bp_backend *b)
 {
     (void)b;
     return BP_OK;
+}
+
+/* Task c of step st. */
+static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
+                     const struct cpu_step *st, int64_t c)
+{
+    struct cpu_backend *cb = job->cb;
+    struct bp_tensor *node = job->g->nodes[st->node];
+    const struct cpu_op_entry *e = &cpu_op_table[node->op];
+    p->nth = st->nth;
+    p->ith = (int)c;
+    switch (st->kind) {
+    case CPU_STEP_PREPARE: {
+        const bp_status v = e->prepare(cb->pl, node);
+        if (v != BP_OK)
+            atomic_store(&job->status, (int)v);
+        break;
+    }
+    case CPU_STEP_SHARES:
+    case CPU_STEP_ALL:
+        if (bp_nelements(node) > 0)
+            e->compute(p, node);
+        break;
+    case CPU_STEP_MM_CONVERT:
+        cpu_mul_mat_convert(p, node);
+        break;
+    case CPU_STEP_MM_CHUNKS:
+        cpu_mul_mat_chunk(p, node, c);
+        break;
+    }
+}
+
+/* Count one finished task of step s; the thread that finishes the last one
+ * runs the abort callback (after a node's last step) and starts step s+1.
+ * The callback's calls are ordered through `progress`, one at a time. */
+static void finish_task(struct cpu_graph_job *job, struct cpu_step *st, int32_t s)
+{
+    if (atomic_fetch_add_explicit(&st->done, 1, memory_order_acq_rel) != st->n - 1)
+        return;
+    struct cpu_backend *cb = job->cb;
+    if (st->last && cb->abort_cb && atomic_load(&job->status) == BP_OK) {
+        const bp_status v = cb->abort_cb(cb->abort_data);
+        if (v != BP_OK)
+            atomic_store(&job->status, (int)v);
+    }
+    atomic_store(&job->progress, (uint64_t)s + 1);
+    cpu_pool_wake(cb->pool);
 }
 
 static void graph_job(void *arg, int ith, int nth)
@@ -111,29 +168,30 @@ static void graph_job(void *arg, int ith, int nth)
         .wshared = cb->scratch, .wshared_size = job->shared,
         .pool = cb->pool, .chunk = &job->chunk,
     };
-    unsigned check = 0;
-    for (int32_t i = 0; i < job->g->n_nodes; i++) {
-        struct bp_tensor *node = job->g->nodes[i];
-        if (bp_op_is_view((enum bp_op)node->op))
-            continue;
-        /* Threads past the node's task count skip the kernel but still meet
-         * at the barriers, so every kernel sees nth == n_tasks. */
-        p.nth = cb->plan[i].n_tasks;
-        const struct cpu_op_entry *e = &cpu_op_table[node->op];
-        if (e->prepare) {
-            /* Ids may be computed earlier in this graph, so they are
-             * checked here, at the node's turn, by one thread. */
-            if (agree(job, ith, &check, ith == 0 ? e->prepare(cb->pl, node) : BP_OK) != BP_OK)
-                return;
-        }
-        /* A kernel with barriers inside (mul_mat) always gets every thread
-         * (see the plan), so all threads reach them. */
-        if (bp_nelements(node) > 0 && ith < p.nth)
-            e->compute(&p, node);
-        const bp_status v = ith == 0 && cb->abort_cb ? cb->abort_cb(cb->abort_data) : BP_OK;
-        if (agree(job, ith, &check, v) != BP_OK)
+    uint64_t seen = atomic_load_explicit(&job->progress, memory_order_acquire);
+    for (int32_t s = 0; s < job->n_steps; s++) {
+        while (seen < (uint64_t)s)
+            seen = cpu_pool_wait_word(cb->pool, &job->progress, seen);
+        if (atomic_load(&job->status) != BP_OK)
             return;
+        struct cpu_step *st = &cb->steps[s];
+        if (st->kind == CPU_STEP_ALL) {
+            /* mul_mat's own barrier needs every thread; job->chunk is free
+             * again because every thread has finished the step before. */
+            run_task(job, &p, st, ith);
+            finish_task(job, st, s);
+            continue;
+        }
+        for (;;) {
+            const int64_t c = atomic_fetch_add_explicit(&st->next, 1, memory_order_relaxed);
+            if (c >= st->n)
+                break;
+            run_task(job, &p, st, c);
+            finish_task(job, st, s);
+        }
     }
+    /* Tasks still running on other threads end before cpu_pool_run
+     * returns: it waits for every thread to leave this function. */
 }
 
 /* A node and its sources must have memory before any kernel reads them. */
@@ -164,6 +222,19 @@ static void describe_types(const struct bp_tensor *node, char *buf, size_t cap)
                       bp_type_name((enum bp_type)node->src[s]->type));
 }
 
+static void add_step(struct cpu_backend *cb, int32_t *n_steps, int32_t node, int kind, int nth,
+                     int64_t n)
+{
+    struct cpu_step *st = &cb->steps[(*n_steps)++];
+    st->node = node;
+    st->kind = kind;
+    st->nth = nth;
+    st->n = n > 0 ? n : 1;  /* a step of no task would never finish */
+    st->last = false;
+    atomic_init(&st->next, 0);
+    atomic_init(&st->done, 0);
+}
+
 static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
 {
     struct cpu_backend *cb = b->context;
@@ -176,16 +247,23 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
     /* Everything that can be known before running is checked here, on this
      * thread, so that the parallel region never fails half-way. */
     const int nth = cpu_pool_n_threads(cb->pool);
-    if (g->n_nodes > cb->plan_cap) {
-        struct cpu_node_plan *np = realloc(cb->plan, (size_t)g->n_nodes * sizeof *np);
+    if (g->n_nodes > cb->steps_cap / 3) {
+        /* At most three steps a node (prepare, convert, chunks). */
+        if (g->n_nodes > INT32_MAX / 3) {
+            cpu_log(pl, BP_LOG_ERROR, "a %" PRId32 "-node graph is too large; split it.",
+                    g->n_nodes);
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+        struct cpu_step *np = realloc(cb->steps, (size_t)g->n_nodes * 3 * sizeof *np);
         if (!np) {
             cpu_log(pl, BP_LOG_ERROR, "could not allocate the plan of a %" PRId32 "-node graph; "
                     "free memory.", g->n_nodes);
             return BP_ERR_OUT_OF_MEMORY;
         }
-        cb->plan = np;
-        cb->plan_cap = g->n_nodes;
+        cb->steps = np;
+        cb->steps_cap = g->n_nodes * 3;
     }
+    int32_t n_steps = 0;
     size_t per_thread = 0, shared = 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const struct bp_tensor *node = g->nodes[i];
@@ -216,13 +294,25 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
             size_t need = e->work(node);
             if (need > shared) shared = need;
         }
-        /* Small nodes are not worth waking every thread for. Attention's
-         * output is small (one row per head in decode) but each element
-         * reads the whole KV cache, so count that work too. */
+        /* Small nodes are not worth splitting. Attention's output is
+         * small (one row per head in decode) but each element reads the
+         * whole KV cache, so count that work too. */
         int64_t n = bp_nelements(node);
         if (node->op == BP_OP_FLASH_ATTN_EXT && node->src[1])
             n *= node->src[1]->ne[1];
-        cb->plan[i].n_tasks = e->work || n >= 4096 ? nth : 1;
+        const int tasks = e->work || n >= 4096 ? nth : 1;
+        if (e->prepare)
+            add_step(cb, &n_steps, i, CPU_STEP_PREPARE, 1, 1);
+        if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0 && cpu_mul_mat_stepwise(node)) {
+            add_step(cb, &n_steps, i, CPU_STEP_MM_CONVERT, tasks, tasks);
+            add_step(cb, &n_steps, i, CPU_STEP_MM_CHUNKS, tasks,
+                     cpu_mul_mat_n_chunks(node, tasks));
+        } else if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0) {
+            add_step(cb, &n_steps, i, CPU_STEP_ALL, nth, nth);
+        } else {
+            add_step(cb, &n_steps, i, CPU_STEP_SHARES, tasks, tasks);
+        }
+        cb->steps[n_steps - 1].last = true;
     }
 
     per_thread = (per_thread + CPU_BUFFER_ALIGNMENT - 1) / CPU_BUFFER_ALIGNMENT * CPU_BUFFER_ALIGNMENT;
@@ -240,10 +330,13 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         cb->scratch_size = want;
     }
 
-    struct cpu_graph_job job = { .cb = cb, .g = g, .shared = shared, .per_thread = per_thread,
-                                 .verdict = { BP_OK, BP_OK }, .status = BP_OK };
+    struct cpu_graph_job job = { .cb = cb, .g = g, .n_steps = n_steps, .shared = shared,
+                                 .per_thread = per_thread };
+    atomic_init(&job.chunk, 0);
+    atomic_init(&job.progress, 0);
+    atomic_init(&job.status, BP_OK);
     cpu_pool_run(cb->pool, graph_job, &job);
-    return job.status;
+    return (bp_status)atomic_load(&job.status);
 }
 
 static const struct bp_backend_iface cpu_backend_iface = {

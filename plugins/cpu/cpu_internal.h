@@ -7,7 +7,9 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <backplane/bp_abi.h>
 
@@ -90,5 +92,9 @@ int cpu_pool_n_threads(const struct cpu_pool *pool);
 void cpu_pool_run(struct cpu_pool *pool, cpu_job_fn fn, void *arg);
 /* Wait until every thread of the running job has reached the barrier. */
 void cpu_pool_barrier(struct cpu_pool *pool);
+/* Wait (spin, then sleep) until *word differs from old; return its value.
+ * Whoever changes a word that someone may wait on calls cpu_pool_wake. */
+uint64_t cpu_pool_wait_word(struct cpu_pool *pool, _Atomic uint64_t *word, uint64_t old);
+void cpu_pool_wake(struct cpu_pool *pool);
 
 #endif /* BP_CPU_INTERNAL_H */

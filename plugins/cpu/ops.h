@@ -65,6 +65,15 @@ bool cpu_supports_mul_mat(const struct bp_tensor *t);
 void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t);
 size_t cpu_scratch_mul_mat(const struct bp_tensor *t);
 size_t cpu_work_mul_mat(const struct bp_tensor *t);
+/* MUL_MAT in steps that any thread may take, with no barrier inside, for
+ * nodes where cpu_mul_mat_stepwise is true: cpu_mul_mat_convert as thread
+ * ith of nth, then, once every convert share is done, chunks 0 ..
+ * cpu_mul_mat_n_chunks(t, nth) - 1 in any order and on any thread (same
+ * nth in p). The results equal cpu_compute_mul_mat's with nth threads. */
+bool cpu_mul_mat_stepwise(const struct bp_tensor *t);
+void cpu_mul_mat_convert(const struct cpu_compute_params *p, struct bp_tensor *t);
+int64_t cpu_mul_mat_n_chunks(const struct bp_tensor *t, int nth);
+void cpu_mul_mat_chunk(const struct cpu_compute_params *p, struct bp_tensor *t, int64_t c);
 
 bool cpu_supports_binary(const struct bp_tensor *t);
 void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t);

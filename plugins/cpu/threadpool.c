@@ -223,3 +223,13 @@ void cpu_pool_barrier(struct cpu_pool *pool)
         wait_change(pool, &pool->bar_gen, gen);
     }
 }
+
+uint64_t cpu_pool_wait_word(struct cpu_pool *pool, _Atomic uint64_t *word, uint64_t old)
+{
+    return wait_change(pool, word, old);
+}
+
+void cpu_pool_wake(struct cpu_pool *pool)
+{
+    wake_all(pool);
+}

@@ -216,6 +216,57 @@ static void mm_chunk_x8(const struct mm_shape *s, int64_t ir0_start, int64_t ir0
     }
 }
 
+/* The chunk grid of step 2 for nth threads; it depends on nth only, so a
+ * chunk computes the same rows whichever thread takes it. */
+struct mm_grid {
+    int64_t nchunk0, dr0, dr1, total;
+};
+
+static struct mm_shape mm_shape_of(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1];
+    const struct cpu_type_kernels *k = cpu_kernels_for((enum bp_type)w->type);
+    const bool direct = x_direct(x, k->vec_dot_type);
+    return (struct mm_shape){
+        .w = w, .x = x, .t = t, .vec_dot = k->vec_dot, .K = w->ne[0],
+        .gemm_x8 = cpu_tensor_repacked(w) ? k->gemm_x8 : NULL,
+        .nr0 = w->ne[1], .nr1 = x->ne[1] * x->ne[2] * x->ne[3],
+        .r2 = x->ne[2] / w->ne[2], .r3 = x->ne[3] / w->ne[3],
+        .xbase = direct ? NULL : p->wshared, .row_stride = direct ? 0 : x_row_size(t),
+    };
+}
+
+static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
+{
+    const int64_t chunk = (s->nr0 == 1 || s->nr1 == 1) ? 64 : 16;
+    int64_t nchunk0 = (s->nr0 + chunk - 1) / chunk;
+    int64_t nchunk1 = (s->nr1 + chunk - 1) / chunk;
+    if (nchunk0 * nchunk1 < (int64_t)nth * 4) {
+        nchunk0 = s->nr0 > s->nr1 ? nth : 1;
+        nchunk1 = s->nr0 > s->nr1 ? 1 : nth;
+    }
+    int64_t dr0 = (s->nr0 + nchunk0 - 1) / nchunk0;
+    if (s->gemm_x8)
+        dr0 = (dr0 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
+    return (struct mm_grid){ .nchunk0 = nchunk0, .dr0 = dr0,
+                             .dr1 = (s->nr1 + nchunk1 - 1) / nchunk1,
+                             .total = nchunk0 * nchunk1 };
+}
+
+static void mm_run_chunk(const struct mm_shape *s, const struct mm_grid *g, int64_t current)
+{
+    const int64_t c0 = current % g->nchunk0, c1 = current / g->nchunk0;
+    const int64_t a0 = g->dr0 * c0, a1 = g->dr1 * c1;
+    const int64_t b0 = a0 + g->dr0 < s->nr0 ? a0 + g->dr0 : s->nr0;
+    const int64_t b1 = a1 + g->dr1 < s->nr1 ? a1 + g->dr1 : s->nr1;
+    if (a0 < b0 && a1 < b1) {
+        if (s->gemm_x8)
+            mm_chunk_x8(s, a0, b0, a1, b1);
+        else
+            mm_chunk(s, a0, b0, a1, b1);
+    }
+}
+
 static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t)
 {
     const struct bp_tensor *w = t->src[0], *x = t->src[1];
@@ -228,43 +279,45 @@ static void mul_mat_fast(const struct cpu_compute_params *p, struct bp_tensor *t
         atomic_store_explicit(p->chunk, p->nth, memory_order_relaxed);
     cpu_params_barrier(p);
 
-    struct mm_shape s = {
-        .w = w, .x = x, .t = t, .vec_dot = k->vec_dot, .K = w->ne[0],
-        .gemm_x8 = cpu_tensor_repacked(w) ? k->gemm_x8 : NULL,
-        .nr0 = w->ne[1], .nr1 = x->ne[1] * x->ne[2] * x->ne[3],
-        .r2 = x->ne[2] / w->ne[2], .r3 = x->ne[3] / w->ne[3],
-        .xbase = direct ? NULL : p->wshared, .row_stride = direct ? 0 : x_row_size(t),
-    };
+    struct mm_shape s = mm_shape_of(p, t);
     if (cpu_mul_mat_blas(p, t, &s.nr0, &s.nr1))
         return;
 
-    const int64_t chunk = (s.nr0 == 1 || s.nr1 == 1) ? 64 : 16;
-    int64_t nchunk0 = (s.nr0 + chunk - 1) / chunk;
-    int64_t nchunk1 = (s.nr1 + chunk - 1) / chunk;
-    if (nchunk0 * nchunk1 < (int64_t)p->nth * 4) {
-        nchunk0 = s.nr0 > s.nr1 ? p->nth : 1;
-        nchunk1 = s.nr0 > s.nr1 ? 1 : p->nth;
-    }
-    int64_t dr0 = (s.nr0 + nchunk0 - 1) / nchunk0;
-    if (s.gemm_x8)
-        dr0 = (dr0 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
-    const int64_t dr1 = (s.nr1 + nchunk1 - 1) / nchunk1;
-    const int64_t total = nchunk0 * nchunk1;
-
+    const struct mm_grid g = mm_grid_of(&s, p->nth);
     int64_t current = p->ith;
-    while (current < total) {
-        const int64_t c0 = current % nchunk0, c1 = current / nchunk0;
-        const int64_t a0 = dr0 * c0, a1 = dr1 * c1;
-        const int64_t b0 = a0 + dr0 < s.nr0 ? a0 + dr0 : s.nr0;
-        const int64_t b1 = a1 + dr1 < s.nr1 ? a1 + dr1 : s.nr1;
-        if (a0 < b0 && a1 < b1) {
-            if (s.gemm_x8)
-                mm_chunk_x8(&s, a0, b0, a1, b1);
-            else
-                mm_chunk(&s, a0, b0, a1, b1);
-        }
+    while (current < g.total) {
+        mm_run_chunk(&s, &g, current);
         current = atomic_fetch_add_explicit(p->chunk, 1, memory_order_relaxed);
     }
+}
+
+/* ---- the same, in steps that need no barrier (see ops.h) ---- */
+
+bool cpu_mul_mat_stepwise(const struct bp_tensor *t)
+{
+    /* BLAS takes F32 weights only, and it splits by thread, not by chunk. */
+    return fast_path(t) && t->src[0]->type != BP_TYPE_F32;
+}
+
+void cpu_mul_mat_convert(const struct cpu_compute_params *p, struct bp_tensor *t)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for((enum bp_type)t->src[0]->type);
+    if (!x_direct(t->src[1], k->vec_dot_type))
+        convert_x(p, t, k);
+}
+
+int64_t cpu_mul_mat_n_chunks(const struct bp_tensor *t, int nth)
+{
+    const struct cpu_compute_params p = { .ith = 0, .nth = nth };
+    const struct mm_shape s = mm_shape_of(&p, (struct bp_tensor *)t);
+    return mm_grid_of(&s, nth).total;
+}
+
+void cpu_mul_mat_chunk(const struct cpu_compute_params *p, struct bp_tensor *t, int64_t c)
+{
+    const struct mm_shape s = mm_shape_of(p, t);
+    const struct mm_grid g = mm_grid_of(&s, p->nth);
+    mm_run_chunk(&s, &g, c);
 }
 
 /* ---- the strided reference path ---- */
