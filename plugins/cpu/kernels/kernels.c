@@ -21,6 +21,15 @@
 
 static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 
+/* Builds without an 8-row kernel for a type still read the x8 layout: a
+ * gemm that walks it through the variant's vec_dot, one block at a time. */
+#define GEMM_VIA(name, type, dot)                                                        \
+    static void name(int64_t n, float *s, size_t bs, const void *w, const void *y,      \
+                     size_t ys, int ncols)                                               \
+    {                                                                                    \
+        cpu_gemm_x8_via_dot(type, dot, n, s, bs, w, y, ys, ncols);                       \
+    }
+
 #if defined(CPU_HAVE_X86_SIMD)
 #if defined(CPU_HAVE_X86_GEMM)
 #define GEMM_Q4_0 cpu_gemm_q4_0_x8_x86
@@ -28,26 +37,10 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q4_K cpu_gemm_q4_K_x8_x86
 #define GEMM_Q6_K cpu_gemm_q6_K_x8_x86
 #else
-static void gemm_q4_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_x86, n, s, bs, w, y, ys, ncols);
-}
-static void gemm_q8_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, n, s, bs, w, y, ys, ncols);
-}
-static void gemm_q4_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_x86, n, s, bs, w, y, ys, ncols);
-}
-static void gemm_q6_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_x86, n, s, bs, w, y, ys, ncols);
-}
+GEMM_VIA(gemm_q4_0_via, BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_x86)
+GEMM_VIA(gemm_q8_0_via, BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86)
+GEMM_VIA(gemm_q4_K_via, BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_x86)
+GEMM_VIA(gemm_q6_K_via, BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_x86)
 #define GEMM_Q4_0 gemm_q4_0_via
 #define GEMM_Q8_0 gemm_q8_0_via
 #define GEMM_Q4_K gemm_q4_K_via
@@ -73,26 +66,10 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
 #define ISA_NAME "avx2"
 #endif
 #elif defined(CPU_HAVE_NEON_SIMD)
-static void gemm_q4_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_neon, n, s, bs, w, y, ys, ncols);
-}
-static void gemm_q8_0_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_neon, n, s, bs, w, y, ys, ncols);
-}
-static void gemm_q4_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_neon, n, s, bs, w, y, ys, ncols);
-}
-static void gemm_q6_K_via(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_neon, n, s, bs, w, y, ys, ncols);
-}
+GEMM_VIA(gemm_q4_0_via, BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_neon)
+GEMM_VIA(gemm_q8_0_via, BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_neon)
+GEMM_VIA(gemm_q4_K_via, BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_neon)
+GEMM_VIA(gemm_q6_K_via, BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_neon)
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
     [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_neon, cpu_f32_copy_row, cpu_f32_row_copy_out },
