@@ -357,7 +357,8 @@ START_TEST(test_usage_errors_exit_2)
 {
     static const char *const cases[] = {
         "", "frobnicate", "check --bogus", "check --device", "check --op NOT_AN_OP", "info",
-        "info cpu extra", "devices --what", "version --nope",
+        "info cpu extra", "devices --what", "version --nope", "bench", "bench nosuch",
+        "bench mul_mat --rounds 0", "bench mul_mat --rounds 65", "bench mul_mat --type q9_9",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct run r = run_cli(NULL, true, cases[i]);
@@ -368,6 +369,33 @@ START_TEST(test_usage_errors_exit_2)
     struct run r = run_cli(NULL, true, "--help");
     ck_assert_int_eq(r.rc, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "usage: backplane"));
+    free(r.out);
+}
+END_TEST
+
+/* The bench's figures are machine-dependent, so only their presence and
+ * sanity are checked: a ratio within each round, not a speed. */
+START_TEST(test_bench_mul_mat_reports_rounds_and_bandwidth_ratio)
+{
+    struct run r = run_cli(NULL, false, "bench mul_mat --type q4_0 -K 256 -N 64 -M 1 "
+                           "--footprint-mb 1 --rounds 2 --reps 2 --threads 1 --json");
+    ck_assert_msg(r.rc == 0, "exit %d:\n%s", r.rc, r.out);
+    ck_assert_msg(json_valid(r.out), "not JSON:\n%s", r.out);
+    ck_assert_msg(strstr(r.out, "\"rounds\": 2") != NULL, "%s", r.out);
+    const char *ratio = strstr(r.out, "\"weights_over_read_bandwidth\": ");
+    ck_assert_msg(ratio != NULL, "%s", r.out);
+    ck_assert_msg(strtod(ratio + strlen("\"weights_over_read_bandwidth\": "), NULL) > 0, "%s", r.out);
+    free(r.out);
+}
+END_TEST
+
+START_TEST(test_bench_mul_mat_scaling_times_one_thread_too)
+{
+    struct run r = run_cli(NULL, false, "bench mul_mat --type f32 -K 64 -N 16 -M 8 --threads 2 "
+                           "--scaling --rounds 2 --reps 2");
+    ck_assert_msg(r.rc == 0, "exit %d:\n%s", r.rc, r.out);
+    ck_assert_msg(strstr(r.out, "2 threads / 1 thread: ") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "weights / read bandwidth (2 threads): ") != NULL, "%s", r.out);
     free(r.out);
 }
 END_TEST
@@ -405,6 +433,8 @@ int main(void)
     tcase_add_test(tc, test_unknown_device_is_an_error_listing_the_devices);
     tcase_add_test(tc, test_usage_errors_exit_2);
     tcase_add_test(tc, test_version_prints_library_and_abi_versions);
+    tcase_add_test(tc, test_bench_mul_mat_reports_rounds_and_bandwidth_ratio);
+    tcase_add_test(tc, test_bench_mul_mat_scaling_times_one_thread_too);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

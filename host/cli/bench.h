@@ -11,12 +11,16 @@
 
 #include <backplane/backplane.h>
 
+#define BENCH_MAX_ROUNDS 64
+
 struct bench_opts {
     const char *device;      /* --device NAME (default "cpu") */
     enum bp_type type;       /* --type T (default q4_0) */
     int64_t K, N, M;         /* -K -N -M (defaults 4096, 4096, 1) */
     int threads;             /* --threads N (0: the backend's default) */
     int reps;                /* --reps N (median of) */
+    int rounds;              /* --rounds R: measurement and references alternate R times */
+    bool scaling;            /* --scaling: each round also times 1 thread */
     int64_t footprint_mb;    /* --footprint-mb F: distinct weights cycled through */
     bool vs_scalar;          /* --vs-scalar: also time the cpu scalar variant */
     bool json;               /* --json */
@@ -31,8 +35,19 @@ struct bench_mode {
 int bench_mul_mat(const struct bench_opts *o);
 int bench_block(const struct bench_opts *o);
 
-/* Streaming read bandwidth (bytes/s) over `bytes` with n_threads threads;
- * 0 when it could not run. */
+/* The streaming-read bandwidth probe: a buffer of `bytes` allocated and
+ * written once, then read by n threads, each its own contiguous slice (the
+ * access pattern of a matrix-vector product over its weight rows). Made
+ * once so it can be run again between measurements of the thing it is the
+ * reference for: on a shared machine the bandwidth moves, and a ratio is
+ * only fair between numbers taken close together. */
+struct bench_probe;
+struct bench_probe *bench_probe_new(size_t bytes);   /* NULL: out of memory */
+void bench_probe_free(struct bench_probe *p);
+size_t bench_probe_bytes(const struct bench_probe *p);
+/* Bytes/s, median of reps passes; 0 when it could not run. */
+double bench_probe_run(struct bench_probe *p, int n_threads, int reps);
+/* The same, once: allocate, run, free. */
 double bench_read_bandwidth(size_t bytes, int n_threads, int reps);
 /* Seconds of a monotonic clock. */
 double bench_now(void);

@@ -16,10 +16,15 @@
 
 #define MB (1024.0 * 1024.0)
 
-struct mm_result {
-    double sec;          /* median seconds per call */
-    int reps;
-    const char *variant; /* of the device's plugin */
+/* Everything one measurement needs, set up once: the rounds re-time the
+ * same graphs. */
+struct mm_bench {
+    struct bp_context *ctx;
+    struct bp_buffer *buf;
+    struct bp_backend *be;
+    struct bp_graph **g;
+    int64_t nmat;
+    char variant[32];        /* of the device's plugin (a copy: --vs-scalar reloads) */
     const char *buffer_type; /* where the weights live */
 };
 
@@ -98,29 +103,40 @@ static const char *variant_of(struct bp_device *dev)
     return pi && pi->variant && *pi->variant ? pi->variant : "";
 }
 
-static bool measure(struct bp_device *dev, const struct bench_opts *o, int64_t nmat, int reps,
-                    struct mm_result *res)
+static void mm_bench_free(struct mm_bench *b)
+{
+    for (int64_t i = 0; b->g && i < b->nmat; i++) bp_graph_free(b->g[i]);
+    free(b->g);
+    if (b->be) bp_backend_free(b->be);
+    if (b->buf) bp_buffer_free(b->buf);
+    if (b->ctx) bp_context_free(b->ctx);
+    b->g = NULL;
+    b->be = NULL;
+    b->buf = NULL;
+    b->ctx = NULL;  /* the names stay for the report */
+}
+
+static bool mm_bench_setup(struct bp_device *dev, const struct bench_opts *o, int64_t nmat,
+                           struct mm_bench *b)
 {
     bool ok = false;
-    struct bp_context *ctx = NULL;
-    struct bp_buffer *buf = NULL;
-    struct bp_backend *be = NULL;
-    struct bp_graph **g = calloc((size_t)nmat, sizeof *g);
+    *b = (struct mm_bench){ .nmat = nmat };
+    snprintf(b->variant, sizeof b->variant, "%s", variant_of(dev));
     struct bp_tensor **w = calloc((size_t)nmat, sizeof *w), **y = calloc((size_t)nmat, sizeof *y);
-    double *t = calloc((size_t)reps, sizeof *t);
     const size_t wbytes = bp_row_size(o->type, o->K) * (size_t)o->N;
     void *wdata = NULL;
     float *xdata = NULL;
-    if (!g || !w || !y || !t || bp_context_new((size_t)(3 * nmat + 4), &ctx) != BP_OK) {
+    b->g = calloc((size_t)nmat, sizeof *b->g);
+    if (!b->g || !w || !y || bp_context_new((size_t)(3 * nmat + 4), &b->ctx) != BP_OK) {
         cli_error("could not allocate the benchmark's tensors; lower --footprint-mb.");
         goto out;
     }
-    struct bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, o->K, o->M);
+    struct bp_tensor *x = bp_tensor_new_2d(b->ctx, BP_TYPE_F32, o->K, o->M);
     for (int64_t i = 0; i < nmat; i++) {
-        w[i] = bp_tensor_new_2d(ctx, o->type, o->K, o->N);
-        y[i] = bp_mul_mat(ctx, w[i], x);
+        w[i] = bp_tensor_new_2d(b->ctx, o->type, o->K, o->N);
+        y[i] = bp_mul_mat(b->ctx, w[i], x);
     }
-    if (bp_context_status(ctx) != BP_OK) {
+    if (bp_context_status(b->ctx) != BP_OK) {
         cli_error("could not build the mul_mat graph: %s", bp_last_error());
         goto out;
     }
@@ -129,7 +145,8 @@ static bool measure(struct bp_device *dev, const struct bench_opts *o, int64_t n
                   bp_type_name(o->type));
         goto out;
     }
-    if (bp_context_alloc_tensors(ctx, weight_buffer_type(dev, &res->buffer_type), NULL, &buf) != BP_OK) {
+    if (bp_context_alloc_tensors(b->ctx, weight_buffer_type(dev, &b->buffer_type), NULL, &b->buf)
+        != BP_OK) {
         cli_error("could not allocate %.0f MB on %s: %s", (double)wbytes * (double)nmat / MB,
                   bp_device_name(dev), bp_last_error());
         goto out;
@@ -143,50 +160,100 @@ static bool measure(struct bp_device *dev, const struct bench_opts *o, int64_t n
     for (int64_t i = 0; i < o->K * o->M; i++) xdata[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f;
     bp_tensor_set(x, xdata, 0, (size_t)(o->K * o->M) * sizeof *xdata);
     for (int64_t i = 0; i < nmat; i++) bp_tensor_set(w[i], wdata, 0, wbytes);
-    if (bp_backend_init(dev, NULL, &be) != BP_OK) {
+    if (bp_backend_init(dev, NULL, &b->be) != BP_OK) {
         cli_error("could not start a backend on %s: %s", bp_device_name(dev), bp_last_error());
         goto out;
     }
-    if (o->threads > 0 && bp_backend_set_n_threads(be, o->threads) != BP_OK)
-        fprintf(stderr, "backplane: %s does not take a thread count; using its default.\n",
-                bp_device_name(dev));
     for (int64_t i = 0; i < nmat; i++)
-        if (bp_graph_new(4, &g[i]) != BP_OK || bp_graph_build(g[i], y[i]) != BP_OK) {
+        if (bp_graph_new(4, &b->g[i]) != BP_OK || bp_graph_build(b->g[i], y[i]) != BP_OK) {
             cli_error("could not build graph %lld: %s", (long long)i, bp_last_error());
             goto out;
         }
-    for (int64_t i = 0; i < (nmat < 2 ? nmat : 2); i++) { /* warm-up */
-        if (bp_backend_graph_compute(be, g[i]) != BP_OK || bp_backend_synchronize(be) != BP_OK) {
-            cli_error("mul_mat failed on %s: %s", bp_device_name(dev), bp_last_error());
-            goto out;
-        }
+    ok = true;
+out:
+    if (!ok) mm_bench_free(b);
+    free(xdata);
+    free(wdata);
+    free(y);
+    free(w);
+    return ok;
+}
+
+/* Median seconds of one call over `reps` calls (cycling through the
+ * matrices) with `threads` threads (0: the backend's default), after a
+ * warm-up; 0 on failure (reported). */
+static double mm_bench_time(struct mm_bench *b, struct bp_device *dev, int threads, int reps)
+{
+    if (threads > 0 && bp_backend_set_n_threads(b->be, threads) != BP_OK) {
+        cli_error("%s does not take a thread count of %d: %s", bp_device_name(dev), threads,
+                  bp_last_error());
+        return 0;
     }
-    for (int r = 0; r < reps; r++) {
+    double *t = calloc((size_t)reps, sizeof *t);
+    if (!t) {
+        cli_error("out of memory for the timings.");
+        return 0;
+    }
+    double sec = 0;
+    for (int r = -(b->nmat < 2 ? (int)b->nmat : 2); r < reps; r++) { /* r < 0: warm-up */
         double t0 = bench_now();
-        bp_status st = bp_backend_graph_compute(be, g[r % nmat]);
-        if (st == BP_OK) st = bp_backend_synchronize(be);
-        t[r] = bench_now() - t0;
+        bp_status st = bp_backend_graph_compute(b->be, b->g[(r + 2) % b->nmat]);
+        if (st == BP_OK) st = bp_backend_synchronize(b->be);
         if (st != BP_OK) {
             cli_error("mul_mat failed on %s: %s", bp_device_name(dev), bp_last_error());
             goto out;
         }
+        if (r >= 0) t[r] = bench_now() - t0;
     }
-    res->sec = bench_median(t, reps);
-    res->reps = reps;
-    res->variant = variant_of(dev);
-    ok = true;
+    sec = bench_median(t, reps);
 out:
-    for (int64_t i = 0; g && i < nmat; i++) bp_graph_free(g[i]);
-    if (be) bp_backend_free(be);
-    if (buf) bp_buffer_free(buf);
-    if (ctx) bp_context_free(ctx);
-    free(xdata);
-    free(wdata);
     free(t);
-    free(y);
-    free(w);
-    free(g);
-    return ok;
+    return sec;
+}
+
+/* The scalar variant, timed once for --vs-scalar: the plugins are
+ * reloaded with the variant forced, so this comes last. */
+static double time_scalar(const struct bench_opts *o)
+{
+    bp_unload();
+    setenv("BACKPLANE_CPU_VARIANT", "scalar", 1);
+    double sec = 0;
+    struct bp_device *dev;
+    struct mm_bench b;
+    if (cli_load() && (dev = cli_find_device("cpu")) != NULL && mm_bench_setup(dev, o, 1, &b)) {
+        sec = mm_bench_time(&b, dev, o->threads, 1);
+        mm_bench_free(&b);
+    }
+    unsetenv("BACKPLANE_CPU_VARIANT");
+    return sec;
+}
+
+static double min_of(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double max_of(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* Per-round series; medians are taken on copies (bench_median sorts). */
+struct mm_series {
+    double sec[BENCH_MAX_ROUNDS], sec1[BENCH_MAX_ROUNDS];
+    double bw1[BENCH_MAX_ROUNDS], bwn[BENCH_MAX_ROUNDS];
+    double ratio[BENCH_MAX_ROUNDS], speedup[BENCH_MAX_ROUNDS];
+};
+
+static double median_of(const double *v, int n)
+{
+    double tmp[BENCH_MAX_ROUNDS];
+    memcpy(tmp, v, (size_t)n * sizeof *v);
+    return bench_median(tmp, n);
 }
 
 int bench_mul_mat(const struct bench_opts *o)
@@ -204,84 +271,120 @@ int bench_mul_mat(const struct bench_opts *o)
     int64_t nmat = (int64_t)((double)fp_mb * MB / (double)wbytes + 0.999);
     if (nmat < 1) nmat = 1;
     if (nmat > 4096) nmat = 4096;
-    int reps = o->reps ? o->reps : (o->M == 1 ? (int)(2 * nmat < 20 ? 20 : 2 * nmat) : 3);
+    const int reps = o->reps ? o->reps : (o->M == 1 ? (int)(2 * nmat < 20 ? 20 : 2 * nmat) : 3);
+    const int rounds = o->rounds ? o->rounds : (o->M == 1 ? 5 : 3);
     const int threads = o->threads;
-
-    struct mm_result main_r, scalar_r = { 0 };
-    if (!measure(dev, o, nmat, reps, &main_r))
-        return CLI_EXIT_FAIL;
-    const double flops = 2.0 * (double)o->K * (double)o->N * (double)o->M;
-    const size_t footprint = wbytes * (size_t)nmat;
-
-    /* References, same run. */
-    const size_t probe = footprint < (size_t)(64 * MB) ? (size_t)(64 * MB) : footprint;
     const int nth = threads > 0 ? threads : 1;
-    const double bw1 = bench_read_bandwidth(probe, 1, 3);
-    const double bwn = nth > 1 ? bench_read_bandwidth(probe, nth, 3) : bw1;
+    const bool scaling = o->scaling && nth > 1;
+    const size_t footprint = wbytes * (size_t)nmat;
+    const size_t probe_bytes = footprint < (size_t)(64 * MB) ? (size_t)(64 * MB) : footprint;
+
+    struct mm_bench b;
+    if (!mm_bench_setup(dev, o, nmat, &b))
+        return CLI_EXIT_FAIL;
+    struct bench_probe *probe = bench_probe_new(probe_bytes);
+    if (!probe)
+        fprintf(stderr, "backplane: no memory for the %.0f MB read-bandwidth probe; "
+                "reporting no bandwidth ratio.\n", (double)probe_bytes / MB);
+    /* Measurement and references alternate, round by round, so that each
+     * ratio compares numbers taken a moment apart: on a shared machine the
+     * bandwidth itself moves by 2x within minutes. */
+    struct mm_series ser = { 0 };
+    int rc = CLI_EXIT_FAIL;
+    for (int r = 0; r < rounds; r++) {
+        if ((ser.sec[r] = mm_bench_time(&b, dev, threads, reps)) <= 0) goto out;
+        if (scaling) {
+            if ((ser.sec1[r] = mm_bench_time(&b, dev, 1, reps)) <= 0) goto out;
+            ser.speedup[r] = ser.sec1[r] / ser.sec[r];
+        }
+        ser.bw1[r] = bench_probe_run(probe, 1, 3);
+        ser.bwn[r] = nth > 1 ? bench_probe_run(probe, nth, 3) : ser.bw1[r];
+        ser.ratio[r] = ser.bwn[r] > 0 ? (double)wbytes / ser.sec[r] / ser.bwn[r] : 0;
+    }
     const double blas = o->type == BP_TYPE_F32 ? bench_blas_sgemm_gflops(o->M, o->N, o->K, nth, 3)
                                                : 0.0;
-    bool have_scalar = false;
-    if (o->vs_scalar && !strcmp(bp_device_name(dev), "cpu")) {
-        bp_unload();
-        setenv("BACKPLANE_CPU_VARIANT", "scalar", 1);
-        if (cli_load() && (dev = cli_find_device("cpu")) != NULL)
-            have_scalar = measure(dev, o, 1, 1, &scalar_r);
-        unsetenv("BACKPLANE_CPU_VARIANT");
-    }
+    const double sec_scalar = o->vs_scalar && !strcmp(bp_device_name(dev), "cpu")
+                              ? (mm_bench_free(&b), time_scalar(o)) : 0.0;
 
-    const double gflops = flops / main_r.sec * 1e-9, wgbs = (double)wbytes / main_r.sec * 1e-9;
+    const double flops = 2.0 * (double)o->K * (double)o->N * (double)o->M;
+    const double sec = median_of(ser.sec, rounds), best = min_of(ser.sec, rounds);
+    const double gflops = flops / sec * 1e-9, wgbs = (double)wbytes / sec * 1e-9;
+    const double bw1 = median_of(ser.bw1, rounds), bwn = median_of(ser.bwn, rounds);
+    const double ratio = median_of(ser.ratio, rounds);
+    const double speedup = scaling ? median_of(ser.speedup, rounds) : 0.0;
     if (o->json) {
         struct json_writer jw;
         json_init(&jw, stdout);
         json_object_begin(&jw, NULL);
         json_string(&jw, "mode", "mul_mat");
         json_string(&jw, "device", o->device);
-        json_string(&jw, "variant", main_r.variant);
-        json_string(&jw, "buffer_type", main_r.buffer_type ? main_r.buffer_type : "");
+        json_string(&jw, "variant", b.variant);
+        json_string(&jw, "buffer_type", b.buffer_type ? b.buffer_type : "");
         json_string(&jw, "type", bp_type_name(o->type));
         json_int(&jw, "K", o->K);
         json_int(&jw, "N", o->N);
         json_int(&jw, "M", o->M);
         json_int(&jw, "threads", threads);
         json_int(&jw, "matrices", nmat);
-        json_int(&jw, "reps", main_r.reps);
-        json_double(&jw, "seconds", main_r.sec);
+        json_int(&jw, "reps", reps);
+        json_int(&jw, "rounds", rounds);
+        json_double(&jw, "seconds", sec);
+        json_double(&jw, "seconds_best_round", best);
         json_double(&jw, "gflops", gflops);
+        json_double(&jw, "gflops_best_round", flops / best * 1e-9);
         json_double(&jw, "weight_gb_per_s", wgbs);
         json_double(&jw, "read_gb_per_s_1_thread", bw1 * 1e-9);
         json_double(&jw, "read_gb_per_s_n_threads", bwn * 1e-9);
-        json_double(&jw, "weights_over_read_bandwidth", bwn > 0 ? wgbs / (bwn * 1e-9) : 0);
+        json_double(&jw, "weights_over_read_bandwidth", ratio);
+        json_double(&jw, "weights_over_read_bandwidth_min", min_of(ser.ratio, rounds));
+        json_double(&jw, "weights_over_read_bandwidth_max", max_of(ser.ratio, rounds));
+        if (scaling) {
+            json_double(&jw, "seconds_1_thread", median_of(ser.sec1, rounds));
+            json_double(&jw, "speedup_over_1_thread", speedup);
+        }
         if (blas > 0) {
             json_double(&jw, "openblas_gflops", blas);
             json_double(&jw, "over_openblas", gflops / blas);
         }
-        if (have_scalar) {
-            json_double(&jw, "scalar_seconds", scalar_r.sec);
-            json_double(&jw, "speedup_over_scalar", scalar_r.sec / main_r.sec);
+        if (sec_scalar > 0) {
+            json_double(&jw, "scalar_seconds", sec_scalar);
+            json_double(&jw, "speedup_over_scalar", sec_scalar / sec);
         }
         json_object_end(&jw);
         json_finish(&jw);
-        return CLI_EXIT_OK;
+        rc = CLI_EXIT_OK;
+        goto out;
     }
     printf("mul_mat on %s%s%s: %s K=%lld N=%lld M=%lld, %d thread%s, %lld matri%s (%.0f MB)\n",
-           o->device, *main_r.variant ? " variant " : "", main_r.variant, bp_type_name(o->type),
-           (long long)o->K, (long long)o->N, (long long)o->M, nth, nth == 1 ? "" : "s",
-           (long long)nmat, nmat == 1 ? "x" : "ces", (double)footprint / MB);
-    printf("  weights in  %s buffer\n", main_r.buffer_type ? main_r.buffer_type : "?");
-    printf("  time        %.4f ms (median of %d)\n", main_r.sec * 1e3, main_r.reps);
-    printf("  compute     %.1f GFLOP/s\n", gflops);
+           o->device, *b.variant ? " variant " : "", b.variant,
+           bp_type_name(o->type), (long long)o->K, (long long)o->N, (long long)o->M, nth,
+           nth == 1 ? "" : "s", (long long)nmat, nmat == 1 ? "x" : "ces", (double)footprint / MB);
+    printf("  weights in  %s buffer\n", b.buffer_type ? b.buffer_type : "?");
+    printf("  rounds      %d, each: median of %d calls, then the read-bandwidth probe (median of 3)\n", rounds,
+           reps);
+    printf("  time        %.4f ms (median round; best %.4f ms)\n", sec * 1e3, best * 1e3);
+    printf("  compute     %.1f GFLOP/s (best round %.1f)\n", gflops, flops / best * 1e-9);
     printf("  weights     %.2f GB/s\n", wgbs);
-    printf("  read bandwidth over %.0f MB: %.2f GB/s on 1 thread, %.2f GB/s on %d\n",
-           (double)probe / MB, bw1 * 1e-9, bwn * 1e-9, nth);
-    if (bwn > 0)
-        printf("  weights / read bandwidth (%d thread%s): %.2f\n", nth, nth == 1 ? "" : "s",
-               wgbs / (bwn * 1e-9));
+    if (probe) {
+        printf("  read bandwidth over %.0f MB: %.2f GB/s on 1 thread, %.2f GB/s on %d\n",
+               (double)bench_probe_bytes(probe) / MB, bw1 * 1e-9, bwn * 1e-9, nth);
+        printf("  weights / read bandwidth (%d thread%s): %.2f (rounds %.2f to %.2f)\n", nth,
+               nth == 1 ? "" : "s", ratio, min_of(ser.ratio, rounds), max_of(ser.ratio, rounds));
+    }
+    if (scaling)
+        printf("  1 thread    %.4f ms; %d threads / 1 thread: %.2fx (rounds %.2f to %.2f)\n",
+               median_of(ser.sec1, rounds) * 1e3, nth, speedup, min_of(ser.speedup, rounds),
+               max_of(ser.speedup, rounds));
     if (blas > 0)
         printf("  OpenBLAS cblas_sgemm: %.1f GFLOP/s; mul_mat / sgemm: %.2f\n", blas, gflops / blas);
     else if (o->type == BP_TYPE_F32)
         printf("  OpenBLAS not installed: no sgemm reference.\n");
-    if (have_scalar)
-        printf("  scalar variant: %.4f ms; speed-up over scalar: %.1fx\n", scalar_r.sec * 1e3,
-               scalar_r.sec / main_r.sec);
-    return CLI_EXIT_OK;
+    if (sec_scalar > 0)
+        printf("  scalar variant: %.4f ms; speed-up over scalar: %.1fx\n", sec_scalar * 1e3,
+               sec_scalar / sec);
+    rc = CLI_EXIT_OK;
+out:
+    bench_probe_free(probe);
+    mm_bench_free(&b);
+    return rc;
 }

@@ -29,11 +29,20 @@ double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The threads of one timed pass meet at a gate: every thread is running
+ * before the clock starts, and a pass whose threads could not all be
+ * started is called off (go < 0) instead of leaving threads blocked. */
+struct bw_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready, done, go;
+};
+
 struct bw_job {
     const uint64_t *p;
     size_t n;          /* uint64 words */
     uint64_t sink;
-    pthread_barrier_t *bar;
+    struct bw_gate *gate;
 };
 
 /* Eight independent chains so the loop is bound by the loads; the compiler
@@ -64,51 +73,104 @@ static uint64_t read_words(const uint64_t *p, size_t n)
 static void *bw_thread(void *arg)
 {
     struct bw_job *j = arg;
-    pthread_barrier_wait(j->bar);
+    struct bw_gate *g = j->gate;
+    pthread_mutex_lock(&g->mu);
+    g->ready++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->go == 0) pthread_cond_wait(&g->cv, &g->mu);
+    const int go = g->go;
+    pthread_mutex_unlock(&g->mu);
+    if (go < 0) return NULL;
     j->sink = read_words(j->p, j->n);
-    pthread_barrier_wait(j->bar);
+    pthread_mutex_lock(&g->mu);
+    g->done++;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
     return NULL;
 }
 
-double bench_read_bandwidth(size_t bytes, int n_threads, int reps)
+struct bench_probe {
+    uint64_t *buf;
+    size_t words;
+};
+
+struct bench_probe *bench_probe_new(size_t bytes)
 {
+    struct bench_probe *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->words = bytes / 8 / 64 * 64;
+    p->buf = p->words ? aligned_alloc(64, p->words * 8) : NULL;
+    if (!p->buf) {
+        free(p);
+        return NULL;
+    }
+    /* Written once, so every page is mapped before anything is timed. */
+    for (size_t i = 0; i < p->words; i++) p->buf[i] = i * 0x9e3779b97f4a7c15ull;
+    return p;
+}
+
+void bench_probe_free(struct bench_probe *p)
+{
+    if (!p) return;
+    free(p->buf);
+    free(p);
+}
+
+size_t bench_probe_bytes(const struct bench_probe *p)
+{
+    return p ? p->words * 8 : 0;
+}
+
+/* One timed pass per rep; thread start-up is outside the timed region
+ * (the threads meet at a gate first), so this is the bandwidth the
+ * threads see, not the cost of creating them. */
+double bench_probe_run(struct bench_probe *p, int n_threads, int reps)
+{
+    if (!p || reps < 1) return 0;
     if (n_threads < 1) n_threads = 1;
-    size_t words = bytes / 8 / (size_t)n_threads / 8 * 8 * (size_t)n_threads;
+    if (n_threads > 256) n_threads = 256;
+    const size_t words = p->words / 8 / (size_t)n_threads * 8 * (size_t)n_threads;
     if (words == 0) return 0;
-    uint64_t *buf = aligned_alloc(64, (words * 8 + 63) / 64 * 64);
-    if (!buf) return 0;
-    for (size_t i = 0; i < words; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;
     double *t = calloc((size_t)reps, sizeof *t);
     pthread_t *tid = calloc((size_t)n_threads, sizeof *tid);
     struct bw_job *jobs = calloc((size_t)n_threads, sizeof *jobs);
     double bw = 0;
     if (t && tid && jobs) {
-        pthread_barrier_t bar;
-        pthread_barrier_init(&bar, NULL, (unsigned)n_threads + 1);
-        for (int r = 0; r < reps; r++) {
+        int r = 0;
+        for (; r < reps; r++) {
+            struct bw_gate gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
             int started = 0;
             for (int i = 0; i < n_threads; i++) {
-                jobs[i] = (struct bw_job){ .p = buf + words / (size_t)n_threads * (size_t)i,
-                                           .n = words / (size_t)n_threads, .bar = &bar };
-                if (pthread_create(&tid[i], NULL, bw_thread, &jobs[i]) == 0) started++;
+                jobs[i] = (struct bw_job){ .p = p->buf + words / (size_t)n_threads * (size_t)i,
+                                           .n = words / (size_t)n_threads, .gate = &gate };
+                if (pthread_create(&tid[i], NULL, bw_thread, &jobs[i]) != 0) break;
+                started++;
             }
-            if (started != n_threads) { /* cannot measure: give up cleanly */
-                for (int i = 0; i < started; i++) pthread_cancel(tid[i]);
-                break;
-            }
-            pthread_barrier_wait(&bar);
-            double t0 = bench_now();
-            pthread_barrier_wait(&bar);
+            pthread_mutex_lock(&gate.mu);
+            while (started == n_threads && gate.ready < n_threads)
+                pthread_cond_wait(&gate.cv, &gate.mu);
+            gate.go = started == n_threads ? 1 : -1;
+            const double t0 = bench_now();
+            pthread_cond_broadcast(&gate.cv);
+            while (gate.go > 0 && gate.done < n_threads) pthread_cond_wait(&gate.cv, &gate.mu);
             t[r] = bench_now() - t0;
-            for (int i = 0; i < n_threads; i++) pthread_join(tid[i], NULL);
-            if (r == reps - 1) bw = (double)(words * 8) / bench_median(t, reps);
+            pthread_mutex_unlock(&gate.mu);
+            for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+            if (started != n_threads) break; /* cannot measure: give up cleanly */
         }
-        pthread_barrier_destroy(&bar);
+        if (r == reps) bw = (double)(words * 8) / bench_median(t, reps);
     }
     free(jobs);
     free(tid);
     free(t);
-    free(buf);
+    return bw;
+}
+
+double bench_read_bandwidth(size_t bytes, int n_threads, int reps)
+{
+    struct bench_probe *p = bench_probe_new(bytes);
+    const double bw = bench_probe_run(p, n_threads, reps);
+    bench_probe_free(p);
     return bw;
 }
 

@@ -20,7 +20,7 @@ static void help(void)
 {
     puts("usage: backplane bench MODE [--device NAME] [--type T] [-K N] [-N N] [-M N]\n"
          "                            [--threads N] [--reps N] [--footprint-mb F]\n"
-         "                            [--vs-scalar] [--json]\n\nmodes:");
+         "                            [--rounds R] [--scaling] [--vs-scalar] [--json]\n\nmodes:");
     for (size_t i = 0; i < N_MODES; i++)
         printf("  %-9s %s\n", bench_modes[i].name, bench_modes[i].summary);
     puts("\nmul_mat computes dst[N, M] = W[K, N]^T X[K, M] on the device (default cpu,\n"
@@ -30,7 +30,12 @@ static void help(void)
          "threads), OpenBLAS cblas_sgemm for f32 when libopenblas is installed, and\n"
          "with --vs-scalar the cpu plugin's scalar variant. --footprint-mb cycles\n"
          "through enough distinct weight matrices to exceed the caches (default:\n"
-         "512 for M=1, else one matrix).");
+         "512 for M=1, else one matrix).\n\n"
+         "The machine's bandwidth moves while it is shared, so the measurement and\n"
+         "its references alternate: --rounds R (default 5 for M=1, else 3) rounds of\n"
+         "--reps calls followed by the bandwidth probe (median of 3 passes); each ratio is\n"
+         "taken within a round and the median round is reported with the range.\n"
+         "--scaling also times 1 thread in every round and reports N threads / 1.");
 }
 
 static bool parse_i64(const char *s, int64_t lo, int64_t *out)
@@ -73,6 +78,7 @@ int cmd_bench(int argc, char **argv)
         int64_t n;
         if (!strcmp(a, "--json")) { o.json = true; continue; }
         if (!strcmp(a, "--vs-scalar")) { o.vs_scalar = true; continue; }
+        if (!strcmp(a, "--scaling")) { o.scaling = true; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_EXIT_OK; }
         if (!v)
             return cli_usage_error("bench", "option %s needs a value", a);
@@ -87,6 +93,8 @@ int cmd_bench(int argc, char **argv)
         else if (!strcasecmp(a, "-M") && parse_i64(v, 1, &n)) o.M = n;
         else if (!strcmp(a, "--threads") && parse_i64(v, 1, &n) && n <= 4096) o.threads = (int)n;
         else if (!strcmp(a, "--reps") && parse_i64(v, 1, &n) && n <= 100000) o.reps = (int)n;
+        else if (!strcmp(a, "--rounds") && parse_i64(v, 1, &n) && n <= BENCH_MAX_ROUNDS)
+            o.rounds = (int)n;
         else if (!strcmp(a, "--footprint-mb") && parse_i64(v, 0, &n)) o.footprint_mb = n;
         else
             return cli_usage_error("bench", "option %s %s is unknown or out of range", a, v);

@@ -15,7 +15,7 @@
 
 #include "../cli/cli.h"
 #include "../cli/json.h"
-#include "bandwidth.h"
+#include "../cli/bench.h"
 #include "decoder.h"
 #include "model.h"
 #include "split.h"
@@ -51,8 +51,9 @@ static void help(void)
          "  --dump-logits FILE   raw little-endian f32, n_vocab per evaluated position\n"
          "                       (prompt positions, then one row per decode step)\n"
          "  --save FILE          write the model as a GGUF file (v3) and continue\n"
-         "  --bandwidth          measure the read bandwidth and report decode weight\n"
-         "                       streaming as a fraction of it (implied by --json on a CPU)\n"
+         "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
+         "                       and report the median decode step's weight streaming\n"
+         "                       as a fraction of it (implied by --json on a CPU)\n"
          "  --json               machine-readable report on stdout\n");
 }
 
@@ -259,6 +260,8 @@ struct result {
     int32_t *gen;
     int64_t n_gen, n_prompt;
     double t_prefill, t_decode, bandwidth;
+    double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
+    double t_step_median;
     bool have_cmp;
     struct cmp cmp;
 };
@@ -280,11 +283,12 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     float *lg = malloc((size_t)(n_prompt * V) * sizeof *lg);
     float *lg2 = cs ? malloc((size_t)(n_prompt * V) * sizeof *lg2) : NULL;
     res->gen = calloc((size_t)(o->n_gen ? o->n_gen : 1), sizeof *res->gen);
+    res->step_sec = calloc((size_t)(o->n_gen ? o->n_gen : 1), sizeof *res->step_sec);
     res->n_prompt = n_prompt;
     res->cmp = (struct cmp){ .argmax_agree = true, .first_disagree = -1 };
     res->have_cmp = cs != NULL;
     int rc = CLI_EXIT_FAIL;
-    if (!lg || (cs && !lg2) || !res->gen) { cli_error("out of memory for the logits."); goto out; }
+    if (!lg || (cs && !lg2) || !res->gen || !res->step_sec) { cli_error("out of memory for the logits."); goto out; }
     if (o->dump && !(dump = fopen(o->dump, "wb"))) {
         cli_error("cannot write '%s': %s.", o->dump, strerror(errno));
         goto out;
@@ -318,6 +322,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         }
         double te = now();
         res->t_decode += te - ts;
+        res->step_sec[i - 1] = te - ts;
         if (cs) {
             if (bp_run_session_eval(cs, &res->gen[i - 1], 1, true, lg2, err, sizeof err) != BP_OK) {
                 cli_error("on the compare device: %s", err);
@@ -330,6 +335,9 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         res->n_gen = i + 1;
     }
     (void)t0;
+    /* The median step, not the mean: one step that the OS preempted on a
+     * shared machine should not decide the streaming figure. */
+    if (res->n_gen > 1) res->t_step_median = bench_median(res->step_sec, (int)(res->n_gen - 1));
     progress_done(pr);
     rc = CLI_EXIT_OK;
 out:
@@ -370,11 +378,11 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
         printf("decode:  %.1f tokens/s (%" PRId64 " steps in %.3f s), %s of weights read per "
                "token\n", tps, r->n_gen - 1, r->t_decode,
                bp_format_bytes(bp_run_model_decode_bytes(m), db, sizeof db));
-        if (r->bandwidth > 0)
-            printf("         weight streaming %.2f GB/s = %.0f%% of the measured read bandwidth "
-                   "%.2f GB/s\n", tps * (double)bp_run_model_decode_bytes(m) / 1e9,
-                   100.0 * tps * (double)bp_run_model_decode_bytes(m) / r->bandwidth,
-                   r->bandwidth / 1e9);
+        const double stream = (double)bp_run_model_decode_bytes(m) / r->t_step_median;
+        if (r->bandwidth > 0 && r->t_step_median > 0)
+            printf("         median step %.3f ms: weight streaming %.2f GB/s = %.0f%% of the "
+                   "measured read bandwidth %.2f GB/s\n", r->t_step_median * 1e3, stream / 1e9,
+                   100.0 * stream / r->bandwidth, r->bandwidth / 1e9);
     }
     if (r->have_cmp)
         printf("compare: largest |logit difference| %.3g; argmax %s\n", r->cmp.max_diff,
@@ -416,9 +424,11 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     double tps = r->n_gen > 1 && r->t_decode > 0 ? (double)(r->n_gen - 1) / r->t_decode : 0.0;
     json_double(&w, "decode_tokens_per_s", tps);
     json_uint(&w, "weight_bytes_per_decoded_token", bp_run_model_decode_bytes(m));
-    double stream = tps * (double)bp_run_model_decode_bytes(m);
+    json_double(&w, "decode_step_seconds_median", r->t_step_median);
+    const double stream = r->t_step_median > 0
+                          ? (double)bp_run_model_decode_bytes(m) / r->t_step_median : 0.0;
     json_double(&w, "decode_weight_bytes_per_s", stream);
-    if (r->bandwidth > 0) {
+    if (r->bandwidth > 0 && stream > 0) {
         json_double(&w, "read_bandwidth_bytes_per_s", r->bandwidth);
         json_double(&w, "decode_bandwidth_fraction", stream / r->bandwidth);
     }
@@ -485,6 +495,7 @@ int cmd_run(int argc, char **argv)
     struct bp_run_model *m = NULL;
     struct bp_run_session *s = NULL, *cs = NULL;
     int32_t *prompt = NULL;
+    struct bench_probe *probe = NULL;
     struct result res = {0};
     char err[ERR_CAP] = "";
     rc = CLI_EXIT_FAIL;
@@ -526,18 +537,32 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     progress_done(&pr);
-    if ((rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &res)) != CLI_EXIT_OK) goto out;
+    /* The bandwidth reference is measured just before and just after
+     * decoding (the CPU issue's probe, 512 MB so no cache holds it), and
+     * the two medians averaged: the machine's bandwidth drifts. */
+    const int probe_threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double bw_before = 0;
     if (o.bandwidth || (o.json && bp_device_type(dev) == BP_DEVICE_TYPE_CPU)) {
         progress_line(&pr, "measuring read bandwidth");
-        res.bandwidth = bp_run_read_bandwidth(o.threads > 0 ? o.threads
-                                              : (int)sysconf(_SC_NPROCESSORS_ONLN),
-                                              (size_t)512 << 20, 3);
+        if (!(probe = bench_probe_new((size_t)512 << 20)))
+            fprintf(stderr, "backplane: no memory for the 512 MB read-bandwidth probe; "
+                    "reporting no bandwidth fraction.\n");
+        bw_before = bench_probe_run(probe, probe_threads, 3);
+        progress_done(&pr);
+    }
+    if ((rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &res)) != CLI_EXIT_OK) goto out;
+    if (probe) {
+        progress_line(&pr, "measuring read bandwidth");
+        const double bw_after = bench_probe_run(probe, probe_threads, 3);
+        res.bandwidth = bw_before > 0 && bw_after > 0 ? 0.5 * (bw_before + bw_after) : 0.0;
         progress_done(&pr);
     }
     if (o.json) print_json(&o, m, dev, cdev, prompt, &res);
     else print_text(&o, m, dev, cdev, prompt, &res);
     if (res.have_cmp && !res.cmp.argmax_agree) rc = CLI_EXIT_FAIL;
 out:
+    bench_probe_free(probe);
+    free(res.step_sec);
     free(res.gen);
     free(prompt);
     bp_run_session_free(cs);
