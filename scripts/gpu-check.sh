@@ -53,15 +53,15 @@ if [ "$dry" -eq 1 ]; then
   K=256
   N=256
   M_BIG=16
-  opts_small=(--footprint-mb 1 --reps 5)
-  opts_big=(--reps 3)
+  opts_small=(--footprint-mb 1 --reps 5 --rounds 2)
+  opts_big=(--reps 3 --rounds 2)
   meta_spec="meta:$dev,$dev"
 else
   K=4096
   N=4096
   M_BIG=512
-  opts_small=(--footprint-mb 512)
-  opts_big=(--reps 20)
+  opts_small=(--footprint-mb 512 --rounds 3)
+  opts_big=(--reps 20 --rounds 3)
   meta_spec="meta:cuda0,cuda0"
 fi
 
