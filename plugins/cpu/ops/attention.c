@@ -118,176 +118,106 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
 
 /* ---- vector helpers: a float row against an F32 or F16 row ---- */
 
+/* One vector type per ISA and the handful of operations the loops below
+ * need; the loops are written once against them. */
 #if defined(FA_X86) && defined(__AVX512F__)
-
-static float fa_dot_f32(const float *a, const float *b, int64_t n)
+#define FA_W 16
+typedef __m512 fa_vec;
+static inline fa_vec fa_zero(void) { return _mm512_setzero_ps(); }
+static inline fa_vec fa_splat(float x) { return _mm512_set1_ps(x); }
+static inline fa_vec fa_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline fa_vec fa_load_h(const uint16_t *p)
 {
-    __m512 s = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
-    float r = _mm512_reduce_add_ps(s);
-    for (; i < n; i++) r += a[i] * b[i];
-    return r;
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
 }
-
-static float fa_dot_f16(const float *a, const uint16_t *b, int64_t n)
-{
-    __m512 s = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i),
-                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
-    float r = _mm512_reduce_add_ps(s);
-    for (; i < n; i++) r += a[i] * bp_f16_to_f32(b[i]);
-    return r;
-}
-
-static void fa_axpy_f32(float *y, float w, const float *x, int64_t n)
-{
-    const __m512 vw = _mm512_set1_ps(w);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += w * x[i];
-}
-
-static void fa_axpy_f16(float *y, float w, const uint16_t *x, int64_t n)
-{
-    const __m512 vw = _mm512_set1_ps(w);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw,
-                                                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))),
-                                                _mm512_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += w * bp_f16_to_f32(x[i]);
-}
-
-static void fa_scale(float *y, float c, int64_t n)
-{
-    const __m512 vc = _mm512_set1_ps(c);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_mul_ps(vc, _mm512_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] *= c;
-}
-
+static inline void fa_store(float *p, fa_vec v) { _mm512_storeu_ps(p, v); }
+static inline fa_vec fa_fma(fa_vec a, fa_vec b, fa_vec c) { return _mm512_fmadd_ps(a, b, c); }
+static inline fa_vec fa_mul(fa_vec a, fa_vec b) { return _mm512_mul_ps(a, b); }
+static inline float fa_reduce(fa_vec v) { return _mm512_reduce_add_ps(v); }
 #elif defined(FA_X86)
-
-static float fa_hsum256(__m256 v)
+#define FA_W 8
+typedef __m256 fa_vec;
+static inline fa_vec fa_zero(void) { return _mm256_setzero_ps(); }
+static inline fa_vec fa_splat(float x) { return _mm256_set1_ps(x); }
+static inline fa_vec fa_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline fa_vec fa_load_h(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+static inline void fa_store(float *p, fa_vec v) { _mm256_storeu_ps(p, v); }
+static inline fa_vec fa_fma(fa_vec a, fa_vec b, fa_vec c) { return _mm256_fmadd_ps(a, b, c); }
+static inline fa_vec fa_mul(fa_vec a, fa_vec b) { return _mm256_mul_ps(a, b); }
+static inline float fa_reduce(fa_vec v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
-
-static float fa_dot_f32(const float *a, const float *b, int64_t n)
-{
-    __m256 s = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
-    float r = fa_hsum256(s);
-    for (; i < n; i++) r += a[i] * b[i];
-    return r;
-}
-
-static float fa_dot_f16(const float *a, const uint16_t *b, int64_t n)
-{
-    __m256 s = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
-                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), s);
-    float r = fa_hsum256(s);
-    for (; i < n; i++) r += a[i] * bp_f16_to_f32(b[i]);
-    return r;
-}
-
-static void fa_axpy_f32(float *y, float w, const float *x, int64_t n)
-{
-    const __m256 vw = _mm256_set1_ps(w);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += w * x[i];
-}
-
-static void fa_axpy_f16(float *y, float w, const uint16_t *x, int64_t n)
-{
-    const __m256 vw = _mm256_set1_ps(w);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw,
-                                                _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
-                                                _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += w * bp_f16_to_f32(x[i]);
-}
-
-static void fa_scale(float *y, float c, int64_t n)
-{
-    const __m256 vc = _mm256_set1_ps(c);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(vc, _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] *= c;
-}
-
 #else /* FA_NEON */
-
-static inline float32x4_t fa_load_f16x4(const uint16_t *p)
+#define FA_W 4
+typedef float32x4_t fa_vec;
+static inline fa_vec fa_zero(void) { return vdupq_n_f32(0.0f); }
+static inline fa_vec fa_splat(float x) { return vdupq_n_f32(x); }
+static inline fa_vec fa_load(const float *p) { return vld1q_f32(p); }
+static inline fa_vec fa_load_h(const uint16_t *p)
 {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
 }
+static inline void fa_store(float *p, fa_vec v) { vst1q_f32(p, v); }
+static inline fa_vec fa_fma(fa_vec a, fa_vec b, fa_vec c) { return vfmaq_f32(c, a, b); }
+static inline fa_vec fa_mul(fa_vec a, fa_vec b) { return vmulq_f32(a, b); }
+static inline float fa_reduce(fa_vec v) { return vaddvq_f32(v); }
+#endif
 
 static float fa_dot_f32(const float *a, const float *b, int64_t n)
 {
-    float32x4_t s = vdupq_n_f32(0.0f);
+    fa_vec s = fa_zero();
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        s = vfmaq_f32(s, vld1q_f32(a + i), vld1q_f32(b + i));
-    float r = vaddvq_f32(s);
+    for (; i + FA_W <= n; i += FA_W)
+        s = fa_fma(fa_load(a + i), fa_load(b + i), s);
+    float r = fa_reduce(s);
     for (; i < n; i++) r += a[i] * b[i];
     return r;
 }
 
 static float fa_dot_f16(const float *a, const uint16_t *b, int64_t n)
 {
-    float32x4_t s = vdupq_n_f32(0.0f);
+    fa_vec s = fa_zero();
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        s = vfmaq_f32(s, vld1q_f32(a + i), fa_load_f16x4(b + i));
-    float r = vaddvq_f32(s);
+    for (; i + FA_W <= n; i += FA_W)
+        s = fa_fma(fa_load(a + i), fa_load_h(b + i), s);
+    float r = fa_reduce(s);
     for (; i < n; i++) r += a[i] * bp_f16_to_f32(b[i]);
     return r;
 }
 
 static void fa_axpy_f32(float *y, float w, const float *x, int64_t n)
 {
+    const fa_vec vw = fa_splat(w);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), w));
+    for (; i + FA_W <= n; i += FA_W)
+        fa_store(y + i, fa_fma(vw, fa_load(x + i), fa_load(y + i)));
     for (; i < n; i++) y[i] += w * x[i];
 }
 
 static void fa_axpy_f16(float *y, float w, const uint16_t *x, int64_t n)
 {
+    const fa_vec vw = fa_splat(w);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), fa_load_f16x4(x + i), w));
+    for (; i + FA_W <= n; i += FA_W)
+        fa_store(y + i, fa_fma(vw, fa_load_h(x + i), fa_load(y + i)));
     for (; i < n; i++) y[i] += w * bp_f16_to_f32(x[i]);
 }
 
 static void fa_scale(float *y, float c, int64_t n)
 {
+    const fa_vec vc = fa_splat(c);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1q_f32(y + i, vmulq_n_f32(vld1q_f32(y + i), c));
+    for (; i + FA_W <= n; i += FA_W)
+        fa_store(y + i, fa_mul(vc, fa_load(y + i)));
     for (; i < n; i++) y[i] *= c;
 }
-
-#endif
 
 /* A row the vector loops can read in place: dense along dim 0, F32 or F16.
  * BF16 and strided rows (a transposed cache) are widened into scratch. */
