@@ -5,6 +5,7 @@
 #include "bp_types.h"
 #include "bp_ops.h"
 #include "bp_tensor.h"
+#include "bp_op_shapes.h"
 #include "bp_plugin.h"
 #include "bp_quant.h"
 #endif

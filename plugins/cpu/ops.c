@@ -29,10 +29,10 @@ const struct cpu_op_entry cpu_op_table[BP_OP_COUNT] = {
 
 bool cpu_supports_node(const struct bp_tensor *node)
 {
-    if (!node || node->op < 0 || node->op >= BP_OP_COUNT)
+    /* The op's own shape rules (bp_op_shapes.h) first: each entry's
+     * supports then only says which types and layouts its kernel takes. */
+    if (!bp_op_shapes_ok(node))
         return false;
-    for (int i = 0; i < BP_MAX_DIMS; i++)
-        if (node->ne[i] < 0) return false;
     if (bp_op_is_view((enum bp_op)node->op))
         return true;
     /* Only MUL_MAT reads the x8 layout, and only as its whole weight. */

@@ -35,7 +35,8 @@ struct cpu_compute_params {
 void cpu_params_barrier(const struct cpu_compute_params *p);
 
 struct cpu_op_entry {
-    /* True when compute handles this node's types and shapes exactly. */
+    /* True when compute handles this node's types and layouts; called only
+     * for nodes that pass bp_op_shapes_ok (sources present, shapes agree). */
     bool (*supports)(const struct bp_tensor *node);
     void (*compute)(const struct cpu_compute_params *p, struct bp_tensor *node);
     /* Optional: run-time checks on data (ids in range); logs and fails. */
@@ -172,13 +173,6 @@ static inline void cpu_row_index(const struct bp_tensor *t, int64_t r, int64_t *
 static inline const char *cpu_name(const struct bp_tensor *t)
 {
     return t->name[0] ? t->name : "(unnamed)";
-}
-
-static inline bool cpu_same_shape(const struct bp_tensor *a, const struct bp_tensor *b)
-{
-    for (int i = 0; i < BP_MAX_DIMS; i++)
-        if (a->ne[i] != b->ne[i]) return false;
-    return true;
 }
 
 /* True when every dim of t is >= 1 (kernels index with ne[] freely). */

@@ -1,8 +1,8 @@
 /*
  * ops.c — THE OP TABLE of the CUDA plugin: which nodes it computes
- * (cuda_supports_node, the same rules as the CPU reference, with MUL_MAT
- * and GET_ROWS on Q4_0/Q8_0/Q4_K/Q6_K) and the launch of each node's
- * kernels.
+ * (cuda_supports_node: the op's shape rules from bp_op_shapes.h, then the
+ * types the kernels take, with MUL_MAT and GET_ROWS on Q4_0/Q8_0/Q4_K/Q6_K)
+ * and the launch of each node's kernels.
  *
  * MUL_MAT path choice: M <= CUDA_MMV_MAX_M columns go to the matrix-vector
  * kernels (dp4a on quantized activations for quantized W); larger M to
@@ -20,170 +20,49 @@
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
 static bool plain_type(int32_t t) { return is_float(t) || t == BP_TYPE_I32; }
 
-static bool same_shape(const struct bp_tensor *a, const struct bp_tensor *b)
+/* Quantized weights and tables are read as rows of whole blocks, as the
+ * CPU reference requires. */
+static bool weights_ok(const struct bp_tensor *t)
 {
-    for (int i = 0; i < BP_MAX_DIMS; i++)
-        if (a->ne[i] != b->ne[i]) return false;
-    return true;
+    if (!cuda_mul_mat_q_type(t->type))
+        return is_float(t->type);
+    return t->ne[0] % bp_type_block_size((enum bp_type)t->type) == 0 && bp_rows_contiguous(t);
 }
 
-static bool shape_ok(const struct bp_tensor *t)
-{
-    for (int i = 0; i < BP_MAX_DIMS; i++)
-        if (t->ne[i] < 1) return false;
-    return true;
-}
-
-static bool supports_mul_mat(const struct bp_tensor *t)
-{
-    const struct bp_tensor *w = t->src[0], *x = t->src[1];
-    if (!w || !x || t->type != BP_TYPE_F32 || !is_float(x->type))
-        return false;
-    if (!is_float(w->type) && !cuda_mul_mat_q_type(w->type))
-        return false;
-    if (!shape_ok(w) || !shape_ok(x) || t->ne[1] > 65535 || t->ne[2] * t->ne[3] > 65535)
-        return false;
-    if (cuda_mul_mat_q_type(w->type) && (w->ne[0] % bp_type_block_size((enum bp_type)w->type) != 0 ||
-                                         !bp_rows_contiguous(w)))
-        return false;
-    return w->ne[0] == x->ne[0] && x->ne[2] % w->ne[2] == 0 && x->ne[3] % w->ne[3] == 0 &&
-           t->ne[0] == w->ne[1] && t->ne[1] == x->ne[1] && t->ne[2] == x->ne[2] &&
-           t->ne[3] == x->ne[3];
-}
-
-static bool supports_binary(const struct bp_tensor *t)
+/* What the kernels take, for nodes whose shapes bp_op_shapes_ok accepted;
+ * the size limits are those of the launch grids. */
+static bool types_ok(const struct bp_tensor *t)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
-    if (!a || !b || !is_float(a->type) || !is_float(b->type) || t->type != a->type)
-        return false;
-    if (!same_shape(t, a) || !shape_ok(b))
-        return false;
-    for (int i = 0; i < BP_MAX_DIMS; i++)
-        if (a->ne[i] % b->ne[i] != 0) return false;
-    return true;
-}
-
-static bool supports_unary(const struct bp_tensor *t)
-{
-    const struct bp_tensor *x = t->src[0];
-    return x && is_float(x->type) && t->type == x->type && same_shape(t, x);
-}
-
-static bool supports_soft_max(const struct bp_tensor *t)
-{
-    const struct bp_tensor *x = t->src[0], *m = t->src[1];
-    if (!x || !is_float(x->type) || t->type != BP_TYPE_F32 || !same_shape(t, x))
-        return false;
-    if (!m)
-        return true;
-    if (m->type != BP_TYPE_F32 && m->type != BP_TYPE_F16)
-        return false;
-    return shape_ok(m) && m->ne[0] == x->ne[0] && m->ne[1] >= x->ne[1] &&
-           x->ne[2] % m->ne[2] == 0 && x->ne[3] % m->ne[3] == 0;
-}
-
-static bool supports_rope(const struct bp_tensor *t)
-{
-    const struct bp_tensor *x = t->src[0], *pos = t->src[1];
-    if (!x || !pos || !is_float(x->type) || t->type != x->type || !same_shape(t, x))
-        return false;
-    if (pos->type != BP_TYPE_I32 || pos->ne[0] != x->ne[2] || pos->ne[1] != 1 ||
-        pos->ne[2] != 1 || pos->ne[3] != 1)
-        return false;
-    const int32_t n_dims = bp_op_param_i32(t, 0), mode = bp_op_param_i32(t, 1);
-    if (mode != BP_ROPE_MODE_NORMAL && mode != BP_ROPE_MODE_NEOX)
-        return false;
-    return n_dims >= 0 && n_dims % 2 == 0 && n_dims <= x->ne[0];
-}
-
-static bool supports_cpy(const struct bp_tensor *t)
-{
-    const struct bp_tensor *a = t->src[0], *b = t->src[1];
-    if (!a || !b || t->type != b->type || !shape_ok(a))
-        return false;
-    if (bp_nelements(a) != bp_nelements(t) || bp_nelements(b) != bp_nelements(t))
-        return false;
-    if (a->type == b->type)
-        return plain_type(a->type);
-    return is_float(a->type) && is_float(b->type);
-}
-
-static bool supports_cont(const struct bp_tensor *t)
-{
-    const struct bp_tensor *a = t->src[0];
-    return a && plain_type(a->type) && t->type == a->type && same_shape(t, a) && shape_ok(a);
-}
-
-static bool supports_get_rows(const struct bp_tensor *t)
-{
-    const struct bp_tensor *tab = t->src[0], *ids = t->src[1];
-    if (!tab || !ids || ids->type != BP_TYPE_I32 || t->type != BP_TYPE_F32)
-        return false;
-    /* Quantized tables (token embeddings of quantized models) are read as
-     * rows of whole blocks, as the CPU reference requires. */
-    if (cuda_mul_mat_q_type(tab->type)) {
-        if (tab->ne[0] % bp_type_block_size((enum bp_type)tab->type) != 0 || !bp_rows_contiguous(tab))
-            return false;
-    } else if (!is_float(tab->type)) {
+    switch ((enum bp_op)t->op) {
+    case BP_OP_MUL_MAT:
+        return weights_ok(a) && is_float(b->type) && t->ne[1] <= 65535 &&
+               t->ne[2] * t->ne[3] <= 65535;
+    case BP_OP_GET_ROWS:
+        return weights_ok(a);
+    case BP_OP_ADD: case BP_OP_MUL: case BP_OP_SET_ROWS:
+        return is_float(a->type) && is_float(b->type);
+    case BP_OP_SCALE: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_RMS_NORM:
+    case BP_OP_SOFT_MAX: case BP_OP_ROPE:
+        return is_float(a->type);
+    case BP_OP_CPY:
+        return a->type == b->type ? plain_type(a->type) : is_float(a->type) && is_float(b->type);
+    case BP_OP_CONT:
+        return plain_type(a->type) && bp_shape_positive(a);
+    case BP_OP_FLASH_ATTN_EXT:
+        return is_float(a->type) && is_float(b->type) && is_float(t->src[2]->type) &&
+               t->src[2]->ne[0] <= 512; /* one block holds a row of V */
+    default:
         return false;
     }
-    return ids->ne[1] == tab->ne[2] && ids->ne[2] == tab->ne[3] && ids->ne[3] == 1 &&
-           t->ne[0] == tab->ne[0] && t->ne[1] == ids->ne[0] && t->ne[2] == tab->ne[2] &&
-           t->ne[3] == tab->ne[3];
-}
-
-static bool supports_set_rows(const struct bp_tensor *t)
-{
-    const struct bp_tensor *d = t->src[0], *v = t->src[1], *ids = t->src[2];
-    if (!d || !v || !ids || !is_float(d->type) || !is_float(v->type) ||
-        ids->type != BP_TYPE_I32 || t->type != d->type || !same_shape(t, d))
-        return false;
-    if (!shape_ok(ids) || ids->ne[3] != 1)
-        return false;
-    return v->ne[0] == d->ne[0] && v->ne[2] == d->ne[2] && v->ne[3] == d->ne[3] &&
-           ids->ne[0] == v->ne[1] && d->ne[2] % ids->ne[1] == 0 && d->ne[3] % ids->ne[2] == 0;
-}
-
-static bool supports_flash_attn(const struct bp_tensor *t)
-{
-    const struct bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
-    if (!q || !k || !v || t->type != BP_TYPE_F32 || !is_float(q->type) || !is_float(k->type) ||
-        !is_float(v->type))
-        return false;
-    if (!shape_ok(k) || q->ne[0] != k->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] ||
-        k->ne[3] != q->ne[3] || v->ne[3] != q->ne[3] || q->ne[2] % k->ne[2] != 0 || v->ne[0] > 512)
-        return false;
-    if (t->ne[0] != v->ne[0] || t->ne[1] != q->ne[2] || t->ne[2] != q->ne[1] || t->ne[3] != q->ne[3])
-        return false;
-    if (!m)
-        return true;
-    return (m->type == BP_TYPE_F32 || m->type == BP_TYPE_F16) && shape_ok(m) &&
-           m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[1] && q->ne[2] % m->ne[2] == 0 &&
-           q->ne[3] % m->ne[3] == 0;
 }
 
 bool cuda_supports_node(const struct cuda_device *cd, const struct bp_tensor *node)
 {
     (void)cd;
-    if (!node || node->op < 0 || node->op >= BP_OP_COUNT)
+    if (!bp_op_shapes_ok(node))
         return false;
-    for (int i = 0; i < BP_MAX_DIMS; i++)
-        if (node->ne[i] < 0) return false;
-    switch ((enum bp_op)node->op) {
-    case BP_OP_NONE: case BP_OP_RESHAPE: case BP_OP_VIEW: case BP_OP_PERMUTE: case BP_OP_TRANSPOSE:
-        return true;
-    case BP_OP_GET_ROWS: return supports_get_rows(node);
-    case BP_OP_MUL_MAT: return supports_mul_mat(node);
-    case BP_OP_ADD: case BP_OP_MUL: return supports_binary(node);
-    case BP_OP_SCALE: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_RMS_NORM: return supports_unary(node);
-    case BP_OP_SOFT_MAX: return supports_soft_max(node);
-    case BP_OP_ROPE: return supports_rope(node);
-    case BP_OP_CPY: return supports_cpy(node);
-    case BP_OP_CONT: return supports_cont(node);
-    case BP_OP_SET_ROWS: return supports_set_rows(node);
-    case BP_OP_FLASH_ATTN_EXT: return supports_flash_attn(node);
-    default: return false;
-    }
+    return bp_op_is_view((enum bp_op)node->op) || types_ok(node);
 }
 
 /* ---- compute ---- */

@@ -55,10 +55,6 @@ static void dup(const struct cpu_compute_params *p, const struct bp_tensor *src,
 bool cpu_supports_cpy(const struct bp_tensor *t)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
-    if (!a || !b || t->type != b->type || !cpu_shape_ok(a))
-        return false;
-    if (bp_nelements(a) != bp_nelements(t) || bp_nelements(b) != bp_nelements(t))
-        return false;
     if (a->type == b->type)
         return plain_type(a->type);
     return cpu_is_float(a->type) && cpu_is_float(b->type);
@@ -71,8 +67,7 @@ void cpu_compute_cpy(const struct cpu_compute_params *p, struct bp_tensor *t)
 
 bool cpu_supports_cont(const struct bp_tensor *t)
 {
-    const struct bp_tensor *a = t->src[0];
-    return a && plain_type(a->type) && t->type == a->type && cpu_same_shape(t, a);
+    return plain_type(t->src[0]->type);
 }
 
 void cpu_compute_cont(const struct cpu_compute_params *p, struct bp_tensor *t)
@@ -84,9 +79,7 @@ void cpu_compute_cont(const struct cpu_compute_params *p, struct bp_tensor *t)
 
 bool cpu_supports_get_rows(const struct bp_tensor *t)
 {
-    const struct bp_tensor *tab = t->src[0], *ids = t->src[1];
-    if (!tab || !ids || ids->type != BP_TYPE_I32 || t->type != BP_TYPE_F32)
-        return false;
+    const struct bp_tensor *tab = t->src[0];
     /* Quantized tables are expanded a whole row at a time, so their rows
      * must be packed blocks and the output row contiguous. */
     if (bp_type_is_quantized((enum bp_type)tab->type) &&
@@ -94,11 +87,7 @@ bool cpu_supports_get_rows(const struct bp_tensor *t)
          tab->ne[0] % bp_type_block_size((enum bp_type)tab->type) != 0 ||
          tab->nb[0] != bp_type_size((enum bp_type)tab->type) || t->nb[0] != sizeof(float)))
         return false;
-    if (!bp_type_is_quantized((enum bp_type)tab->type) && !cpu_is_float(tab->type))
-        return false;
-    return ids->ne[1] == tab->ne[2] && ids->ne[2] == tab->ne[3] && ids->ne[3] == 1 &&
-           t->ne[0] == tab->ne[0] && t->ne[1] == ids->ne[0] && t->ne[2] == tab->ne[2] &&
-           t->ne[3] == tab->ne[3];
+    return bp_type_is_quantized((enum bp_type)tab->type) || cpu_is_float(tab->type);
 }
 
 /* First id of ids outside [0, n_rows), scanning in element order; returns
@@ -157,14 +146,7 @@ void cpu_compute_get_rows(const struct cpu_compute_params *p, struct bp_tensor *
 
 bool cpu_supports_set_rows(const struct bp_tensor *t)
 {
-    const struct bp_tensor *d = t->src[0], *v = t->src[1], *ids = t->src[2];
-    if (!d || !v || !ids || !cpu_is_float(d->type) || !cpu_is_float(v->type) ||
-        ids->type != BP_TYPE_I32 || t->type != d->type || !cpu_same_shape(t, d))
-        return false;
-    if (!cpu_shape_ok(ids) || ids->ne[3] != 1)
-        return false;
-    return v->ne[0] == d->ne[0] && v->ne[2] == d->ne[2] && v->ne[3] == d->ne[3] &&
-           ids->ne[0] == v->ne[1] && d->ne[2] % ids->ne[1] == 0 && d->ne[3] % ids->ne[2] == 0;
+    return cpu_is_float(t->src[0]->type) && cpu_is_float(t->src[1]->type);
 }
 
 bp_status cpu_prepare_set_rows(const struct cpu_plugin *pl, const struct bp_tensor *t)

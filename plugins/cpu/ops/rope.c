@@ -11,16 +11,7 @@
 
 bool cpu_supports_rope(const struct bp_tensor *t)
 {
-    const struct bp_tensor *x = t->src[0], *pos = t->src[1];
-    if (!x || !pos || !cpu_is_float(x->type) || t->type != x->type || !cpu_same_shape(t, x))
-        return false;
-    if (pos->type != BP_TYPE_I32 || pos->ne[0] != x->ne[2] || pos->ne[1] != 1 ||
-        pos->ne[2] != 1 || pos->ne[3] != 1)
-        return false;
-    const int32_t n_dims = bp_op_param_i32(t, 0), mode = bp_op_param_i32(t, 1);
-    if (mode != BP_ROPE_MODE_NORMAL && mode != BP_ROPE_MODE_NEOX)
-        return false;
-    return n_dims >= 0 && n_dims % 2 == 0 && n_dims <= x->ne[0];
+    return cpu_is_float(t->src[0]->type);
 }
 
 void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
