@@ -267,6 +267,29 @@ struct bp_host_services {
     void *(*get_proc_address)(const char *name);
 };
 
+/* The checks every plugin's init makes first, against a host it cannot
+ * trust to be ours: out is writable (*out = NULL from here on), the host
+ * table is there and long enough to carry `log`, and the host speaks this
+ * plugin's ABI major (a mismatch is logged as one sentence). Returns BP_OK
+ * or the status init should return. */
+static inline bp_status bp_plugin_check_host(const struct bp_host_services *host,
+                                             const char *family, struct bp_registry **out)
+{
+    if (!out)
+        return BP_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!BP_IFACE_HAS(host, log))
+        return BP_ERR_INVALID_ARGUMENT;
+    if (BP_ABI_VERSION_MAJOR(host->abi_version) != BP_ABI_MAJOR) {
+        if (host->log)
+            host->log(BP_LOG_ERROR, family,
+                      "host ABI major %u differs from the plugin's %u; rebuild the plugin.",
+                      (unsigned)BP_ABI_VERSION_MAJOR(host->abi_version), (unsigned)BP_ABI_MAJOR);
+        return BP_ERR_ABI;
+    }
+    return BP_OK;
+}
+
 /* ---- plugin entry points ---- */
 
 #define BP_PLUGIN_ABI_VERSION_SYMBOL "bp_plugin_abi_version"

@@ -388,6 +388,9 @@ static struct bp_device example_device = {
 
 static bp_status example_init(const struct bp_host_services *services, struct bp_registry **out)
 {
+    const bp_status st = bp_plugin_check_host(services, "example", out);
+    if (st != BP_OK)
+        return st;
     host = services;
     *out = &example_registry;
     return BP_OK;

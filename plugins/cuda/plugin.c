@@ -244,11 +244,9 @@ static void fill_features(struct cuda_plugin *pl)
 
 static bp_status cuda_plugin_init(const struct bp_host_services *host, struct bp_registry **out)
 {
-    if (!out)
-        return BP_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!host || host->size < offsetof(struct bp_host_services, log) + sizeof host->log)
-        return BP_ERR_INVALID_ARGUMENT;
+    const bp_status st = bp_plugin_check_host(host, CUDA_FAMILY, out);
+    if (st != BP_OK)
+        return st;
     struct cuda_plugin *pl = calloc(1, sizeof *pl);
     if (!pl) {
         if (host->log)
@@ -256,12 +254,6 @@ static bp_status cuda_plugin_init(const struct bp_host_services *host, struct bp
         return BP_ERR_OUT_OF_MEMORY;
     }
     pl->host = host;
-    if (BP_ABI_VERSION_MAJOR(host->abi_version) != BP_ABI_MAJOR) {
-        cuda_log(pl, BP_LOG_ERROR, "host ABI major %u differs from the plugin's %u; rebuild the plugin.",
-                 (unsigned)BP_ABI_VERSION_MAJOR(host->abi_version), (unsigned)BP_ABI_MAJOR);
-        free(pl);
-        return BP_ERR_ABI;
-    }
     pl->reg = (struct bp_registry){ .iface = &cuda_registry_iface, .abi_version = BP_ABI_VERSION,
                                     .variant = NULL, .context = pl };
 

@@ -84,7 +84,13 @@ struct bp_registry meta_registry = {
 
 static bp_status meta_init(const struct bp_host_services *host, struct bp_registry **out)
 {
-    if (!host || !host->log || !host->device_by_name || !host->get_env) return BP_ERR_INVALID_ARGUMENT;
+    const bp_status st = bp_plugin_check_host(host, META_NAME, out);
+    if (st != BP_OK)
+        return st;
+    /* meta composes other plugins' devices: it needs the host's lookups. */
+    if (!host->log || !BP_IFACE_HAS(host, device_by_name) || !host->device_by_name ||
+        !BP_IFACE_HAS(host, get_env) || !host->get_env)
+        return BP_ERR_INVALID_ARGUMENT;
     meta_host = host;
     /* A meta: entry in BACKPLANE_DEVICES becomes meta0 now, so that it is in
      * the device list (`backplane info meta0`); a bad spec is reported and
