@@ -252,6 +252,35 @@ START_TEST(test_shutdown_frees_backends_and_buffers_left_behind)
 }
 END_TEST
 
+/* bp_plugin_check_host as the plugin runs it: a host of another major, a
+ * table too short to carry log, no host and no out are refused, the major
+ * with a sentence, and nothing is registered. */
+START_TEST(test_init_refuses_foreign_or_broken_hosts)
+{
+    void *h = dlopen(PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "dlopen: %s", dlerror());
+    bp_plugin_init_fn init;
+    void *p = dlsym(h, BP_PLUGIN_INIT_SYMBOL);
+    memcpy(&init, &p, sizeof p);
+    ck_assert_ptr_nonnull((void *)init);
+    struct bp_host_services other = host;
+    other.abi_version = (uint32_t)(BP_ABI_MAJOR + 1) << 16;
+    struct bp_registry *r = (struct bp_registry *)&other; /* must be reset to NULL */
+    n_errors = 0;
+    ck_assert_int_eq(init(&other, &r), BP_ERR_ABI);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(n_errors, 1);
+    ck_assert_ptr_nonnull(strstr(last_log, "ABI major"));
+    struct bp_host_services short_tbl = host;
+    short_tbl.size = offsetof(struct bp_host_services, log);
+    ck_assert_int_eq(init(&short_tbl, &r), BP_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(init(NULL, &r), BP_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(init(&host, NULL), BP_ERR_INVALID_ARGUMENT);
+    dlclose(h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_abi");
@@ -263,6 +292,7 @@ int main(void)
     tcase_add_test(tc, test_unsupported_node_is_refused_with_op_and_tensor_named);
     tcase_add_test(tc, test_node_without_memory_is_refused);
     tcase_add_test(tc, test_shutdown_frees_backends_and_buffers_left_behind);
+    tcase_add_test(tc, test_init_refuses_foreign_or_broken_hosts);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
