@@ -52,7 +52,9 @@ set(BP_CPU_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_x86.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_neon.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_x86.c)
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_x86.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_float_x86.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx2.c)
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
   add_executable(test_cpu_kernels_${v} cpu_kernels_test.c ${BP_CPU_KERNEL_SOURCES}
@@ -64,6 +66,20 @@ foreach(v ${BP_CPU_VARIANTS})
   # not named like its target: valgrind cannot run the AVX-512 builds
   add_test(NAME cpu_kernels_${v} COMMAND test_cpu_kernels_${v})
   set_tests_properties(cpu_kernels_${v} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+
+# The x8 kernels at their edges (negative scales, saturating quants, long
+# rows, output stride) against a double dot, once per variant.
+foreach(v ${BP_CPU_VARIANTS})
+  get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
+  add_executable(test_cpu_x8_${v} cpu_x8_test.c ${BP_CPU_KERNEL_SOURCES}
+    ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c)
+  target_include_directories(test_cpu_x8_${v} PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
+  target_compile_definitions(test_cpu_x8_${v} PRIVATE _GNU_SOURCE)
+  target_compile_options(test_cpu_x8_${v} PRIVATE ${flags})
+  target_link_libraries(test_cpu_x8_${v} PRIVATE backplane_abi m)
+  add_test(NAME cpu_x8_${v} COMMAND test_cpu_x8_${v})
+  set_tests_properties(cpu_x8_${v} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
 
 # NEON: cross-compiled with Debian's gcc-aarch64-linux-gnu and run under

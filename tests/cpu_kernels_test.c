@@ -15,6 +15,13 @@
  * The x8 layout (repack.h): pack then unpack gives back every byte; the
  * reference x8 dot equals the plain reference row by row to the bit; the
  * build's x8 dot (1..4 activation rows) is held to the same bound.
+ *
+ * The tiled float gemm (F32/F16/BF16 weights, builds that have one): every
+ * output of nw x nx (edge tiles on both sides, K with and without a partial
+ * vector) within 1e-5 of the sum of |products| of a double-precision
+ * product; outputs outside the nw x nx block untouched; and each output
+ * bit-identical to the same output computed alone (1 x 1 calls), since
+ * MUL_MAT's results must not depend on how rows are cut into tiles.
  */
 #include <math.h>
 #include <stdio.h>
@@ -150,6 +157,63 @@ static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
     free(w); free(x8); free(back); free(y); free(x); free(wf); free(yf);
 }
 
+static void check_gemm_float(enum bp_type t, int64_t n, int64_t nw, int nx, bool long_tail)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for(t), *r = cpu_kernels_ref_for(t);
+    const size_t rs = bp_row_size(t, n);
+    const int64_t ys = nw + 3; /* 3 guard outputs after each row */
+    unsigned char *w = malloc(rs * (size_t)nw);
+    float *x = malloc((size_t)(n * nx) * 4), *y = malloc((size_t)(ys * nx) * 4);
+    float *one = malloc((size_t)(ys * nx) * 4), *wf = malloc((size_t)n * 4);
+    const float **xr = malloc((size_t)nx * sizeof *xr);
+    float **yr = malloc((size_t)nx * sizeof *yr);
+    fill_weights(t, w, rs * (size_t)nw, n * nw);
+    fill_x(x, n * nx, long_tail);
+    for (int64_t i = 0; i < ys * nx; i++) y[i] = one[i] = -12345.0f;
+    for (int j = 0; j < nx; j++) { xr[j] = x + (size_t)(j * n); yr[j] = y + (size_t)(j * ys); }
+    k->gemm_float(n, w, rs, nw, xr, yr, nx);
+    for (int j = 0; j < nx; j++)
+        for (int64_t i = 0; i < nw; i++) {
+            float *out = one + (size_t)(j * ys + i);
+            k->gemm_float(n, w + (size_t)i * rs, rs, 1, xr + j, &out, 1);
+        }
+    for (int64_t i = 0; i < nw; i++) {
+        r->to_float(w + (size_t)i * rs, wf, n);
+        for (int j = 0; j < nx; j++) {
+            double want = 0, mag = 0;
+            for (int64_t e = 0; e < n; e++) {
+                want += (double)wf[e] * x[j * n + e];
+                mag += fabs((double)wf[e] * x[j * n + e]);
+            }
+            const double tol = 1e-5 * mag + 1e-6;
+            const float got = y[j * ys + i];
+            checks += 2;
+            if (!(fabs((double)got - want) <= tol)) {
+                failures++;
+                printf("FAIL %s gemm_float n=%lld %lld x %d, row %lld col %d: %s kernel %.9g, "
+                       "double %.9g (tolerance %.3g)\n", bp_type_name(t), (long long)n,
+                       (long long)nw, nx, (long long)i, j, cpu_kernels_isa(), got, want, tol);
+            }
+            if (memcmp(&got, &one[j * ys + i], 4) != 0) {
+                failures++;
+                printf("FAIL %s gemm_float n=%lld %lld x %d, row %lld col %d: %.9g in the "
+                       "block, %.9g alone\n", bp_type_name(t), (long long)n, (long long)nw, nx,
+                       (long long)i, j, got, one[j * ys + i]);
+            }
+        }
+    }
+    for (int j = 0; j < nx; j++)
+        for (int64_t i = nw; i < ys; i++) {
+            checks++;
+            if (y[j * ys + i] != -12345.0f) {
+                failures++;
+                printf("FAIL %s gemm_float %lld x %d wrote output %lld of row %d, past the "
+                       "block\n", bp_type_name(t), (long long)nw, nx, (long long)i, j);
+            }
+        }
+    free(w); free(x); free(y); free(one); free(wf); free(xr); free(yr);
+}
+
 int main(void)
 {
     struct cpu_isa isa;
@@ -179,6 +243,16 @@ int main(void)
         for (int64_t nb = 1; nb <= 9; nb += 4)
             for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)
                 for (int lt = 0; lt < 2; lt++) check_x8(x8_types[ti], nb, nc, lt);
+    /* every edge tile of the 4 x 6 and 3 x 4 tiles, K around the vector widths */
+    const enum bp_type float_types[] = { BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
+    const int64_t gk[] = { 1, 7, 8, 15, 16, 17, 33, 100, 257 };
+    const int64_t gnw[] = { 1, 2, 3, 4, 5, 7, 8, 13 };
+    const int gnx[] = { 1, 2, 3, 4, 5, 6, 7, 13, 16, 33, 48 };
+    for (size_t ti = 0; ti < 3 && cpu_kernels_for(float_types[ti])->gemm_float; ti++)
+        for (size_t a = 0; a < sizeof gk / sizeof gk[0]; a++)
+            for (size_t b = 0; b < sizeof gnw / sizeof gnw[0]; b++)
+                for (size_t c = 0; c < sizeof gnx / sizeof gnx[0]; c++)
+                    check_gemm_float(float_types[ti], gk[a], gnw[b], gnx[c], (a + b + c) % 2);
     printf("%s kernels: %d of %d checks against the scalar reference passed\n", cpu_kernels_isa(),
            checks - failures, checks);
     return failures ? 1 : 0;

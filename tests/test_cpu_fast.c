@@ -15,7 +15,11 @@
  *    range (partial 8-row groups, tail rows, slices, views) give back the
  *    bytes set; MUL_MAT with repacked weights (odd row counts, M = 1 .. 33,
  *    broadcast) matches the dequantized reference and does not depend on
- *    the thread count; other ops refuse repacked tensors.
+ *    the thread count; other ops refuse repacked tensors;
+ *  - F32 / F16 / BF16 weights with several activation rows (the tiled
+ *    float kernel in the SIMD variants): odd M and N around every tile
+ *    edge, K no multiple of the vector width, broadcast slices, against
+ *    the double reference, and bit-identical for every thread count.
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -194,6 +198,40 @@ START_TEST(test_mul_mat_broadcasts_weights_over_batches)
 }
 END_TEST
 
+/* F32 with M >= 32 and K >= 64 may go to OpenBLAS in the SIMD variants:
+ * held to the bound there, not to bits. */
+static const enum bp_type float_types[] = { BP_TYPE_F16, BP_TYPE_BF16, BP_TYPE_F32 };
+
+START_TEST(test_float_mul_mat_with_many_rows_matches_reference_at_every_tile_edge)
+{
+    const enum bp_type t = float_types[_i];
+    const int64_t Ms[] = { 2, 3, 5, 7, 16, 33, 67 }, Ns[] = { 1, 7, 31, 67 };
+    int n = 0;
+    for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+        for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++, n++) {
+            const int64_t K = n % 2 ? 37 : 100;
+            const int64_t wb2 = n % 3 == 0 ? 2 : 1, xb2 = n % 3 == 0 ? 6 : 1;
+            struct mm_case c;
+            mm_build(&c, t, K, Ns[b], Ms[a], wb2, xb2);
+            float *one = mm_run(&c, 1);
+            mm_check(&c, one, "1 thread");
+            for (int th = 2; th <= 7; th += 5) {
+                float *many = mm_run(&c, th);
+                if (t == BP_TYPE_F32 && c.M >= 32)
+                    mm_check(&c, many, "n threads");
+                else
+                    ck_assert_msg(memcmp(one, many, (size_t)(c.N * c.M * xb2) * 4) == 0,
+                                  "%s K=%lld N=%lld M=%lld batches %lld/%lld: %d threads differ "
+                                  "from 1", bp_type_name(t), (long long)K, (long long)c.N,
+                                  (long long)c.M, (long long)wb2, (long long)xb2, th);
+                free(many);
+            }
+            free(one);
+            fx_free(&c.f);
+        }
+}
+END_TEST
+
 START_TEST(test_forced_variant_is_the_one_loaded)
 {
     const char *want = getenv("BP_TEST_EXPECT_VARIANT");
@@ -344,9 +382,10 @@ static struct bp_buffer_type *repack_buft(void)
     return bt;
 }
 
-/* The repacked types (Q4_0, Q8_0, Q4_K), and Q6_K and F16, which a
- * CPU_REPACK buffer stores as they are: they must round-trip and multiply
- * all the same. */
+/* The types a variant may repack (which ones it does is its
+ * cpu_repack_type_ok: all four in avx512 and scalar, not Q8_0 in avx2, none
+ * in neon), and F16, which a CPU_REPACK buffer stores as it is: they must
+ * round-trip and multiply all the same. */
 static const enum bp_type repack_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
                                              BP_TYPE_Q6_K, BP_TYPE_F16 };
 
@@ -379,6 +418,24 @@ START_TEST(test_repacked_tensor_gives_back_every_byte_range_set)
     unsigned char *model = random_weights(t, (int64_t)(n / bp_type_size(t)));
     ck_assert_int_eq(bp_tensor_set(w, model, 0, n), BP_OK);
     expect_bytes(w, model, 0, n, "whole");
+    /* The device bytes (w is the buffer's first tensor): x8 exactly where
+     * the plugin repacks the type (its weight buffer type is CPU_REPACK for
+     * those), and the avx512 variant repacks every quantized type here. An
+     * x8 block starts with the 8 rows' f16 scales d. */
+    const bool repacked = bp_device_weight_buffer_type(cpu_device(), t) == repack_buft();
+    const char *variant = getenv("BP_TEST_EXPECT_VARIANT");
+    if (variant && strcmp(variant, "avx512") == 0)
+        ck_assert_msg(repacked == (t != BP_TYPE_F16), "the avx512 variant %s %s",
+                      repacked ? "repacks" : "does not repack", bp_type_name(t));
+    unsigned char *raw = malloc(n);
+    ck_assert_int_eq(bp_buffer_read(buf, 0, raw, n), BP_OK);
+    ck_assert_msg((memcmp(raw, model, n) != 0) == repacked, "%s: device bytes %s the bytes set",
+                  bp_type_name(t), repacked ? "equal" : "differ from");
+    const size_t d_at = t == BP_TYPE_Q6_K ? 208 : 0;
+    for (int r = 0; repacked && r < 8; r++)
+        ck_assert_msg(memcmp(raw + 2 * r, model + (size_t)r * rs + d_at, 2) == 0,
+                      "%s: x8 block 0 does not start with row %d's d", bp_type_name(t), r);
+    free(raw);
     /* ranges: inside one group, across groups, whole groups, tail rows,
      * across the slice boundary, single bytes */
     const size_t ranges[][2] = { { 7, 40 }, { rs * 3 - 5, rs * 9 + 11 }, { rs * 8, rs * 8 },
@@ -526,6 +583,8 @@ int main(void)
     tcase_add_loop_test(tc, test_mul_mat_matches_dequantized_reference_in_every_chunk_regime, 0,
                         N_WEIGHT_TYPES);
     tcase_add_loop_test(tc, test_mul_mat_broadcasts_weights_over_batches, 0, N_WEIGHT_TYPES);
+    tcase_add_loop_test(tc, test_float_mul_mat_with_many_rows_matches_reference_at_every_tile_edge,
+                        0, (int)(sizeof float_types / sizeof float_types[0]));
     tcase_add_test(tc, test_many_small_graphs_in_a_row_are_all_correct);
     tcase_add_test(tc, test_abort_callback_cancels_mid_graph_and_the_pool_stays_usable);
     tcase_add_test(tc, test_thread_count_changed_between_graphs_keeps_results);

@@ -262,6 +262,7 @@ struct result {
     double t_prefill, t_decode, bandwidth;
     double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
     double t_step_median;
+    size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
     bool have_cmp;
     struct cmp cmp;
 };
@@ -363,6 +364,9 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
            " heads (%" PRId64 " kv) of %" PRId64 ", vocabulary %" PRId64 ", weights %s\n",
            hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_vocab,
            bp_type_name(m->layers[0].gate->type));
+    if (r->output_copy_bytes)
+        printf("         the logits read a copy of the embedding in the device's weight layout "
+               "(%s more)\n", bp_format_bytes(r->output_copy_bytes, wb, sizeof wb));
     printf("device:  %s (%s)\n", bp_device_name(dev), bp_device_description(dev));
     if (cdev) printf("compare: %s (%s)\n", bp_device_name(cdev), bp_device_description(cdev));
     printf("prompt:  %" PRId64 " tokens:", r->n_prompt);
@@ -409,6 +413,7 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     json_int(&w, "n_head_kv", hp->n_head_kv);
     json_int(&w, "n_vocab", hp->n_vocab);
     json_bool(&w, "tied_output", m->tied_output);
+    json_uint(&w, "output_copy_bytes", r->output_copy_bytes);
     json_object_end(&w);
     json_string(&w, "device", bp_device_name(dev));
     json_array_begin(&w, "prompt");
@@ -537,6 +542,11 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     progress_done(&pr);
+    if (m->tied_output) {
+        const struct bp_tensor *out = bp_run_session_weight(s, "output.weight");
+        if (out && out != bp_run_session_weight(s, "token_embd.weight"))
+            res.output_copy_bytes = bp_nbytes(out);
+    }
     /* The bandwidth reference is measured just before and just after
      * decoding (the CPU issue's probe, 512 MB so no cache holds it), and
      * the two medians averaged: the machine's bandwidth drifts. */

@@ -55,9 +55,16 @@ struct plan {
 
 /* Weights sharing one buffer type: MUL_MAT weights go where the device
  * prefers them (bp_device_weight_buffer_type, e.g. the CPU's x8 layout),
- * everything else to the default. Distinct buffer types come from distinct
- * weight types or the default, so BP_TYPE_COUNT + 1 groups always do. */
+ * everything else to the default. A tied output is the embedding, which
+ * GET_ROWS reads in the default buffer type; when the device prefers another
+ * one, the logits' MUL_MAT reads a copy there (out_copy): its bytes once
+ * more in memory, for the projection that reads a quarter of a small
+ * model's bytes per token (1.4x slower per byte in the CPU's plain layout).
+ * Distinct buffer types come from distinct weight types or the default, so
+ * BP_TYPE_COUNT + 1 groups always do. */
 #define MAX_WEIGHT_GROUPS (BP_TYPE_COUNT + 1)
+/* The name of a tied output's copy: the model has no tensor of that name. */
+#define OUTPUT_COPY_NAME "output.weight"
 struct weight_group {
     struct bp_buffer_type *buft;
     struct bp_context *ctx;
@@ -73,6 +80,11 @@ struct bp_run_session {
     struct bp_context *cctx;    /* KV caches */
     struct bp_buffer *cbuf;
     struct bp_tensor **w;       /* device tensor per m->weights[i] */
+    /* A tied output's copy in the device's weight buffer type (NULL when the
+     * output is not tied or the device has no weight buffer type of its own):
+     * the embedding must stay readable by GET_ROWS, while the projection runs
+     * faster in the device's layout (the CPU's x8), for its bytes once more. */
+    struct bp_tensor *out_copy;
     struct bp_tensor **cache_k, **cache_v;
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
@@ -105,8 +117,15 @@ static struct bp_tensor *dev_weight(const struct bp_run_session *s, const struct
     return w ? s->w[w - s->m->weights] : NULL;
 }
 
+/* What the logits' MUL_MAT reads. */
+static struct bp_tensor *output_weight(const struct bp_run_session *s)
+{
+    return s->out_copy ? s->out_copy : dev_weight(s, s->m->output);
+}
+
 struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name)
 {
+    if (s->out_copy && name && !strcmp(name, OUTPUT_COPY_NAME)) return s->out_copy;
     for (size_t i = 0; name && i < s->m->n_weights; i++)
         if (!strcmp(s->m->weights[i].name, name)) return s->w[i];
     return NULL;
@@ -188,6 +207,18 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
         if (!s->w[i]) break;
         s->w[i]->flags |= BP_TENSOR_FLAG_PARAM;
     }
+    const struct bp_run_weight *out = m->output;
+    struct bp_buffer_type *out_buft =
+        m->tied_output && out ? bp_device_weight_buffer_type(s->dev, out->type) : NULL;
+    if (out_buft && out_buft != def) {
+        struct bp_context *ctx = group_ctx(s, out_buft);
+        if (!ctx)
+            return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "creating the weight context failed: %s",
+                        bp_last_error());
+        s->out_copy = bp_tensor_set_name(bp_tensor_new(ctx, out->type, out->n_dims, out->ne),
+                                         OUTPUT_COPY_NAME);
+        if (s->out_copy) s->out_copy->flags |= BP_TENSOR_FLAG_PARAM;
+    }
     for (size_t i = 0; i < s->n_wg && st == BP_OK; i++) st = bp_context_status(s->wg[i].ctx);
     for (int64_t l = 0; l < hp->n_layer; l++) {
         char nm[32];
@@ -227,7 +258,7 @@ static bp_status upload(struct bp_run_session *s, const struct bp_run_session_op
     if ((st = bp_buffer_clear(s->cbuf, 0)) != BP_OK)
         return bp_run_fail(err, cap, st, "clearing the KV cache on '%s' failed: %s", bp_device_name(s->dev),
                     bp_last_error());
-    size_t total = bp_run_model_weight_bytes(m), done = 0;
+    size_t total = bp_run_model_weight_bytes(m) + (s->out_copy ? m->output->size : 0), done = 0;
     for (size_t i = 0; i < m->n_weights; i++) {
         st = bp_tensor_set(s->w[i], m->weights[i].data, 0, m->weights[i].size);
         if (st != BP_OK)
@@ -235,6 +266,13 @@ static bp_status upload(struct bp_run_session *s, const struct bp_run_session_op
                         bp_device_name(s->dev), bp_last_error());
         done += m->weights[i].size;
         if (o && o->progress) o->progress(o->progress_user, done, total);
+    }
+    if (s->out_copy) {
+        st = bp_tensor_set(s->out_copy, m->output->data, 0, m->output->size);
+        if (st != BP_OK)
+            return bp_run_fail(err, cap, st, "uploading the output projection's copy of '%s' to '%s' "
+                        "failed: %s", m->output->name, bp_device_name(s->dev), bp_last_error());
+        if (o && o->progress) o->progress(o->progress_user, total, total);
     }
     return BP_OK;
 }
@@ -355,7 +393,7 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     if (!all && p->n > 1 && x)
         x = bp_view(c, x, 1, (int64_t[]){hp->n_embd}, NULL, (size_t)(p->n - 1) * x->nb[1]);
     x = norm(c, x, dev_weight(s, m->out_norm), hp->rms_eps);
-    p->logits = bp_tensor_set_name(bp_mul_mat(c, dev_weight(s, m->output), x), "logits");
+    p->logits = bp_tensor_set_name(bp_mul_mat(c, output_weight(s), x), "logits");
     if (p->logits) p->logits->flags |= BP_TENSOR_FLAG_OUTPUT;
     return bp_context_status(c);
 }

@@ -29,7 +29,15 @@
  * cores shared with other work, every node waited for the slowest thread
  * to be scheduled, and two threads decoded slower than one.) Task c of a
  * step is the kernel's share ith = c of nth = the node's task count, so
- * results are those of nth threads whoever computes them. */
+ * results are those of nth threads whoever computes them.
+ *
+ * MUL_MATs that read the same activation in the same converted layout (a
+ * layer's Q, K and V; FFN gate and up) share one convert step and one
+ * chunk step: the later ones are moved up to the first (see join_mul_mats),
+ * which takes two step boundaries off each, and lets a thread that finishes
+ * one weight's chunks go straight on to the next weight's. The step's task
+ * c is chunk c - start of the member whose [start, end) holds c: the same
+ * chunks as when the nodes run apart, so results are bit-equal. */
 enum cpu_step_kind {
     CPU_STEP_PREPARE,   /* one task: the node's prepare (checks ids) */
     CPU_STEP_SHARES,    /* task c is compute() as thread c of n */
@@ -39,7 +47,8 @@ enum cpu_step_kind {
 };
 
 struct cpu_step {
-    int32_t node;
+    int32_t node;           /* CPU_STEP_MM_CHUNKS: members[m0 .. m0 + nm) instead */
+    int32_t m0, nm;
     int kind;
     int nth;                /* the nth the kernel sees */
     int64_t n;              /* tasks */
@@ -47,6 +56,17 @@ struct cpu_step {
     _Atomic int64_t next;   /* next task to take */
     _Atomic int64_t done;   /* tasks finished */
 };
+
+/* One node of a chunk step: its chunks are the step's tasks [previous end, end). */
+struct cpu_member {
+    int32_t node;
+    int64_t end;
+};
+
+/* MUL_MATs up to this many nodes after the first one of a group are looked
+ * at for joining it: a layer's Q/K/V and gate/up are a few nodes apart, and
+ * the bound keeps planning linear in the graph's size. */
+#define CPU_JOIN_WINDOW 24
 
 struct cpu_backend {
     struct bp_backend be;
@@ -57,6 +77,8 @@ struct cpu_backend {
     size_t scratch_size;
     struct cpu_step *steps;
     int32_t steps_cap;
+    struct cpu_member *members; /* steps_cap / 3 of them: at most one per node */
+    bool *joined;               /* per node: runs in an earlier node's chunk step */
     bp_cpu_abort_fn abort_cb;
     void *abort_data;
 };
@@ -100,6 +122,8 @@ static void be_free(struct bp_backend *b)
     cpu_pool_free(cb->pool);
     free(cb->scratch);
     free(cb->steps);
+    free(cb->members);
+    free(cb->joined);
     free(cb);
 }
 
@@ -133,9 +157,17 @@ static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
     case CPU_STEP_MM_CONVERT:
         cpu_mul_mat_convert(p, node);
         break;
-    case CPU_STEP_MM_CHUNKS:
-        cpu_mul_mat_chunk(p, node, c);
+    case CPU_STEP_MM_CHUNKS: {
+        const struct cpu_member *m = &cb->members[st->m0];
+        const struct cpu_member *m_last = m + st->nm - 1;
+        int64_t start = 0;
+        while (c >= m->end && m < m_last) {
+            start = m->end;
+            m++;
+        }
+        cpu_mul_mat_chunk(p, job->g->nodes[m->node], c - start);
         break;
+    }
     }
 }
 
@@ -227,12 +259,84 @@ static void add_step(struct cpu_backend *cb, int32_t *n_steps, int32_t node, int
 {
     struct cpu_step *st = &cb->steps[(*n_steps)++];
     st->node = node;
+    st->m0 = st->nm = 0;
     st->kind = kind;
     st->nth = nth;
     st->n = n > 0 ? n : 1;  /* a step of no task would never finish */
     st->last = false;
     atomic_init(&st->next, 0);
     atomic_init(&st->done, 0);
+}
+
+/* The bytes a tensor's kernel may touch: [data, data + span). */
+static bool tensor_span(const struct bp_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    if (!t || !t->data || bp_nelements(t) <= 0)
+        return false;
+    *lo = (uintptr_t)t->data;
+    *hi = *lo + bp_nbytes(t);
+    return true;
+}
+
+static bool tensors_overlap(const struct bp_tensor *a, const struct bp_tensor *b)
+{
+    uintptr_t a0, a1, b0, b1;
+    return tensor_span(a, &a0, &a1) && tensor_span(b, &b0, &b1) && a0 < b1 && b0 < a1;
+}
+
+/* True when node a reads memory that node b writes (b's output overlaps one
+ * of a's sources). By data ranges, not tensor identity: views and the
+ * graph allocator's reuse of memory make distinct tensors alias. */
+static bool reads_output_of(const struct bp_tensor *a, const struct bp_tensor *b)
+{
+    for (int s = 0; s < BP_MAX_SRC; s++)
+        if (a->src[s] && tensors_overlap(a->src[s], b))
+            return true;
+    return false;
+}
+
+/* True when moving node j before node b (or running the two at once)
+ * changes what either computes: one reads what the other writes, or both
+ * write the same bytes. */
+static bool conflict(const struct bp_tensor *j, const struct bp_tensor *b)
+{
+    return reads_output_of(j, b) || reads_output_of(b, j) || tensors_overlap(j, b);
+}
+
+/* The chunk step of MUL_MAT node i (members[m0] is i): adds the later
+ * MUL_MATs that may run in it. Node j joins when it converts the same
+ * activation the same way (cpu_mul_mat_same_x) and conflicts neither with
+ * a member (they run at once) nor with a node between i and j that stays
+ * where it is (j now runs before it). Returns the members' count. */
+static int32_t join_mul_mats(struct cpu_backend *cb, const struct bp_graph *g, int32_t i, int tasks,
+                             int32_t m0)
+{
+    const struct bp_tensor *first = g->nodes[i];
+    int32_t nm = 1;
+    cb->members[m0] = (struct cpu_member){ .node = i, .end = cpu_mul_mat_n_chunks(first, tasks) };
+    const int32_t last = g->n_nodes - 1 < i + CPU_JOIN_WINDOW ? g->n_nodes - 1 : i + CPU_JOIN_WINDOW;
+    for (int32_t j = i + 1; j <= last; j++) {
+        const struct bp_tensor *nj = g->nodes[j];
+        if (bp_op_is_view((enum bp_op)nj->op) || cb->joined[j])
+            continue;   /* computes nothing, or already ran in an earlier step */
+        bool ok = nj->op == BP_OP_MUL_MAT && bp_nelements(nj) > 0 && cpu_mul_mat_same_x(first, nj);
+        for (int32_t k = 0; ok && k < nm; k++)
+            ok = !conflict(nj, g->nodes[cb->members[m0 + k].node]);
+        for (int32_t b = i + 1; ok && b < j; b++) {
+            const struct bp_tensor *nb = g->nodes[b];
+            if (!bp_op_is_view((enum bp_op)nb->op) && !cb->joined[b])
+                ok = !conflict(nj, nb);
+        }
+        if (ok) {
+            cb->joined[j] = true;
+            cb->members[m0 + nm] = (struct cpu_member){
+                .node = j, .end = cb->members[m0 + nm - 1].end + cpu_mul_mat_n_chunks(nj, tasks) };
+            nm++;
+        } else if (tensors_overlap(nj, first->src[1])) {
+            break;  /* the activation is overwritten: no later node reads it */
+        }
+    }
+    return nm;
 }
 
 static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
@@ -255,12 +359,18 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
             return BP_ERR_INVALID_ARGUMENT;
         }
         struct cpu_step *np = realloc(cb->steps, (size_t)g->n_nodes * 3 * sizeof *np);
-        if (!np) {
+        if (np)
+            cb->steps = np;
+        struct cpu_member *nmem = np ? realloc(cb->members, (size_t)g->n_nodes * sizeof *nmem) : NULL;
+        if (nmem)
+            cb->members = nmem;
+        bool *nj = nmem ? realloc(cb->joined, (size_t)g->n_nodes * sizeof *nj) : NULL;
+        if (!nj) {
             cpu_log(pl, BP_LOG_ERROR, "could not allocate the plan of a %" PRId32 "-node graph; "
                     "free memory.", g->n_nodes);
             return BP_ERR_OUT_OF_MEMORY;
         }
-        cb->steps = np;
+        cb->joined = nj;
         cb->steps_cap = g->n_nodes * 3;
     }
     int32_t n_steps = 0;
@@ -294,6 +404,15 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
             size_t need = e->work(node);
             if (need > shared) shared = need;
         }
+    }
+    if (g->n_nodes > 0)
+        memset(cb->joined, 0, (size_t)g->n_nodes * sizeof *cb->joined);
+    int32_t n_members = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const struct bp_tensor *node = g->nodes[i];
+        if (bp_op_is_view((enum bp_op)node->op) || cb->joined[i])
+            continue;
+        const struct cpu_op_entry *e = &cpu_op_table[node->op];
         /* Small nodes are not worth splitting. Attention's output is
          * small (one row per head in decode) but each element reads the
          * whole KV cache, so count that work too. */
@@ -304,9 +423,18 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         if (e->prepare)
             add_step(cb, &n_steps, i, CPU_STEP_PREPARE, 1, 1);
         if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0 && cpu_mul_mat_stepwise(node)) {
-            add_step(cb, &n_steps, i, CPU_STEP_MM_CONVERT, tasks, tasks);
-            add_step(cb, &n_steps, i, CPU_STEP_MM_CHUNKS, tasks,
-                     cpu_mul_mat_n_chunks(node, tasks));
+            /* A task per activation row at most: in decode the one row is
+             * one task, and no thread claims an empty share. Rows convert
+             * alone, so the split does not change the bytes. */
+            const struct bp_tensor *x = node->src[1];
+            const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3];
+            const int conv = rows < tasks ? (int)rows : tasks;
+            add_step(cb, &n_steps, i, CPU_STEP_MM_CONVERT, conv, conv);
+            const int32_t nm = join_mul_mats(cb, g, i, tasks, n_members);
+            add_step(cb, &n_steps, i, CPU_STEP_MM_CHUNKS, tasks, cb->members[n_members + nm - 1].end);
+            cb->steps[n_steps - 1].m0 = n_members;
+            cb->steps[n_steps - 1].nm = nm;
+            n_members += nm;
         } else if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0) {
             add_step(cb, &n_steps, i, CPU_STEP_ALL, nth, nth);
         } else {

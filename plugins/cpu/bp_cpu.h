@@ -8,10 +8,11 @@
 #include <backplane/bp_abi.h>
 
 /* Cancellation: cb(data) runs on one compute thread after every node of
- * every graph computed by backend b; when it returns anything but BP_OK the
- * graph stops there and graph_compute returns that status. Outputs of
- * later nodes are then unspecified; the backend stays usable. cb NULL
- * removes the callback. */
+ * every graph computed by backend b (once after a group of MUL_MATs that
+ * share their activation and run as one step); when it returns anything
+ * but BP_OK the graph stops there and graph_compute returns that status.
+ * Outputs of later nodes are then unspecified; the backend stays usable.
+ * cb NULL removes the callback. */
 #define BP_CPU_PROC_SET_ABORT_CALLBACK "bp_cpu_set_abort_callback"
 typedef bp_status (*bp_cpu_abort_fn)(void *data);
 typedef bp_status (*bp_cpu_set_abort_callback_fn)(struct bp_backend *b, bp_cpu_abort_fn cb,

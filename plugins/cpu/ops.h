@@ -75,6 +75,10 @@ bool cpu_mul_mat_stepwise(const struct bp_tensor *t);
 void cpu_mul_mat_convert(const struct cpu_compute_params *p, struct bp_tensor *t);
 int64_t cpu_mul_mat_n_chunks(const struct bp_tensor *t, int nth);
 void cpu_mul_mat_chunk(const struct cpu_compute_params *p, struct bp_tensor *t, int64_t c);
+/* True when stepwise MUL_MATs a and b read the same activation tensor and
+ * convert it into identical work-buffer rows (vec_dot type, aux data, row
+ * size): one cpu_mul_mat_convert then serves the chunks of both. */
+bool cpu_mul_mat_same_x(const struct bp_tensor *a, const struct bp_tensor *b);
 
 bool cpu_supports_binary(const struct bp_tensor *t);
 void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t);
@@ -92,6 +96,7 @@ void cpu_compute_soft_max(const struct cpu_compute_params *p, struct bp_tensor *
 
 bool cpu_supports_rope(const struct bp_tensor *t);
 void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t);
+size_t cpu_scratch_rope(const struct bp_tensor *t);
 
 bool cpu_supports_cpy(const struct bp_tensor *t);
 void cpu_compute_cpy(const struct cpu_compute_params *p, struct bp_tensor *t);

@@ -45,8 +45,8 @@ static inline void store_rows(float *s, __m512 acc)
     _mm256_storeu_ps(s, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, sum)));
 }
 
-void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
+static inline __attribute__((always_inline)) void
+q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK4_0;
     const uint8_t *x = w;
@@ -78,8 +78,8 @@ void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const v
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-void cpu_gemm_q8_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
+static inline __attribute__((always_inline)) void
+q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK8_0;
     const uint8_t *x = w;
@@ -188,26 +188,60 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* Q6_K x8: 6-bit quants rebuilt from ql nibbles and qh bit pairs (0..63,
- * unsigned for vpdpbusd); the -32 offset is 32 * sum_j scale[j] * bsums[j],
- * one madd per scale word against the broadcast bsums. Sub-block j's
- * signed scale is byte j % 4 of scale word j / 4, sign-extended by a shift
- * pair. */
+/* Q6_K x8 (layout in repack.h). Quants are rebuilt unsigned (0..63) for
+ * vpdpbusd; the -32 offset is 32 * sum_j scale[j] * bsums[j], one madd per
+ * scale word against the broadcast bsums. One step (half h, low/high ql
+ * piece ab, sub-block pair s) reads ql and qh pieces k = 2s, 2s+1: the low
+ * nibbles make sub-block 8h + 2ab + s, the high nibbles that + 4, each
+ * with its 2 high bits moved to bits 4..5 of qh by one shift and one mask.
+ * Their int32 sums are multiplied by the sub-blocks' scales, duplicated
+ * into each row's two lanes by one two-source permute of the sign-extended
+ * scale words. Every step is written out with constant offsets (the
+ * compiler does not unroll the loops, and then builds the permute indices
+ * at run time). */
+static inline __attribute__((always_inline)) void
+q6_K_x8_step(const uint8_t *half, const __m512i sc_lo[2], const __m512i sc_hi[2],
+             const struct bp_block_q8_K *const *yb, int yoff, __m512i *sumi, const int ncols,
+             const int ab, const int s)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const int j = 2 * ab + s;
+    const __m512i idx = _mm512_set_epi32(28 + j, 28 + j, 24 + j, 24 + j, 20 + j, 20 + j, 16 + j,
+                                         16 + j, 12 + j, 12 + j, 8 + j, 8 + j, 4 + j, 4 + j, j, j);
+    const __m512i slo = _mm512_permutex2var_epi32(sc_lo[0], idx, sc_lo[1]);
+    const __m512i shi = _mm512_permutex2var_epi32(sc_hi[0], idx, sc_hi[1]);
+    __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < ncols; c++) plo[c] = phi[c] = _mm512_setzero_si512();
+    for (int k = 2 * s; k < 2 * s + 2; k++) {
+        const __m512i l = _mm512_loadu_si512(half + (ab ? 512 + 64 * k : 128 * k));
+        const __m512i hb = _mm512_loadu_si512(half + 128 * k + 64);
+        /* qh bits 2ab..2ab+1 (low nibbles) and 4+2ab.. (high) to bits 4..5 */
+        const __m512i hl = _mm512_and_si512(ab ? _mm512_slli_epi16(hb, 2) : _mm512_slli_epi16(hb, 4), m30);
+        const __m512i hh = _mm512_and_si512(ab ? _mm512_srli_epi16(hb, 2) : hb, m30);
+        /* 0xEC: (a & c) | b */
+        const __m512i lo = _mm512_ternarylogic_epi32(l, hl, m4, 0xEC);
+        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hh, m4, 0xEC);
+        for (int c = 0; c < ncols; c++) {
+            const int8_t *q = yb[c]->qs + yoff + 32 * ab + 8 * k;
+            plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
+            phi[c] = _mm512_dpbusd_epi32(phi[c], hi, bcast8(q + 64));
+        }
+    }
+    for (int c = 0; c < ncols; c++)
+        sumi[c] = _mm512_add_epi32(sumi[c], _mm512_add_epi32(_mm512_mullo_epi32(plo[c], slo),
+                                                             _mm512_mullo_epi32(phi[c], shi)));
+}
+
 static inline __attribute__((always_inline)) void
 q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
     __m512 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        const uint8_t *ql = xb + 144, *qh = xb + 1168;
         const __m512 dw = row_scales(xb);
-        __m256i sw[4];
-        for (int q = 0; q < 4; q++)
-            sw[q] = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16 + 32 * q));
         __m512i sumi[CPU_GEMM_MAX_COLS];
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
         for (int c = 0; c < ncols; c++) {
@@ -216,38 +250,26 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             for (int q = 0; q < 4; q++) {
                 int64_t b4;
                 memcpy(&b4, yb[c]->bsums + 4 * q, 8);
-                corr = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_cvtepi8_epi16(sw[q]),
+                const __m256i sw = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16 + 32 * q));
+                corr = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_cvtepi8_epi16(sw),
                                                                 _mm512_set1_epi64(b4)));
             }
             sumi[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
         }
-        for (int h = 0; h < 2; h++)
-            for (int t = 0; t < 4; t++) {
-                const int jl = 8 * h + t, jh = 8 * h + 4 + t;
-                const __m512i sl = dup_rows(_mm256_srai_epi32(
-                    _mm256_slli_epi32(sw[jl / 4], 24 - 8 * (jl % 4)), 24));
-                const __m512i sh = dup_rows(_mm256_srai_epi32(
-                    _mm256_slli_epi32(sw[jh / 4], 24 - 8 * (jh % 4)), 24));
-                __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
-                for (int c = 0; c < ncols; c++) plo[c] = phi[c] = _mm512_setzero_si512();
-                for (int k = 2 * t; k < 2 * t + 2; k++) {
-                    const __m512i l = _mm512_loadu_si512(ql + 64 * (8 * h + k));
-                    const __m512i hb = _mm512_loadu_si512(qh + 64 * (4 * h + k % 4));
-                    const int sh_lo = k < 4 ? 0 : 2;
-                    const __m512i lo = _mm512_or_si512(_mm512_and_si512(l, m4),
-                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, (unsigned)sh_lo), m3), 4));
-                    const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, (unsigned)sh_lo + 4), m3), 4));
-                    for (int c = 0; c < ncols; c++) {
-                        const int8_t *q = yb[c]->qs + 128 * h + 8 * k;
-                        plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
-                        phi[c] = _mm512_dpbusd_epi32(phi[c], hi, bcast8(q + 64));
-                    }
-                }
-                for (int c = 0; c < ncols; c++)
-                    sumi[c] = _mm512_add_epi32(sumi[c],
-                        _mm512_add_epi32(_mm512_mullo_epi32(plo[c], sl), _mm512_mullo_epi32(phi[c], sh)));
+        for (int h = 0; h < 2; h++) {
+            /* scale words 2h (sub-blocks 8h..8h+3) and 2h+1, rows 0-3 / 4-7 */
+            const uint8_t *sq = xb + 16 + 64 * h;
+            __m512i lo[2], hi[2];
+            for (int i = 0; i < 2; i++) {
+                lo[i] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sq + 16 * i)));
+                hi[i] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sq + 32 + 16 * i)));
             }
+            const uint8_t *half = xb + 144 + 768 * h;
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 0, 0);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 0, 1);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 1, 0);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 1, 1);
+        }
         for (int c = 0; c < ncols; c++)
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
                                      _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d)), acc[c]);
@@ -268,6 +290,8 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         default: T##_x8(n, s, bs, w, y, ys, 4); break;                                     \
         }                                                                                  \
     }
+X8_DISPATCH(q4_0)
+X8_DISPATCH(q8_0)
 X8_DISPATCH(q4_K)
 X8_DISPATCH(q6_K)
 #else

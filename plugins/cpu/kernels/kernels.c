@@ -37,20 +37,19 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q4_K cpu_gemm_q4_K_x8_x86
 #define GEMM_Q6_K cpu_gemm_q6_K_x8_x86
 #else
-GEMM_VIA(gemm_q4_0_via, BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_x86)
-GEMM_VIA(gemm_q8_0_via, BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86)
-GEMM_VIA(gemm_q4_K_via, BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_x86)
-GEMM_VIA(gemm_q6_K_via, BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_x86)
-#define GEMM_Q4_0 gemm_q4_0_via
-#define GEMM_Q8_0 gemm_q8_0_via
-#define GEMM_Q4_K gemm_q4_K_via
-#define GEMM_Q6_K gemm_q6_K_via
+#define GEMM_Q4_0 cpu_gemm_q4_0_x8_avx2
+#define GEMM_Q8_0 cpu_gemm_q8_0_x8_avx2
+#define GEMM_Q4_K cpu_gemm_q4_K_x8_avx2
+#define GEMM_Q6_K cpu_gemm_q6_K_x8_avx2
 #endif
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
-    [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_x86, cpu_f32_copy_row, cpu_f32_row_copy_out },
-    [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_x86, NULL, cpu_f16_to_f32_row },
-    [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_x86, NULL, cpu_bf16_to_f32_row },
+    [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_x86, cpu_f32_copy_row, cpu_f32_row_copy_out,
+                      .gemm_float = cpu_gemm_f32_x86 },
+    [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_x86, NULL, cpu_f16_to_f32_row,
+                      .gemm_float = cpu_gemm_f16_x86 },
+    [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_x86, NULL, cpu_bf16_to_f32_row,
+                       .gemm_float = cpu_gemm_bf16_x86 },
     [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_x86, NULL, cpu_dequantize_row_q4_0,
                        GEMM_Q4_0 },
     [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, cpu_quantize_row_q8_0_ref,
@@ -90,7 +89,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
 #define ISA_NAME "scalar"
 #endif
 
-static const struct cpu_type_kernels none = { BP_TYPE_COUNT, NULL, NULL, NULL, NULL };
+static const struct cpu_type_kernels none = { .vec_dot_type = BP_TYPE_COUNT };
 
 const struct cpu_type_kernels *cpu_kernels_for(enum bp_type t)
 {

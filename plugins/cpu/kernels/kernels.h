@@ -31,6 +31,11 @@ typedef void (*cpu_vec_dot_fn)(int64_t n, float *s, const void *a, const void *b
 typedef void (*cpu_from_float_fn)(const float *x, void *y, int64_t n);
 /* Expand n elements of a row to floats. */
 typedef void (*cpu_to_float_fn)(const void *x, float *y, int64_t n);
+/* Float weights against many F32 activation rows (kernels/gemm_float_x86.c):
+ * y[j][i] = dot of n elements of weight row i (rows ws bytes apart from w,
+ * i < nw) and activation row x[j] (j < nx). */
+typedef void (*cpu_gemm_float_fn)(int64_t n, const void *w, size_t ws, int64_t nw,
+                                  const float *const *x, float *const *y, int nx);
 
 struct cpu_type_kernels {
     enum bp_type vec_dot_type;   /* what the activation is converted to */
@@ -38,6 +43,7 @@ struct cpu_type_kernels {
     cpu_from_float_fn from_float;/* into this type (used when it is a vec_dot_type) */
     cpu_to_float_fn to_float;    /* out of this type (GET_ROWS) */
     cpu_gemm_x8_fn gemm_x8;      /* weights in the x8 layout (repack.h); NULL: none */
+    cpu_gemm_float_fn gemm_float;/* many activation rows at once (prefill); NULL: none */
 };
 
 /* This build's kernels for weight type t (vec_dot NULL when none). */

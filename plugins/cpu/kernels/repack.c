@@ -4,27 +4,36 @@
  *
  * Every x8 layout is a list of segments: a field of the plain block
  * (plain offset p, length len) cut into chunks of g bytes, chunk c of row r
- * going to x8 offset x + 8 g c + g r. So pack and unpack are one loop for
- * every type, and the layout is a byte permutation by construction.
+ * going to x8 offset x + step c + g r (step 8 g when the chunks of the
+ * field follow each other; more when another field's chunks are
+ * interleaved between them). So pack and unpack are one loop for every
+ * type, and the layout is a byte permutation by construction.
  */
 #include <string.h>
 
-#include "kernels.h"
+#include "simd.h"
 
 struct x8_segment {
-    uint16_t p, len, g, x;
+    uint16_t p, len, g, x, step;
 };
 
-/* Up to 4 segments per type; len 0 ends the list. */
+/* len 0 ends the list. */
 static const struct x8_segment *segments(enum bp_type t)
 {
-    static const struct x8_segment q4_0[] = { { 0, 2, 2, 0 }, { 2, 16, 8, 16 }, { 0, 0, 0, 0 } };
-    static const struct x8_segment q8_0[] = { { 0, 2, 2, 0 }, { 2, 32, 8, 16 }, { 0, 0, 0, 0 } };
+    static const struct x8_segment q4_0[] = { { 0, 2, 2, 0, 16 }, { 2, 16, 8, 16, 64 }, { 0, 0, 0, 0, 0 } };
+    static const struct x8_segment q8_0[] = { { 0, 2, 2, 0, 16 }, { 2, 32, 8, 16, 64 }, { 0, 0, 0, 0, 0 } };
     static const struct x8_segment q4_K[] = {
-        { 0, 2, 2, 0 }, { 2, 2, 2, 16 }, { 4, 12, 4, 32 }, { 16, 128, 8, 128 }, { 0, 0, 0, 0 }
+        { 0, 2, 2, 0, 16 }, { 2, 2, 2, 16, 16 }, { 4, 12, 4, 32, 32 }, { 16, 128, 8, 128, 64 },
+        { 0, 0, 0, 0, 0 }
     };
+    /* Q6_K: d, scales, then per half h (768 bytes at 144 + 768 h) the
+     * chunks in the order the kernel reads them: ql[64h + 8k] and qh[32h +
+     * 8k] alternating for k = 0..3, then ql[64h + 32 + 8k]. */
     static const struct x8_segment q6_K[] = {
-        { 208, 2, 2, 0 }, { 192, 16, 4, 16 }, { 0, 128, 8, 144 }, { 128, 64, 8, 1168 }, { 0, 0, 0, 0 }
+        { 208, 2, 2, 0, 16 }, { 192, 16, 4, 16, 32 },
+        { 0, 32, 8, 144, 128 }, { 128, 32, 8, 208, 128 }, { 32, 32, 8, 656, 64 },
+        { 64, 32, 8, 912, 128 }, { 160, 32, 8, 976, 128 }, { 96, 32, 8, 1424, 64 },
+        { 0, 0, 0, 0, 0 }
     };
     switch (t) {
     case BP_TYPE_Q4_0: return q4_0;
@@ -35,12 +44,26 @@ static const struct x8_segment *segments(enum bp_type t)
     }
 }
 
-/* Q6_K has a layout and kernels (tested) but is not repacked yet: its x8
- * kernel is 2x faster at prefill yet 2.5x SLOWER at decode (M = 1) than the
- * plain vec_dot, for a reason not yet found. */
+/* A type is repacked only where this build has a real x8 kernel for it and
+ * that kernel beats the plain dot at decode, which is what a model spends
+ * its time on: through the block-by-block fallback (cpu_gemm_x8_via_dot)
+ * the x8 layout ran several times slower than the plain layout. The avx2
+ * Q8_0 x8 kernel is 1.7x faster at prefill but was 15-30% slower at decode
+ * streaming from memory, so Q8_0 stays plain there. The scalar reference
+ * repacks every type through its reference kernels, so that the layout
+ * conversion runs under valgrind; NEON has no x8 kernels yet. */
 bool cpu_repack_type_ok(enum bp_type t)
 {
-    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K;
+#if defined(CPU_HAVE_X86_GEMM)
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
+#elif defined(CPU_HAVE_X86_GEMM_AVX2)
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
+#elif defined(CPU_HAVE_NEON_SIMD)
+    (void)t;
+    return false;
+#else
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
+#endif
 }
 
 static void convert(enum bp_type t, uint8_t *dst, const uint8_t *src, size_t row_size, int64_t n,
@@ -58,7 +81,7 @@ static void convert(enum bp_type t, uint8_t *dst, const uint8_t *src, size_t row
                 const size_t x8 = (size_t)b * xsz + s->x + (size_t)s->g * (size_t)r;
                 for (int c = 0; c < s->len / s->g; c++) {
                     const size_t po = plain + (size_t)s->g * (size_t)c;
-                    const size_t xo = x8 + (size_t)(CPU_REPACK_ROWS * s->g) * (size_t)c;
+                    const size_t xo = x8 + (size_t)s->step * (size_t)c;
                     if (pack)
                         memcpy(dst + xo, src + po, s->g);
                     else

@@ -17,6 +17,13 @@ void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b
 void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f16_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_bf16_x86(int64_t n, float *s, const void *a, const void *b);
+/* Register-tiled float weights x F32 rows (gemm_float_x86.c). */
+void cpu_gemm_f32_x86(int64_t n, const void *w, size_t ws, int64_t nw, const float *const *x,
+                      float *const *y, int nx);
+void cpu_gemm_f16_x86(int64_t n, const void *w, size_t ws, int64_t nw, const float *const *x,
+                      float *const *y, int nx);
+void cpu_gemm_bf16_x86(int64_t n, const void *w, size_t ws, int64_t nw, const float *const *x,
+                       float *const *y, int nx);
 #endif
 
 /* The x8 kernels need 512-bit registers and vpdpbusd (gemm_x86.c); other
@@ -32,6 +39,19 @@ void cpu_gemm_q4_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const v
                           int ncols);
 void cpu_gemm_q6_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                           int ncols);
+#endif
+
+/* The avx2 variant's x8 kernels (gemm_avx2.c): maddubs, 256-bit. */
+#if defined(CPU_HAVE_X86_SIMD) && !defined(CPU_HAVE_X86_GEMM)
+#define CPU_HAVE_X86_GEMM_AVX2 1
+void cpu_gemm_q4_0_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
+                           size_t ys, int ncols);
+void cpu_gemm_q8_0_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
+                           size_t ys, int ncols);
+void cpu_gemm_q4_K_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
+                           size_t ys, int ncols);
+void cpu_gemm_q6_K_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
+                           size_t ys, int ncols);
 #endif
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)

@@ -4,6 +4,13 @@
  * Each thread takes a share of the output rows; sources are read through
  * their byte strides, so permuted and transposed views need no copy.
  * Arithmetic is done in double and rounded once on store.
+ *
+ * Dense F32 rows (the decoder's residual adds and norm-weight products)
+ * take a loop without the per-element type switch and modulo: for ADD and
+ * MUL of two floats, the double result rounded to float is the correctly
+ * rounded float result, so that loop gives the same bits. SILU there runs
+ * in float in the SIMD variants (expf); the scalar variant stays the double
+ * reference.
  */
 #include <math.h>
 
@@ -14,9 +21,37 @@ bool cpu_supports_binary(const struct bp_tensor *t)
     return cpu_is_float(t->src[0]->type) && cpu_is_float(t->src[1]->type);
 }
 
+static bool dense_f32(const struct bp_tensor *t)
+{
+    return t->type == BP_TYPE_F32 && t->nb[0] == sizeof(float);
+}
+
+static void add_row(float *restrict d, const float *restrict a, const float *restrict b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) d[i] = a[i] + b[i];
+}
+
+static void mul_row(float *restrict d, const float *restrict a, const float *restrict b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i];
+}
+
+/* In place (d == a) is allowed: each element is read before it is written. */
+static void binary_row(float *d, const float *a, const float *b, int64_t n, bool is_mul)
+{
+    if (d == a || d == b) {
+        for (int64_t i = 0; i < n; i++) d[i] = is_mul ? a[i] * b[i] : a[i] + b[i];
+    } else if (is_mul) {
+        mul_row(d, a, b, n);
+    } else {
+        add_row(d, a, b, n);
+    }
+}
+
 static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, bool is_mul)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
+    const bool dense = dense_f32(t) && dense_f32(a) && dense_f32(b) && b->ne[0] == a->ne[0];
     int64_t r0, r1;
     cpu_split(bp_nrows(t), p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -25,6 +60,11 @@ static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, bool
         const char *ar = cpu_at(a, 0, i1, i2, i3);
         const char *br = cpu_at(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
         char *dr = cpu_at(t, 0, i1, i2, i3);
+        if (dense) {
+            binary_row((float *)(void *)dr, (const float *)(const void *)ar,
+                       (const float *)(const void *)br, t->ne[0], is_mul);
+            continue;
+        }
         for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
             double x = cpu_load(ar + (size_t)i0 * a->nb[0], a->type);
             double y = cpu_load(br + (size_t)(i0 % b->ne[0]) * b->nb[0], b->type);
@@ -55,6 +95,14 @@ static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum 
         cpu_row_index(t, r, &i1, &i2, &i3);
         const char *xr = cpu_at(x, 0, i1, i2, i3);
         char *dr = cpu_at(t, 0, i1, i2, i3);
+#if defined(__AVX2__) || defined(__ARM_NEON)
+        if (kind == UNARY_SILU && dense_f32(t) && dense_f32(x)) {
+            float *d = (float *)(void *)dr;
+            const float *xs = (const float *)(const void *)xr;
+            for (int64_t i0 = 0; i0 < t->ne[0]; i0++) d[i0] = xs[i0] / (1.0f + expf(-xs[i0]));
+            continue;
+        }
+#endif
         for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
             double v = cpu_load(xr + (size_t)i0 * x->nb[0], x->type), y;
             switch (kind) {

@@ -4,6 +4,11 @@
  * Pair i (0 <= i < n_dims/2) of each head turns by
  * pos * freq_scale * base^(-2i/n_dims); the angle is formed in double so
  * that large positions keep their precision. Elements past n_dims are copied.
+ *
+ * Every head of a token turns by the same angles, so each thread keeps the
+ * cos/sin of its current token in scratch and recomputes them only when the
+ * token changes (the same double values, so the same bits as computing them
+ * per head).
  */
 #include <math.h>
 
@@ -14,6 +19,12 @@ bool cpu_supports_rope(const struct bp_tensor *t)
     return cpu_is_float(t->src[0]->type);
 }
 
+/* cos and sin of each of the n_dims / 2 angles of one token. */
+size_t cpu_scratch_rope(const struct bp_tensor *t)
+{
+    return (size_t)(bp_op_param_i32(t, 0) / 2) * 2 * sizeof(double);
+}
+
 void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
 {
     const struct bp_tensor *x = t->src[0], *pos = t->src[1];
@@ -21,6 +32,8 @@ void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
     const bool neox = bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX;
     const double base = bp_op_param_f32(t, 2), freq_scale = bp_op_param_f32(t, 3);
     const int64_t half = n_dims / 2;
+    double *cs = p->wdata, *sn = cs + half;
+    int64_t cached = -1; /* the token whose angles cs/sn hold */
     int64_t r0, r1;
     cpu_split(bp_nrows(t), p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -28,10 +41,17 @@ void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
         cpu_row_index(t, r, &i1, &i2, &i3);
         const char *xr = cpu_at(x, 0, i1, i2, i3);
         char *dr = cpu_at(t, 0, i1, i2, i3);
-        const double ps = (double)cpu_load_i32(cpu_at(pos, i2, 0, 0, 0)) * freq_scale;
+        if (i2 != cached) {
+            const double ps = (double)cpu_load_i32(cpu_at(pos, i2, 0, 0, 0)) * freq_scale;
+            for (int64_t i = 0; i < half; i++) {
+                const double theta = ps * pow(base, -2.0 * (double)i / (double)n_dims);
+                cs[i] = cos(theta);
+                sn[i] = sin(theta);
+            }
+            cached = i2;
+        }
         for (int64_t i = 0; i < half; i++) {
-            const double theta = ps * pow(base, -2.0 * (double)i / (double)n_dims);
-            const double c = cos(theta), s = sin(theta);
+            const double c = cs[i], s = sn[i];
             const int64_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
             const double x0 = cpu_load(xr + (size_t)a * x->nb[0], x->type);
             const double x1 = cpu_load(xr + (size_t)b * x->nb[0], x->type);

@@ -1,0 +1,357 @@
+/*
+ * gemm_avx2.c — the x8 (repacked, see repack.h) dot kernels for AVX2
+ * without AVX-512: built into the avx2 variant only (the avx512 one has
+ * gemm_x86.c). One x8 block of 8 weight rows is loaded and unpacked once,
+ * then meets up to four activation rows (Q4_0, Q8_0, Q4_K, Q6_K).
+ *
+ * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
+ * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
+ * feeds 4 rows in one maddubs. maddubs multiplies unsigned by signed bytes
+ * and adds pairs into SATURATING int16: nibbles (0..15) times int8 stay far
+ * below the limit, so several products are summed in int16 before one madd
+ * widens them; Q8_0 weights take ggml's sign trick (|w| * sign(x, w)), and
+ * each product pair is widened at once. One hadd joins the two row halves,
+ * leaving one int32 lane per row in the order 0 1 4 5 2 3 6 7 (ROW_ORDER):
+ * the row scales are permuted into that order once per block and the
+ * result permuted back once per call.
+ */
+#include "simd.h"
+
+#if defined(CPU_HAVE_X86_GEMM_AVX2)
+#include <immintrin.h>
+#include <string.h>
+
+/* The loops over sub-blocks are unrolled: their indices pick shuffle
+ * masks, shift counts and offsets, which are constants only in unrolled
+ * code (rolled, GCC built each mask at run time: Q4_K and Q6_K ran at half
+ * speed for one activation row). The row-half loops stay rolled: unrolled
+ * too, GCC spilled more and 4 activation rows ran about 20% slower. */
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* Lane i of a joined sum holds row ROW_ORDER[i]; the permutation is its own
+ * inverse, so it also puts the rows back. */
+#define ROW_ORDER _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7)
+
+static inline __m256i bcast8(const int8_t *p)
+{
+    return _mm256_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+static inline __m256i load256(const uint8_t *p)
+{
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+/* 8 f16 row scales, in ROW_ORDER. */
+static inline __m256 row_scales(const uint8_t *d)
+{
+    return _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)d)),
+                                    ROW_ORDER);
+}
+
+static inline void store_rows(float *s, __m256 acc)
+{
+    _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(acc, ROW_ORDER));
+}
+
+/* Rows 0-3 (lo) and 4-7 (hi) of int16 sums, 4 int16 per row: one int32 per
+ * row in ROW_ORDER. Both halves are at most 4 maddubs of nibbles (|x| <=
+ * 15360), so the wrapping hadd of a pair cannot overflow. */
+static inline __m256i join16(__m256i lo, __m256i hi)
+{
+    return _mm256_madd_epi16(_mm256_hadd_epi16(lo, hi), _mm256_set1_epi16(1));
+}
+
+static inline void aux_of(const char *row, int64_t nb, int64_t b, float *d, int32_t *sum)
+{
+    const char *aux = row + cpu_q8_0_aux_offset(nb);
+    memcpy(d, aux + 4 * b, 4);
+    memcpy(sum, aux + 4 * nb + 4 * b, 4);
+}
+
+/* Q4_0 x8: byte j of group c holds element 8c + j (low nibble) and
+ * 16 + 8c + j (high nibble); the -8 offset comes out as 8 * the activation
+ * block's quant sum. */
+static inline __attribute__((always_inline)) void
+q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK4_0;
+    const uint8_t *x = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        const __m256i v0a = load256(xb + 16), v0b = load256(xb + 48);
+        const __m256i v1a = load256(xb + 80), v1b = load256(xb + 112);
+        const __m256i l0a = _mm256_and_si256(v0a, m4), l0b = _mm256_and_si256(v0b, m4);
+        const __m256i l1a = _mm256_and_si256(v1a, m4), l1b = _mm256_and_si256(v1b, m4);
+        const __m256i h0a = _mm256_and_si256(_mm256_srli_epi16(v0a, 4), m4);
+        const __m256i h0b = _mm256_and_si256(_mm256_srli_epi16(v0b, 4), m4);
+        const __m256i h1a = _mm256_and_si256(_mm256_srli_epi16(v1a, 4), m4);
+        const __m256i h1b = _mm256_and_si256(_mm256_srli_epi16(v1b, 4), m4);
+        const __m256 dw = row_scales(xb);
+        for (int c = 0; c < ncols; c++) {
+            const char *yr = (const char *)y + (size_t)c * ys;
+            const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr)[b].qs;
+            const __m256i y0 = bcast8(q), y1 = bcast8(q + 8), y2 = bcast8(q + 16), y3 = bcast8(q + 24);
+            const __m256i sa = _mm256_add_epi16(
+                _mm256_add_epi16(_mm256_maddubs_epi16(l0a, y0), _mm256_maddubs_epi16(l1a, y1)),
+                _mm256_add_epi16(_mm256_maddubs_epi16(h0a, y2), _mm256_maddubs_epi16(h1a, y3)));
+            const __m256i sb = _mm256_add_epi16(
+                _mm256_add_epi16(_mm256_maddubs_epi16(l0b, y0), _mm256_maddubs_epi16(l1b, y1)),
+                _mm256_add_epi16(_mm256_maddubs_epi16(h0b, y2), _mm256_maddubs_epi16(h1b, y3)));
+            float dy;
+            int32_t sy;
+            aux_of(yr, nb, b, &dy, &sy);
+            const __m256i p = _mm256_sub_epi32(join16(sa, sb), _mm256_set1_epi32(8 * sy));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_set1_ps(dy)),
+                                     acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q8_0 x8: |w| once per block; sign(x, w) per activation row. Each group
+ * of 8 weight bytes is loaded once and meets every activation row before
+ * the next, so only 2 * ncols int32 sums stay live. A pair of int8 products
+ * (up to 2 * 128 * 127) fills int16, so each maddubs is widened by its own
+ * madd. Like the plain kernel this assumes no -128 in the activation
+ * (from_float gives -127..127). */
+static inline __attribute__((always_inline)) void
+q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK8_0;
+    const uint8_t *x = w;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        const __m256 dw = row_scales(xb);
+        const int8_t *q[CPU_GEMM_MAX_COLS];
+        __m256i pa[CPU_GEMM_MAX_COLS], pb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            q[c] = ((const struct bp_block_q8_0 *)(const void *)((const char *)y + (size_t)c * ys))[b].qs;
+            pa[c] = pb[c] = _mm256_setzero_si256();
+        }
+        /* group k of rows 0-3 (va) and 4-7 (vb): each weight byte loaded once */
+        UNROLL
+        for (int k = 0; k < 4; k++) {
+            const __m256i va = load256(xb + 16 + 64 * k), vb = load256(xb + 48 + 64 * k);
+            const __m256i aa = _mm256_abs_epi8(va), ab = _mm256_abs_epi8(vb);
+            for (int c = 0; c < ncols; c++) {
+                const __m256i yk = bcast8(q[c] + 8 * k);
+                pa[c] = _mm256_add_epi32(pa[c], _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(aa, _mm256_sign_epi8(yk, va)), ones));
+                pb[c] = _mm256_add_epi32(pb[c], _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(ab, _mm256_sign_epi8(yk, vb)), ones));
+            }
+        }
+        for (int c = 0; c < ncols; c++) {
+            float dy;
+            int32_t sy;
+            aux_of((const char *)y + (size_t)c * ys, nb, b, &dy, &sy);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(pa[c], pb[c])),
+                                     _mm256_mul_ps(dw, _mm256_set1_ps(dy)), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* From v, one byte per row in each 32-bit lane (row r in lane r), the byte
+ * at position j of rows 4h..4h+3 widened to int16 and repeated in the 4
+ * int16 slots of its row (the shape of the maddubs sums of half h). */
+static inline __m256i row_bytes16(__m256i v, int h, int j)
+{
+    const __m256i rows = h ? _mm256_permute4x64_epi64(v, 0xFA) : _mm256_permute4x64_epi64(v, 0x50);
+    const char z = (char)0x80, j0 = (char)j, j1 = (char)(j + 4);
+    const __m256i pick = _mm256_setr_epi8(j0, z, j0, z, j0, z, j0, z, j1, z, j1, z, j1, z, j1, z,
+                                          j0, z, j0, z, j0, z, j0, z, j1, z, j1, z, j1, z, j1, z);
+    return _mm256_shuffle_epi8(rows, pick);
+}
+
+/* Q4_K x8: the 6-bit scales and mins of 8 rows come out of three 256-bit
+ * words (ggml's packing on 8 rows at once, as in gemm_x86.c). Rows 0-3 and
+ * 4-7 are done one after the other, so each sub-block's int16 sums (4
+ * maddubs of nibbles, |x| <= 15360) take one register per activation row;
+ * one madd by the sub-block scale widens them. The min term
+ * dmin * sum_j m[j] (bsums[2j] + bsums[2j+1]) is one madd per 4 mins. */
+static inline __attribute__((always_inline)) void
+q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k03 = _mm256_set1_epi32(0x03030303);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
+        const uint8_t *qs = xb + 128;
+        const __m256i u0 = load256(xb + 32), u1 = load256(xb + 64), u2 = load256(xb + 96);
+        /* lane r: bytes j = scale (min) of sub-block j (lo) and 4 + j (hi) of row r */
+        const __m256i sc_lo = _mm256_and_si256(u0, k3f), mn_lo = _mm256_and_si256(u1, k3f);
+        const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), k03), 4));
+        const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), k03), 4));
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        __m256i sumi[2][CPU_GEMM_MAX_COLS], summ[2][CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++)
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+        for (int h = 0; h < 2; h++) {
+            /* rows 4h..4h+3: their 4 low (high) mins as int16, row r at 4r */
+            const __m256i mins_lo = _mm256_cvtepu8_epi16(h ? _mm256_extracti128_si256(mn_lo, 1)
+                                                           : _mm256_castsi256_si128(mn_lo));
+            const __m256i mins_hi = _mm256_cvtepu8_epi16(h ? _mm256_extracti128_si256(mn_hi, 1)
+                                                           : _mm256_castsi256_si128(mn_hi));
+            for (int c = 0; c < ncols; c++) {
+                const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
+                const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv),
+                                                  _mm256_extracti128_si256(bsv, 1));
+                summ[h][c] = _mm256_add_epi32(
+                    _mm256_madd_epi16(mins_lo, _mm256_broadcastq_epi64(bp)),
+                    _mm256_madd_epi16(mins_hi, _mm256_broadcastq_epi64(_mm_unpackhi_epi64(bp, bp))));
+                sumi[h][c] = _mm256_setzero_si256();
+            }
+            UNROLL
+            for (int j = 0; j < 8; j++) { /* sub-block j: nibbles (j & 1) of chunk j / 2 */
+                const __m256i scale = row_bytes16(j < 4 ? sc_lo : sc_hi, h, j % 4);
+                __m256i p[CPU_GEMM_MAX_COLS];
+                for (int c = 0; c < ncols; c++) p[c] = _mm256_setzero_si256();
+                UNROLL
+                for (int k = 0; k < 4; k++) {
+                    const __m256i v = load256(qs + 64 * (4 * (j / 2) + k) + 32 * h);
+                    const __m256i q4 = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                    for (int c = 0; c < ncols; c++)
+                        p[c] = _mm256_add_epi16(p[c], _mm256_maddubs_epi16(q4,
+                            bcast8(yb[c]->qs + 64 * (j / 2) + 32 * (j & 1) + 8 * k)));
+                }
+                for (int c = 0; c < ncols; c++)
+                    sumi[h][c] = _mm256_add_epi32(sumi[h][c], _mm256_madd_epi16(p[c], scale));
+            }
+        }
+        const __m256 dw = row_scales(xb), mw = row_scales(xb + 16);
+        for (int c = 0; c < ncols; c++) {
+            const __m256 dy = _mm256_set1_ps(yb[c]->d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
+                                     _mm256_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(summ[0][c], summ[1][c])),
+                                      _mm256_mul_ps(mw, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q6_K x8: 6-bit quants rebuilt from ql nibbles and qh bit pairs (0..63,
+ * unsigned for maddubs: two pairs of products stay below 2 * 2 * 63 * 128
+ * in int16); the -32 offset is 32 * sum_j scale[j] * bsums[j], one madd
+ * per 4 scales. Rows 0-3 and 4-7 one after the other, as Q4_K; each
+ * sub-block's signed scales are widened once per half and spread over
+ * their row's 4 int16 slots by one shuffle. */
+static inline __m256i spread16(__m256i v, int m)
+{
+    const char a = (char)(2 * m), b = (char)(2 * m + 1), c = (char)(8 + 2 * m), d = (char)(9 + 2 * m);
+    return _mm256_shuffle_epi8(v, _mm256_setr_epi8(a, b, a, b, a, b, a, b, c, d, c, d, c, d, c, d,
+                                                   a, b, a, b, a, b, a, b, c, d, c, d, c, d, c, d));
+}
+
+/* The 64-byte pieces of an x8 Q6_K block (repack.h) that hold, for
+ * element group k = 0..7 of half h (elements 128 h + 8 k .. and + 64), the
+ * ql bytes (ql[64 h + 8 k] for k < 4, ql[64 h + 32 + 8 (k - 4)] after) and
+ * the qh bytes (qh[32 h + 8 (k % 4)]). */
+static inline const uint8_t *q6_K_ql(const uint8_t *xb, int h, int k)
+{
+    return xb + 144 + 768 * h + (k < 4 ? 128 * k : 512 + 64 * (k - 4));
+}
+static inline const uint8_t *q6_K_qh(const uint8_t *xb, int h, int k)
+{
+    return xb + 144 + 768 * h + 64 + 128 * (k % 4);
+}
+
+static inline __attribute__((always_inline)) void
+q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        __m256i sumi[2][CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++)
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+        for (int hr = 0; hr < 2; hr++) {
+            /* rows 4hr..4hr+3: scales 4q..4q+3 as int16, row r at 4r */
+            __m256i sc[4];
+            UNROLL
+            for (int q = 0; q < 4; q++)
+                sc[q] = _mm256_cvtepi8_epi16(
+                    _mm_loadu_si128((const __m128i *)(const void *)(xb + 16 + 32 * q + 16 * hr)));
+            for (int c = 0; c < ncols; c++) {
+                __m256i corr = _mm256_setzero_si256();
+                for (int q = 0; q < 4; q++) {
+                    int64_t b4;
+                    memcpy(&b4, yb[c]->bsums + 4 * q, 8);
+                    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(sc[q], _mm256_set1_epi64x(b4)));
+                }
+                sumi[hr][c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+            }
+            UNROLL
+            for (int h = 0; h < 2; h++)
+                UNROLL
+                for (int t = 0; t < 4; t++)
+                    UNROLL
+                    for (int part = 0; part < 2; part++) { /* sub-block 8h + 4 part + t */
+                        const int j = 8 * h + 4 * part + t;
+                        const __m256i scale = spread16(sc[j / 4], j % 4);
+                        __m256i p[CPU_GEMM_MAX_COLS];
+                        for (int c = 0; c < ncols; c++) p[c] = _mm256_setzero_si256();
+                        UNROLL
+                        for (int k = 2 * t; k < 2 * t + 2; k++) {
+                            const __m256i l = load256(q6_K_ql(xb, h, k) + 32 * hr);
+                            const __m256i hb = load256(q6_K_qh(xb, h, k) + 32 * hr);
+                            const int sh = (k < 4 ? 0 : 2) + 4 * part;
+                            const __m256i q6 = _mm256_or_si256(
+                                _mm256_and_si256(part ? _mm256_srli_epi16(l, 4) : l, m4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh), m3), 4));
+                            for (int c = 0; c < ncols; c++)
+                                p[c] = _mm256_add_epi16(p[c], _mm256_maddubs_epi16(q6,
+                                    bcast8(yb[c]->qs + 128 * h + 64 * part + 8 * k)));
+                        }
+                        for (int c = 0; c < ncols; c++)
+                            sumi[hr][c] = _mm256_add_epi32(sumi[hr][c], _mm256_madd_epi16(p[c], scale));
+                    }
+        }
+        const __m256 dw = row_scales(xb);
+        for (int c = 0; c < ncols; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
+                                     _mm256_mul_ps(dw, _mm256_set1_ps(yb[c]->d)), acc[c]);
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* ncols as a constant in each copy: the per-column accumulators stay in
+ * registers instead of a stack array indexed at run time. */
+#define X8_DISPATCH(T)                                                                      \
+    void cpu_gemm_##T##_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y, \
+                                size_t ys, int ncols)                                       \
+    {                                                                                       \
+        switch (ncols) {                                                                    \
+        case 1: T##_x8(n, s, bs, w, y, ys, 1); break;                                       \
+        case 2: T##_x8(n, s, bs, w, y, ys, 2); break;                                       \
+        case 3: T##_x8(n, s, bs, w, y, ys, 3); break;                                       \
+        default: T##_x8(n, s, bs, w, y, ys, 4); break;                                      \
+        }                                                                                   \
+    }
+X8_DISPATCH(q4_0)
+X8_DISPATCH(q8_0)
+X8_DISPATCH(q4_K)
+X8_DISPATCH(q6_K)
+#else
+typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
+#endif

@@ -1,0 +1,199 @@
+/*
+ * cpu_x8_test.c — the x8 (repacked) gemm kernels of one ISA build at their
+ * edges, against a double-precision dot of the dequantized operands
+ * computed here. Plain C with no test library, built once per x86-64
+ * variant like cpu_kernels_test.c (exit 0 pass, 1 mismatch, 77 this CPU
+ * cannot run the build's ISA).
+ *
+ * cpu_kernels_test.c holds every build's x8 dot to the scalar reference on
+ * random positive scales; this adds what SIMD widths and int16
+ * intermediates get wrong:
+ *  - negative scales (Q4_0 / Q8_0 / Q6_K d, Q4_K d and dmin): sign
+ *    handling of the float part;
+ *  - extreme quants: every weight at its largest magnitude (nibble 15 or 0,
+ *    Q8_0 -128 and 127, Q4_K scales and mins 63, Q6_K quants 63 or 0 with
+ *    scales -128 or 127) against activations that
+ *    all quantize to +-127 with the same sign pattern: the int16 sums of
+ *    the AVX2 kernels (maddubs saturates) reach their bound;
+ *  - long rows (up to 65 blocks, K = 16640 for the K-quants) and every
+ *    ncols 1..4;
+ *  - an output stride bs > 8, with guard values that must stay untouched;
+ *  - each column equal to the bit to the same column computed alone.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "cpu_features.h"
+
+static unsigned long long seed = 0x9E3779B97F4A7C15ull;
+static unsigned long long rnd64(void)
+{
+    seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+    return seed;
+}
+static float rndf(void) { return (float)((double)(rnd64() >> 11) / 9007199254740992.0 * 2 - 1); }
+
+enum fill { RANDOM, EXTREME };
+
+/* A random scale of either sign, never zero. */
+static uint16_t scale16(float mag)
+{
+    const float v = mag * (0.1f + 0.9f * fabsf(rndf()));
+    return bp_f32_to_f16(rnd64() & 1 ? -v : v);
+}
+
+static void fill_weights(enum bp_type t, unsigned char *w, int64_t nblocks, enum fill f)
+{
+    const size_t bs = bp_type_size(t);
+    for (int64_t b = 0; b < nblocks; b++) {
+        unsigned char *blk = w + (size_t)b * bs;
+        for (size_t i = 0; i < bs; i++) blk[i] = (unsigned char)rnd64();
+        const uint16_t d = scale16(0.01f), dmin = scale16(0.003f);
+        if (t == BP_TYPE_Q4_0) {
+            memcpy(blk, &d, 2);
+            if (f == EXTREME) /* every nibble 15, or every nibble 0 */
+                memset(blk + 2, rnd64() & 1 ? 0xFF : 0x00, 16);
+        } else if (t == BP_TYPE_Q8_0) {
+            memcpy(blk, &d, 2);
+            if (f == EXTREME) /* -128 and 127: |w| up to 128 in the sign trick */
+                for (int i = 0; i < 32; i++) blk[2 + i] = rnd64() & 1 ? 0x80 : 0x7F;
+        } else if (t == BP_TYPE_Q4_K) {
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &dmin, 2);
+            if (f == EXTREME) { /* all 6-bit scales and mins 63, all nibbles 15 */
+                memset(blk + 4, 0xFF, 12);
+                memset(blk + 16, 0xFF, 128);
+            }
+        } else if (t == BP_TYPE_Q6_K) {
+            memcpy(blk + 208, &d, 2);
+            if (f == EXTREME) { /* every quant 63 or 0, scales -128 or 127 */
+                memset(blk, rnd64() & 1 ? 0xFF : 0x00, 192);
+                for (int i = 0; i < 16; i++) blk[192 + i] = rnd64() & 1 ? 0x80 : 0x7F;
+            }
+        }
+    }
+}
+
+/* Activations: RANDOM is uniform with a long tail (a few values 300x the
+ * rest, some 1000x smaller); EXTREME is +-1 in a sign pattern shared by
+ * all activation rows (so every quant is +-127 and the products of one
+ * weight row all add up, or all cancel with the pattern of signs). */
+static void fill_x(float *x, int64_t n, enum fill f, unsigned long long pattern)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (f == EXTREME) {
+            x[i] = (pattern >> (i % 64)) & 1 ? -1.0f : 1.0f;
+            continue;
+        }
+        x[i] = rndf();
+        if (rnd64() % 61 == 0) x[i] *= 300.0f;
+        if (rnd64() % 7 == 0) x[i] *= 1e-3f;
+    }
+}
+
+static int failures, checks;
+
+static void dequant_act(enum bp_type vdt, const unsigned char *y, float *yf, int64_t n)
+{
+    if (vdt == BP_TYPE_Q8_0) {
+        cpu_dequantize_row_q8_0(y, yf, n);
+        return;
+    }
+    const struct bp_block_q8_K *b = (const void *)y;
+    for (int64_t i = 0; i < n; i++) yf[i] = b[i / 256].d * b[i / 256].qs[i % 256];
+}
+
+static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill fx)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for(t);
+    const int64_t n = nb * bp_type_block_size(t);
+    const enum bp_type vdt = k->vec_dot_type;
+    const size_t rs = bp_row_size(t, n), bs = 11; /* 3 guard outputs after each column */
+    const size_t ys = vdt == BP_TYPE_Q8_0 ? cpu_q8_0_aux_row_size(nb) : bp_row_size(vdt, n);
+    unsigned char *w = malloc(rs * 8), *x8 = malloc(rs * 8), *y = malloc(ys * (size_t)ncols);
+    float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 8 * 4), *yf = malloc((size_t)n * 4);
+    float out[CPU_GEMM_MAX_COLS * 11];
+    fill_weights(t, w, nb * 8, fw);
+    cpu_repack_pack(t, x8, w, rs, n);
+    for (int r = 0; r < 8; r++) k->to_float(w + (size_t)r * rs, wf + (size_t)r * (size_t)n, n);
+    const unsigned long long pattern = rnd64();
+    for (int c = 0; c < ncols; c++) {
+        fill_x(x, n, fx, pattern);
+        cpu_kernels_for(vdt)->from_float(x, y + (size_t)c * ys, n);
+        if (vdt == BP_TYPE_Q8_0)
+            cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
+    }
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
+    k->gemm_x8(n, out, bs, x8, y, ys, ncols);
+    for (int c = 0; c < ncols; c++) {
+        dequant_act(vdt, y + (size_t)c * ys, yf, n);
+        for (int r = 0; r < 8; r++) {
+            const float *wr = wf + (size_t)r * (size_t)n;
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < n; i++) {
+                want += (double)wr[i] * yf[i];
+                mag += fabs((double)wr[i] * yf[i]);
+            }
+            const double tol = 1e-5 * mag + 1e-6;
+            const float got = out[(size_t)c * bs + (size_t)r];
+            checks++;
+            if (!(fabs((double)got - want) <= tol)) {
+                failures++;
+                printf("FAIL %s x8 %s weights, %s activations, %lld blocks, row %d col %d of %d: "
+                       "%s kernel %.9g, double %.9g (tolerance %.3g)\n", bp_type_name(t),
+                       fw == EXTREME ? "extreme" : "random", fx == EXTREME ? "+-1" : "long-tailed",
+                       (long long)nb, r, c, ncols, cpu_kernels_isa(), got, want, tol);
+            }
+        }
+    }
+    /* MUL_MAT groups activation rows by chunk, and chunks follow the thread
+     * count: a column must come out the same to the bit in any group. */
+    for (int c = 0; c < ncols; c++) {
+        float alone[8];
+        k->gemm_x8(n, alone, 8, x8, y + (size_t)c * ys, ys, 1);
+        checks++;
+        if (memcmp(alone, out + (size_t)c * bs, sizeof alone) != 0) {
+            failures++;
+            printf("FAIL %s x8 %lld blocks: column %d of %d differs from the same column alone\n",
+                   bp_type_name(t), (long long)nb, c, ncols);
+        }
+    }
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+        const size_t c = i / bs, r = i % bs;
+        if ((int)c < ncols && r < 8)
+            continue;
+        checks++;
+        if (out[i] != -12345.0f) {
+            failures++;
+            printf("FAIL %s x8 ncols %d wrote output %zu of column %zu, outside its 8 rows\n",
+                   bp_type_name(t), ncols, r, c);
+        }
+    }
+    free(w); free(x8); free(y); free(x); free(wf); free(yf);
+}
+
+int main(void)
+{
+    struct cpu_isa isa;
+    cpu_isa_detect(&isa);
+#if defined(__AVX512F__)
+    if (!cpu_variant_score(CPU_VARIANT_AVX512, &isa)) { puts("SKIP: no AVX-512 VNNI here"); return 77; }
+#elif defined(__AVX2__)
+    if (!cpu_variant_score(CPU_VARIANT_AVX2, &isa)) { puts("SKIP: no AVX2 here"); return 77; }
+#endif
+    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
+    const int64_t blocks[] = { 1, 2, 3, 5, 8, 65 };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)
+            for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)
+                for (int fw = 0; fw < 2; fw++)
+                    for (int fx = 0; fx < 2; fx++)
+                        for (int rep = 0; rep < 3; rep++)
+                            check(types[ti], blocks[bi], nc, (enum fill)fw, (enum fill)fx);
+    printf("%s x8 kernels: %d of %d edge checks passed\n", cpu_kernels_isa(), checks - failures,
+           checks);
+    return failures ? 1 : 0;
+}
