@@ -54,6 +54,15 @@
 typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, const void *y,
                                size_t ys, int ncols);
 
+/* How far ahead of the x8 block being read the kernels ask for weight
+ * bytes (into L2). An x8 group is one forward stream, but at decode the
+ * hardware prefetcher alone left a thread at 0.5-0.65 of the bandwidth a
+ * plain streaming read gets from DRAM on the Zen 4 test machine; asking
+ * 8-16 KiB ahead raised it to 0.85-0.9 (2 KiB ahead made it worse, and an
+ * L1 hint at 0.5-4 KiB did nothing). Prefetches never fault, so running
+ * past the end of the tensor is harmless. */
+#define CPU_X8_PREFETCH_BYTES 16384
+
 /* True for the weight types this build repacks (every type with an x8
  * layout, except Q6_K in builds without its x8 kernel): THE list of what a
  * CPU_REPACK buffer repacks (repack_io.c) and what the weight buffer type

@@ -10,6 +10,12 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define CPU_HAVE_X86_SIMD 1
+#include <immintrin.h>
+/* Ask for the cache lines of [p, p + bytes) in L2 (see CPU_X8_PREFETCH_BYTES). */
+static inline void cpu_x8_prefetch(const uint8_t *p, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+}
 void cpu_vec_dot_q4_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
