@@ -62,13 +62,6 @@ static inline __m256i join16(__m256i lo, __m256i hi)
     return _mm256_madd_epi16(_mm256_hadd_epi16(lo, hi), _mm256_set1_epi16(1));
 }
 
-static inline void aux_of(const char *row, int64_t nb, int64_t b, float *d, int32_t *sum)
-{
-    const char *aux = row + cpu_q8_0_aux_offset(nb);
-    memcpy(d, aux + 4 * b, 4);
-    memcpy(sum, aux + 4 * nb + 4 * b, 4);
-}
-
 /* Q4_0 x8: byte j of group c holds element 8c + j (low nibble) and
  * 16 + 8c + j (high nibble); the -8 offset comes out as 8 * the activation
  * block's quant sum. */
@@ -104,7 +97,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 _mm256_add_epi16(_mm256_maddubs_epi16(h0b, y2), _mm256_maddubs_epi16(h1b, y3)));
             float dy;
             int32_t sy;
-            aux_of(yr, nb, b, &dy, &sy);
+            cpu_q8_0_aux(yr, nb, b, &dy, &sy);
             const __m256i p = _mm256_sub_epi32(join16(sa, sb), _mm256_set1_epi32(8 * sy));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_set1_ps(dy)),
                                      acc[c]);
@@ -153,7 +146,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         for (int c = 0; c < ncols; c++) {
             float dy;
             int32_t sy;
-            aux_of((const char *)y + (size_t)c * ys, nb, b, &dy, &sy);
+            cpu_q8_0_aux((const char *)y + (size_t)c * ys, nb, b, &dy, &sy);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(pa[c], pb[c])),
                                      _mm256_mul_ps(dw, _mm256_set1_ps(dy)), acc[c]);
         }
@@ -339,23 +332,10 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* ncols as a constant in each copy: the per-column accumulators stay in
- * registers instead of a stack array indexed at run time. */
-#define X8_DISPATCH(T)                                                                      \
-    void cpu_gemm_##T##_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y, \
-                                size_t ys, int ncols)                                       \
-    {                                                                                       \
-        switch (ncols) {                                                                    \
-        case 1: T##_x8(n, s, bs, w, y, ys, 1); break;                                       \
-        case 2: T##_x8(n, s, bs, w, y, ys, 2); break;                                       \
-        case 3: T##_x8(n, s, bs, w, y, ys, 3); break;                                       \
-        default: T##_x8(n, s, bs, w, y, ys, 4); break;                                      \
-        }                                                                                   \
-    }
-X8_DISPATCH(q4_0)
-X8_DISPATCH(q8_0)
-X8_DISPATCH(q4_K)
-X8_DISPATCH(q6_K)
+CPU_X8_DISPATCH(q4_0, avx2)
+CPU_X8_DISPATCH(q8_0, avx2)
+CPU_X8_DISPATCH(q4_K, avx2)
+CPU_X8_DISPATCH(q6_K, avx2)
 #else
 typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
 #endif

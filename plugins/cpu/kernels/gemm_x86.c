@@ -30,13 +30,6 @@ static inline __m512 row_scales(const uint8_t *d)
     return _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(f));
 }
 
-static inline void aux_of(const char *row, int64_t nb, int64_t b, float *d, int32_t *sum)
-{
-    const char *aux = row + cpu_q8_0_aux_offset(nb);
-    memcpy(d, aux + 4 * b, 4);
-    memcpy(sum, aux + 4 * nb + 4 * b, 4);
-}
-
 /* Lane pairs (2r, 2r+1) summed into s[r]. */
 static inline void store_rows(float *s, __m512 acc)
 {
@@ -69,7 +62,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
             float dy;
             int32_t sy;
-            aux_of(yr, nb, b, &dy, &sy);
+            cpu_q8_0_aux(yr, nb, b, &dy, &sy);
             /* each of a row's two lanes carries half of the -8 * sum */
             p = _mm512_sub_epi32(p, _mm512_set1_epi32(4 * sy));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dy)),
@@ -100,7 +93,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             for (int k = 1; k < 4; k++) p = _mm512_dpbusd_epi32(p, v[k], bcast8(q + 8 * k));
             float dy;
             int32_t sy;
-            aux_of(yr, nb, b, &dy, &sy);
+            cpu_q8_0_aux(yr, nb, b, &dy, &sy);
             /* weights read +128: half of 128 * sum per lane */
             p = _mm512_sub_epi32(p, _mm512_set1_epi32(64 * sy));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dy)),
@@ -281,23 +274,10 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* ncols as a constant in each copy: the per-column accumulators stay in
- * registers instead of a stack array indexed at run time. */
-#define X8_DISPATCH(T)                                                                     \
-    void cpu_gemm_##T##_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, \
-                               size_t ys, int ncols)                                       \
-    {                                                                                      \
-        switch (ncols) {                                                                   \
-        case 1: T##_x8(n, s, bs, w, y, ys, 1); break;                                      \
-        case 2: T##_x8(n, s, bs, w, y, ys, 2); break;                                      \
-        case 3: T##_x8(n, s, bs, w, y, ys, 3); break;                                      \
-        default: T##_x8(n, s, bs, w, y, ys, 4); break;                                     \
-        }                                                                                  \
-    }
-X8_DISPATCH(q4_0)
-X8_DISPATCH(q8_0)
-X8_DISPATCH(q4_K)
-X8_DISPATCH(q6_K)
+CPU_X8_DISPATCH(q4_0, x86)
+CPU_X8_DISPATCH(q8_0, x86)
+CPU_X8_DISPATCH(q4_K, x86)
+CPU_X8_DISPATCH(q6_K, x86)
 #else
 typedef int cpu_gemm_x86_not_built; /* ISO C forbids an empty translation unit */
 #endif

@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <backplane/bp_abi.h>
 #include <backplane/bp_quant.h>
@@ -53,6 +54,21 @@
 #define CPU_GEMM_MAX_COLS 4
 typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, const void *y,
                                size_t ys, int ncols);
+
+/* cpu_gemm_<T>_x8_<ISA> over an always-inline T##_x8(..., const int ncols)
+ * with ncols a constant in each copy: the per-column accumulators stay in
+ * registers instead of a stack array indexed at run time. */
+#define CPU_X8_DISPATCH(T, ISA)                                                          \
+    void cpu_gemm_##T##_x8_##ISA(int64_t n, float *s, size_t bs, const void *w,           \
+                                 const void *y, size_t ys, int ncols)                     \
+    {                                                                                    \
+        switch (ncols) {                                                                 \
+        case 1: T##_x8(n, s, bs, w, y, ys, 1); break;                                    \
+        case 2: T##_x8(n, s, bs, w, y, ys, 2); break;                                    \
+        case 3: T##_x8(n, s, bs, w, y, ys, 3); break;                                    \
+        default: T##_x8(n, s, bs, w, y, ys, 4); break;                                   \
+        }                                                                                \
+    }
 
 /* How far ahead of the x8 block being read the kernels ask for weight
  * bytes (into L2). An x8 group is one forward stream, but at decode the
@@ -82,6 +98,14 @@ static inline size_t cpu_q8_0_aux_offset(int64_t nb)
 static inline size_t cpu_q8_0_aux_row_size(int64_t nb)
 {
     return cpu_q8_0_aux_offset(nb) + (size_t)nb * 8;
+}
+/* Block b's aux data of a Q8_0 row of nb blocks: its scale as a float and
+ * the sum of its quants (what the x8 kernels take weight offsets out with). */
+static inline void cpu_q8_0_aux(const char *row, int64_t nb, int64_t b, float *d, int32_t *sum)
+{
+    const char *aux = row + cpu_q8_0_aux_offset(nb);
+    memcpy(d, aux + 4 * b, 4);
+    memcpy(sum, aux + 4 * nb + 4 * b, 4);
 }
 /* Fill the aux data (scale as float, sum of quants) of a Q8_0 row. */
 void cpu_q8_0_fill_aux(void *row, int64_t n);
