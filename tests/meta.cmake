@@ -5,7 +5,7 @@ if(TARGET bp_plugin_meta)
   add_dependencies(test_meta_block bp_plugin_meta bp_plugin_cpu)
 endif()
 if(TARGET bp_plugin_meta)
-  bp_add_check_test(test_meta SOURCES test_meta.c)
+  bp_add_check_test(test_meta SOURCES test_meta.c meta_test_util.c)
   add_dependencies(test_meta bp_plugin_meta bp_plugin_cpu)
 endif()
 
@@ -34,6 +34,6 @@ endif()
 # Views of segment-split tensors (fused QKV), refused views, SET_ROWS with
 # i32 ids in graphs rebuilt every step (the decoder runner's patterns).
 if(TARGET bp_plugin_meta)
-  bp_add_check_test(test_meta_views SOURCES test_meta_views.c)
+  bp_add_check_test(test_meta_views SOURCES test_meta_views.c meta_test_util.c)
   add_dependencies(test_meta_views bp_plugin_meta bp_plugin_cpu)
 endif()

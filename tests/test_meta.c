@@ -12,30 +12,11 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
-static struct bp_meta_split the_split;
-
-static int split_all(void *user, const struct bp_tensor *t, struct bp_meta_split *out)
-{
-    (void)user;
-    if (strncmp(t->name, "split", 5) != 0) return 0;
-    *out = the_split;
-    return 1;
-}
-
-static struct bp_device *meta_over_cpu(size_t n, const float *ratios)
-{
-    struct bp_device *cpu = bp_device_by_name("cpu");
-    ck_assert_ptr_nonnull(cpu);
-    struct bp_device *subs[8];
-    for (size_t i = 0; i < n; i++) subs[i] = cpu;
-    struct bp_device *m = NULL;
-    ck_assert_msg(bp_meta_device_new(subs, n, ratios, split_all, NULL, &m) == BP_OK, "%s", bp_last_error());
-    return m;
-}
+#include "meta_test_util.h"
 
 static void roundtrip(struct bp_device *m, enum bp_type ty, const int64_t ne[4], struct bp_meta_split split)
 {
-    the_split = split;
+    meta_test_split = split;
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(4, &c), BP_OK);
     struct bp_tensor *t = bp_tensor_set_name(bp_tensor_new(c, ty, 4, ne), "split");
@@ -105,7 +86,7 @@ START_TEST(test_meta_butterfly_sums_row_parallel_matmul_on_2_to_6_devices)
 {
     size_t n = (size_t)_i;
     struct bp_device *m = meta_over_cpu(n, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
     enum { K = 48, N = 5, M = 3 };
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(8, &c), BP_OK);
@@ -146,7 +127,7 @@ END_TEST
 START_TEST(test_meta_refuses_op_without_rule_naming_it)
 {
     struct bp_device *m = meta_over_cpu(2, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(4, &c), BP_OK);
     struct bp_tensor *x = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, 16, 2), "split_rows");
@@ -211,7 +192,7 @@ START_TEST(test_meta_buffer_holds_only_each_devices_slices)
      * tensor: each device holds a quarter of the weight and the whole
      * small tensor, not the meta buffer's full size */
     struct bp_device *m = meta_over_cpu(4, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(4, &c), BP_OK);
     struct bp_tensor *w = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, 256, 512), "split_w");
@@ -244,7 +225,7 @@ END_TEST
 START_TEST(test_meta_view_of_split_tensor_writes_and_reads_its_slices)
 {
     struct bp_device *m = meta_over_cpu(3, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
     enum { C = 8, R = 6 };
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(4, &c), BP_OK);
@@ -279,7 +260,7 @@ START_TEST(test_meta_partial_leaf_reduction_is_idempotent)
     /* a PARTIAL leaf is reduced in place before RMS_NORM; computing the
      * graph again (cached plan) must not sum the copies a second time */
     struct bp_device *m = meta_over_cpu(3, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_PARTIAL};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_PARTIAL};
     enum { C = 16, R = 2 };
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(4, &c), BP_OK);
@@ -326,7 +307,7 @@ START_TEST(test_meta_merges_two_partial_branches_into_one_reduction)
     /* y = W1 x1 + W2 x2, both row-parallel: the two partial sums meet in an
      * ADD and are reduced once, counted as one merged reduction */
     struct bp_device *m = meta_over_cpu(3, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
     enum { K = 48, N = 4 };
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(8, &c), BP_OK);

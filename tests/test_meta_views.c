@@ -12,26 +12,7 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
-static struct bp_meta_split the_split;
-
-static int split_named(void *user, const struct bp_tensor *t, struct bp_meta_split *out)
-{
-    (void)user;
-    if (strncmp(t->name, "split", 5) != 0) return 0;
-    *out = the_split;
-    return 1;
-}
-
-static struct bp_device *meta_over_cpu(size_t n, const float *ratios)
-{
-    struct bp_device *cpu = bp_device_by_name("cpu");
-    ck_assert_ptr_nonnull(cpu);
-    struct bp_device *subs[8];
-    for (size_t i = 0; i < n; i++) subs[i] = cpu;
-    struct bp_device *m = NULL;
-    ck_assert_msg(bp_meta_device_new(subs, n, ratios, split_named, NULL, &m) == BP_OK, "%s", bp_last_error());
-    return m;
-}
+#include "meta_test_util.h"
 
 /* Compute g on a fresh backend of dev with stderr captured into text. */
 static bp_status compute_capturing(struct bp_device *dev, struct bp_graph *g, char *text, size_t cap)
@@ -68,7 +49,7 @@ enum { HD = 4, NQ = 6, NKV = 3, T = 3, E = (NQ + 2 * NKV) * HD };
 static void check_segment_views(size_t n, const float *ratios, bool three_segments)
 {
     struct bp_device *m = meta_over_cpu(n, ratios);
-    the_split = three_segments
+    meta_test_split = three_segments
         ? (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0, .n_segments = 3,
                                  .seg = {{NQ * HD, 1, 2 * HD}, {NKV * HD, 1, HD}, {NKV * HD, 1, HD}}}
         : (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0, .n_segments = 2,
@@ -134,7 +115,7 @@ START_TEST(test_meta_view_cutting_a_slice_is_refused_by_name)
     /* [16, 2] split 8 + 8 along dim 0, viewed as pairs from element 7: the
      * pair (7, 8) would straddle the two devices */
     struct bp_device *m = meta_over_cpu(2, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(8, &c), BP_OK);
     struct bp_tensor *x = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, 16, 2), "split_rows");
@@ -165,7 +146,7 @@ static void check_sliced_operand(size_t n, const float *ratios)
 {
     enum { C = 5, R = 7 };
     struct bp_device *meta = meta_over_cpu(n, ratios);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(8, &c), BP_OK);
     struct bp_tensor *x = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, C, R), "split_x");
@@ -217,7 +198,7 @@ START_TEST(test_meta_binary_op_refuses_cutting_mirrored_operand_into_pieces)
     /* x split in two segments: each device holds two runs of rows, which
      * no single view of the mirrored operand can express */
     struct bp_device *meta = meta_over_cpu(2, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1, .n_segments = 2, .seg = {{4, 1, 1}, {4, 1, 1}}};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1, .n_segments = 2, .seg = {{4, 1, 1}, {4, 1, 1}}};
     struct bp_context *c;
     ck_assert_int_eq(bp_context_new(8, &c), BP_OK);
     struct bp_tensor *x = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, 3, 8), "split_x");
@@ -287,7 +268,7 @@ START_TEST(test_meta_set_rows_with_i32_ids_in_rebuilt_graphs)
 {
     size_t n = (size_t)_i;
     struct bp_device *m = meta_over_cpu(n, NULL);
-    the_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_2};
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_2};
     struct bp_context *kc;
     ck_assert_int_eq(bp_context_new(2, &kc), BP_OK);
     struct bp_tensor *cache = bp_tensor_set_name(bp_tensor_new_3d(kc, BP_TYPE_F32, W, NCTX, NH), "split_cache");
