@@ -8,6 +8,9 @@ bp_add_check_test(test_cpu_ops SOURCES test_cpu_ops.c cpu_test_util.c)
 add_dependencies(test_cpu_ops bp_plugin_cpu)
 bp_add_check_test(test_cpu_threads SOURCES test_cpu_threads.c cpu_test_util.c)
 add_dependencies(test_cpu_threads bp_plugin_cpu)
+# How a step's tasks are shared between threads (task_claim.h), alone.
+bp_add_check_test(test_cpu_task_claim SOURCES test_cpu_task_claim.c)
+target_include_directories(test_cpu_task_claim PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
 
 # Quantized mul_mat / get_rows, chunking regimes, the pool, variant choice:
 # one registration per variant (a variant this CPU cannot run is skipped).
@@ -123,3 +126,17 @@ foreach(v ${BP_CPU_VARIANTS})
       SKIP_RETURN_CODE 77 TIMEOUT 600)
   endif()
 endforeach()
+
+# The SIMD builds must still contain the x8 kernels' software prefetches
+# (see the script for the compiler behaviour this guards against).
+set(bp_prefetch_sos "")
+foreach(v ${BP_CPU_VARIANTS})
+  if(v STREQUAL "avx2" OR v STREQUAL "avx512")
+    list(APPEND bp_prefetch_sos $<TARGET_FILE:bp_plugin_cpu_${v}>)
+  endif()
+endforeach()
+if(bp_prefetch_sos)
+  add_test(NAME cpu_prefetch_check COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cpu_prefetch_check.sh
+    ${bp_prefetch_sos})
+  set_tests_properties(cpu_prefetch_check PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()

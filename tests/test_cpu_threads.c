@@ -43,6 +43,57 @@ START_TEST(test_cpu_device_reports_type_description_memory_and_features)
 }
 END_TEST
 
+static const char *cpu_feature(struct bp_device *dev, const char *name)
+{
+    bp_get_features_fn get = (bp_get_features_fn)bp_device_proc_address(dev, BP_PROC_GET_FEATURES);
+    ck_assert_ptr_nonnull((void *)get);
+    for (const struct bp_feature *f = get(dev->reg); f && f->name; f++)
+        if (strcmp(f->name, name) == 0)
+            return f->value;
+    return NULL;
+}
+
+/* Base address of a fresh CPU buffer of `size` bytes (freed at once: only
+ * the address is looked at). */
+static uintptr_t buffer_base(struct bp_device *dev, size_t size)
+{
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_buffer_alloc(bp_device_buffer_type(dev), size, &buf), BP_OK);
+    const uintptr_t base = (uintptr_t)buf->iface->get_base(buf);
+    ck_assert_int_eq(bp_buffer_write(buf, size - 1, "x", 1), BP_OK);
+    bp_buffer_free(buf);
+    return base;
+}
+
+/* Buffers of 4 MiB or more start on a 2 MiB boundary with huge pages asked
+ * for, unless THP is off or BACKPLANE_CPU_HUGEPAGES=0 (read at plugin
+ * init, so the plugins are reloaded around it); `info` says which. */
+START_TEST(test_large_buffers_ask_for_huge_pages_unless_told_not_to)
+{
+    const size_t huge = (size_t)2 << 20;
+    struct bp_device *dev = cpu_device();
+    const char *hp = cpu_feature(dev, "huge_pages");
+    ck_assert_ptr_nonnull(hp);
+    if (strncmp(hp, "2 MiB", 5) == 0) {
+        for (int i = 0; i < 4; i++) /* not an accident of one allocation */
+            ck_assert_uint_eq(buffer_base(dev, ((size_t)4 << 20) + 4096 * (size_t)i) % huge, 0);
+    } else {
+        ck_assert_msg(strstr(hp, "THP never") || strstr(hp, "THP unknown"),
+                      "huge pages not used although THP is available: '%s'", hp);
+    }
+    ck_assert_uint_eq(buffer_base(dev, 100) % 64, 0);
+
+    bp_unload();
+    setenv("BACKPLANE_CPU_HUGEPAGES", "0", 1);
+    hp = cpu_feature(cpu_device(), "huge_pages");
+    ck_assert_msg(hp && strncmp(hp, "off", 3) == 0, "huge_pages='%s' with the knob at 0",
+                  hp ? hp : "(none)");
+    ck_assert_uint_eq(buffer_base(cpu_device(), (size_t)4 << 20) % 64, 0);
+    bp_unload();
+    unsetenv("BACKPLANE_CPU_HUGEPAGES");
+}
+END_TEST
+
 static int count_threads_now(void)
 {
     DIR *d = opendir("/proc/self/task");
@@ -278,6 +329,7 @@ Suite *cpu_threads_suite(void)
     tcase_add_test(tc, test_cpu_device_reports_type_description_memory_and_features);
     tcase_add_test(tc, test_backplane_cpu_threads_sets_the_pool_size);
     tcase_add_test(tc, test_set_n_threads_refuses_zero);
+    tcase_add_test(tc, test_large_buffers_ask_for_huge_pages_unless_told_not_to);
     tcase_add_test(tc, test_results_are_identical_for_every_thread_count);
     tcase_add_test(tc, test_two_backends_compute_concurrently_from_two_threads);
     tcase_add_test(tc, test_compute_of_a_graph_with_only_views_succeeds);

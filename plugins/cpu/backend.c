@@ -16,6 +16,7 @@
 #include "bp_cpu.h"
 #include "cpu_internal.h"
 #include "ops.h"
+#include "task_claim.h"
 
 /* The plan of one graph: made before the parallel region, on the calling
  * thread, with every allocation the graph needs; the compute path
@@ -23,7 +24,13 @@
  *
  * A graph runs as a list of steps, each a set of tasks that any thread may
  * take, in any order: a step starts when the one before has finished, and
- * nothing else makes a thread wait. So a worker that the OS has not
+ * nothing else makes a thread wait. Tasks are handed out in order, except
+ * in the chunk steps of decode-shaped MUL_MATs, where each thread owns a
+ * contiguous range of chunks (one part of the weight, streamed) and takes
+ * the others' from their far ends once its own is done (task_claim.h). In
+ * prefill every chunk row of the weight meets many activation blocks, and
+ * chunks in order keep the threads on the same weight rows at the same
+ * time, read once from memory for both. So a worker that the OS has not
  * scheduled yet holds nobody up: the running threads take its tasks, and it
  * finds them gone when it catches up. (With a barrier per node, on two
  * cores shared with other work, every node waited for the slowest thread
@@ -53,7 +60,7 @@ struct cpu_step {
     int nth;                /* the nth the kernel sees */
     int64_t n;              /* tasks */
     bool last;              /* the node's last step: run the abort callback after it */
-    _Atomic int64_t next;   /* next task to take */
+    bool owned;             /* tasks in per-thread ranges, not in order (see above) */
     _Atomic int64_t done;   /* tasks finished */
 };
 
@@ -79,6 +86,8 @@ struct cpu_backend {
     int32_t steps_cap;
     struct cpu_member *members; /* steps_cap / 3 of them: at most one per node */
     bool *joined;               /* per node: runs in an earlier node's chunk step */
+    _Atomic uint64_t *claims;   /* per step, one claim word per thread (task_claim.h) */
+    size_t claims_cap;
     bp_cpu_abort_fn abort_cb;
     void *abort_data;
 };
@@ -124,6 +133,7 @@ static void be_free(struct bp_backend *b)
     free(cb->steps);
     free(cb->members);
     free(cb->joined);
+    free(cb->claims);
     free(cb);
 }
 
@@ -214,12 +224,27 @@ static void graph_job(void *arg, int ith, int nth)
             finish_task(job, st, s);
             continue;
         }
-        for (;;) {
-            const int64_t c = atomic_fetch_add_explicit(&st->next, 1, memory_order_relaxed);
-            if (c >= st->n)
-                break;
+        _Atomic uint64_t *claims = cb->claims + (size_t)s * (size_t)nth;
+        int64_t lo, hi, c;
+        if (!st->owned) { /* one range, everyone at its front */
+            while (cpu_claim_front(&claims[0], 0, st->n, &c)) {
+                run_task(job, &p, st, c);
+                finish_task(job, st, s);
+            }
+            continue;
+        }
+        cpu_claim_range(st->n, nth, ith, &lo, &hi);
+        while (cpu_claim_front(&claims[ith], lo, hi, &c)) {
             run_task(job, &p, st, c);
             finish_task(job, st, s);
+        }
+        for (int v = 1; v < nth; v++) {
+            const int other = (ith + v) % nth;
+            cpu_claim_range(st->n, nth, other, &lo, &hi);
+            while (cpu_claim_back(&claims[other], lo, hi, &c)) {
+                run_task(job, &p, st, c);
+                finish_task(job, st, s);
+            }
         }
     }
     /* Tasks still running on other threads end before cpu_pool_run
@@ -264,7 +289,7 @@ static void add_step(struct cpu_backend *cb, int32_t *n_steps, int32_t node, int
     st->nth = nth;
     st->n = n > 0 ? n : 1;  /* a step of no task would never finish */
     st->last = false;
-    atomic_init(&st->next, 0);
+    st->owned = false;
     atomic_init(&st->done, 0);
 }
 
@@ -434,6 +459,10 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
             add_step(cb, &n_steps, i, CPU_STEP_MM_CHUNKS, tasks, cb->members[n_members + nm - 1].end);
             cb->steps[n_steps - 1].m0 = n_members;
             cb->steps[n_steps - 1].nm = nm;
+            bool stream = tasks > 1;
+            for (int32_t m = 0; m < nm && stream; m++)
+                stream = cpu_mul_mat_chunks_stream(g->nodes[cb->members[n_members + m].node], tasks);
+            cb->steps[n_steps - 1].owned = stream;
             n_members += nm;
         } else if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0) {
             add_step(cb, &n_steps, i, CPU_STEP_ALL, nth, nth);
@@ -443,6 +472,13 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         cb->steps[n_steps - 1].last = true;
     }
 
+    for (int32_t s = 0; s < n_steps; s++)
+        if (cb->steps[s].n > CPU_CLAIM_MAX_TASKS) {
+            cpu_log(pl, BP_LOG_ERROR, "node '%s' splits into %" PRId64 " tasks, more than the "
+                    "%" PRId64 " one step can share out; split the node.",
+                    cpu_name(g->nodes[cb->steps[s].node]), cb->steps[s].n, CPU_CLAIM_MAX_TASKS);
+            return BP_ERR_INVALID_ARGUMENT;
+        }
     per_thread = (per_thread + CPU_BUFFER_ALIGNMENT - 1) / CPU_BUFFER_ALIGNMENT * CPU_BUFFER_ALIGNMENT;
     shared = (shared + CPU_BUFFER_ALIGNMENT - 1) / CPU_BUFFER_ALIGNMENT * CPU_BUFFER_ALIGNMENT;
     if (shared + per_thread * (size_t)nth > cb->scratch_size) {
@@ -457,6 +493,21 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         cb->scratch = p;
         cb->scratch_size = want;
     }
+
+    const size_t n_claims = (size_t)n_steps * (size_t)nth;
+    if (n_claims > cb->claims_cap) {
+        _Atomic uint64_t *c = malloc(n_claims * sizeof *c);
+        if (!c) {
+            cpu_log(pl, BP_LOG_ERROR, "could not allocate the task claims of a %" PRId32
+                    "-step plan; free memory.", n_steps);
+            return BP_ERR_OUT_OF_MEMORY;
+        }
+        free(cb->claims);
+        cb->claims = c;
+        cb->claims_cap = n_claims;
+    }
+    for (size_t i = 0; i < n_claims; i++)
+        atomic_init(&cb->claims[i], 0);
 
     struct cpu_graph_job job = { .cb = cb, .g = g, .n_steps = n_steps, .shared = shared,
                                  .per_thread = per_thread };

@@ -157,18 +157,9 @@ static bp_status buft_alloc_buffer(struct bp_buffer_type *buft, size_t size, str
     if (!out)
         return BP_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    /* aligned_alloc wants a multiple of the alignment, and size 0 still
-     * needs a distinct non-NULL base. */
-    size_t padded = size + CPU_BUFFER_ALIGNMENT - 1;
-    if (padded < size) {
-        cpu_log(pl, BP_LOG_ERROR, "a buffer of %zu bytes is too large to allocate.", size);
-        return BP_ERR_OUT_OF_MEMORY;
-    }
-    padded -= padded % CPU_BUFFER_ALIGNMENT;
-    if (padded == 0)
-        padded = CPU_BUFFER_ALIGNMENT;
     struct cpu_buffer *cb = calloc(1, sizeof *cb);
-    void *data = cb ? aligned_alloc(CPU_BUFFER_ALIGNMENT, padded) : NULL;
+    /* size 0 still gets a distinct non-NULL base */
+    void *data = cb ? cpu_host_alloc(pl, size) : NULL;
     if (!data) {
         free(cb);
         cpu_log(pl, BP_LOG_ERROR,

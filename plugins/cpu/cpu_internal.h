@@ -34,11 +34,21 @@ struct cpu_plugin {
     char threads_str[16];
     char poll_str[16];
     struct bp_feature features[32];
+    bool huge_pages;            /* large buffers ask for THP (host_memory.c) */
+    char huge_pages_str[96];
 
     pthread_mutex_t live_mu;
     struct cpu_live live_backends;  /* sentinel of a ring */
     struct cpu_live live_buffers;
 };
+
+/* host_memory.c: buffers of CPU_HUGE_MIN bytes or more come 2 MiB aligned
+ * with transparent huge pages asked for (unless BACKPLANE_CPU_HUGEPAGES=0
+ * or THP is off); smaller ones CPU_BUFFER_ALIGNMENT aligned. NULL when out
+ * of memory; free() releases it. */
+#define CPU_HUGE_MIN ((size_t)4 << 20)
+void cpu_host_memory_init(struct cpu_plugin *pl);
+void *cpu_host_alloc(const struct cpu_plugin *pl, size_t size);
 
 /* plugin.c */
 void cpu_log(const struct cpu_plugin *pl, enum bp_log_level level, const char *fmt, ...)

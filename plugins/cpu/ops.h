@@ -75,6 +75,11 @@ bool cpu_mul_mat_stepwise(const struct bp_tensor *t);
 void cpu_mul_mat_convert(const struct cpu_compute_params *p, struct bp_tensor *t);
 int64_t cpu_mul_mat_n_chunks(const struct bp_tensor *t, int nth);
 void cpu_mul_mat_chunk(const struct cpu_compute_params *p, struct bp_tensor *t, int64_t c);
+/* True when chunk c covers weight rows after chunk c - 1's and every chunk
+ * reads its rows once (one block of activation rows, as in decode): then
+ * chunks in order are one forward stream through the weight, and a thread
+ * that takes a contiguous run of them streams one part of it. */
+bool cpu_mul_mat_chunks_stream(const struct bp_tensor *t, int nth);
 /* True when stepwise MUL_MATs a and b read the same activation tensor and
  * convert it into identical work-buffer rows (vec_dot type, aux data, row
  * size): one cpu_mul_mat_convert then serves the chunks of both. */

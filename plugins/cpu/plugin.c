@@ -327,6 +327,7 @@ static void fill_features(struct cpu_plugin *pl)
     f[i++] = (struct bp_feature){ "threads", pl->threads_str };
     f[i++] = (struct bp_feature){ "poll", pl->poll_str };
     f[i++] = (struct bp_feature){ "blas", cpu_blas_name() ? cpu_blas_name() : "none" };
+    f[i++] = (struct bp_feature){ "huge_pages", pl->huge_pages_str };
 #define ISA(name, flag) f[i++] = (struct bp_feature){ name, (flag) ? "1" : "0" }
 #if defined(__x86_64__) || defined(__i386__)
     ISA("cpu.AVX", isa.avx);
@@ -376,6 +377,7 @@ static bp_status cpu_plugin_init(const struct bp_host_services *host, struct bp_
                                                .device = &pl->dev, .context = pl };
     read_cpu_model(pl->description, sizeof pl->description);
     cpu_blas_init();
+    cpu_host_memory_init(pl);
     fill_features(pl);
     *out = &pl->reg;
     return BP_OK;

@@ -11,8 +11,12 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define CPU_HAVE_X86_SIMD 1
 #include <immintrin.h>
-/* Ask for the cache lines of [p, p + bytes) in L2 (see CPU_X8_PREFETCH_BYTES). */
-static inline void cpu_x8_prefetch(const uint8_t *p, size_t bytes)
+/* Ask for the cache lines of [p, p + bytes) in L2 (see CPU_X8_PREFETCH_BYTES).
+ * Always inlined: GCC 12 otherwise finds this void function "const" (a
+ * prefetch has no effect it models), and the calls are deleted as dead
+ * code in the kernels that do not inline it early; it did so in every
+ * x8 kernel until this was noticed in the disassembly. */
+static inline __attribute__((always_inline)) void cpu_x8_prefetch(const uint8_t *p, size_t bytes)
 {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
 }

@@ -267,9 +267,6 @@ static void mm_chunk_float(const struct mm_shape *s, int64_t ir0_start, int64_t 
  * chunk computes the same rows whichever thread takes it. */
 struct mm_grid {
     int64_t nchunk0, dr0, dr1, total;
-    /* > 1: chunks are dealt round-robin over this many contiguous regions
-     * of the weight (see mm_grid_of); 1: in row order. */
-    int64_t regions;
 };
 
 static struct mm_shape mm_shape_of(const struct cpu_compute_params *p, struct bp_tensor *t)
@@ -304,37 +301,19 @@ static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
     int64_t dr0 = (s->nr0 + nchunk0 - 1) / nchunk0;
     if (s->gemm_x8)
         dr0 = (dr0 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
-    /* A single activation row (decode) streams the weight once: with chunks
-     * taken in row order, the threads would leapfrog through it, and each
-     * one's run-ahead (hardware and CPU_X8_PREFETCH_BYTES) would land in
-     * the chunk the other thread takes next, in the wrong core's cache.
-     * Dealing chunk c to region c % nth instead gives each thread, at equal
-     * speed, one contiguous region, while a thread that falls behind still
-     * has its remaining chunks taken by the others. nchunk0 becomes a
-     * multiple of nth so that the deal is a permutation. */
-    int64_t regions = 1;
-    if (nchunk1 == 1 && !per_thread && nth > 1) {
-        nchunk0 = (nchunk0 + nth - 1) / nth * nth;
-        dr0 = (s->nr0 + nchunk0 - 1) / nchunk0;
-        if (s->gemm_x8)
-            dr0 = (dr0 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
-        regions = nth;
-    }
     int64_t dr1 = (s->nr1 + nchunk1 - 1) / nchunk1;
     if (s->gemm_float && !per_thread) { /* whole tiles; the last chunk takes the rest */
         dr1 = (dr1 + MM_FLOAT_ALIGN - 1) / MM_FLOAT_ALIGN * MM_FLOAT_ALIGN;
         nchunk1 = (s->nr1 + dr1 - 1) / dr1;
     }
     return (struct mm_grid){ .nchunk0 = nchunk0, .dr0 = dr0, .dr1 = dr1,
-                             .total = nchunk0 * nchunk1, .regions = regions };
+                             .total = nchunk0 * nchunk1 };
 }
 
 static void mm_run_chunk(const struct mm_shape *s, const struct mm_grid *g, int64_t current)
 {
-    int64_t c0 = current % g->nchunk0;
+    const int64_t c0 = current % g->nchunk0;
     const int64_t c1 = current / g->nchunk0;
-    if (g->regions > 1) /* chunk c0 of region c0 % regions, in order within it */
-        c0 = (c0 % g->regions) * (g->nchunk0 / g->regions) + c0 / g->regions;
     const int64_t a0 = g->dr0 * c0, a1 = g->dr1 * c1;
     const int64_t b0 = a0 + g->dr0 < s->nr0 ? a0 + g->dr0 : s->nr0;
     const int64_t b1 = a1 + g->dr1 < s->nr1 ? a1 + g->dr1 : s->nr1;
@@ -392,6 +371,14 @@ int64_t cpu_mul_mat_n_chunks(const struct bp_tensor *t, int nth)
     const struct cpu_compute_params p = { .ith = 0, .nth = nth };
     const struct mm_shape s = mm_shape_of(&p, (struct bp_tensor *)t);
     return mm_grid_of(&s, nth).total;
+}
+
+bool cpu_mul_mat_chunks_stream(const struct bp_tensor *t, int nth)
+{
+    const struct cpu_compute_params p = { .ith = 0, .nth = nth };
+    const struct mm_shape s = mm_shape_of(&p, (struct bp_tensor *)t);
+    const struct mm_grid g = mm_grid_of(&s, nth);
+    return g.total == g.nchunk0;
 }
 
 void cpu_mul_mat_chunk(const struct cpu_compute_params *p, struct bp_tensor *t, int64_t c)
