@@ -538,9 +538,10 @@ START_TEST(test_mul_mat_with_repacked_weights_matches_dequantized_reference)
     const enum bp_type t = repack_types[_i];
     const int64_t K = bp_type_block_size(t) > 32 ? 512 : 96;
     /* (N, M): tails of 5 and 7 rows, exactly one group, 64-row chunks with a
-     * single activation row, 2-D chunks, column runs of 1..4 */
+     * single activation row, 2-D chunks, column runs of 1..4, and M = 150:
+     * three chunks of 64 activation rows (MM_X8_ROWS), the last one short */
     const int64_t shapes_r[][2] = { { 29, 1 }, { 8, 1 }, { 135, 1 }, { 8, 5 }, { 37, 33 },
-                                    { 70, 7 }, { 5, 3 } };
+                                    { 70, 7 }, { 5, 3 }, { 24, 150 } };
     for (size_t s = 0; s < sizeof shapes_r / sizeof shapes_r[0]; s++)
         repacked_mm(t, K, shapes_r[s][0], shapes_r[s][1], 1, 1);
     repacked_mm(t, K, 19, 5, 2, 6); /* broadcast: runs stop at slice changes */

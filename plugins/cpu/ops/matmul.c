@@ -53,6 +53,15 @@
  * each weight row is streamed fewer times (measured: 16 x 48 about 10%
  * faster than 16 x 16 at K = 4096). */
 #define MM_FLOAT_ROWS 48
+/* Chunks of repacked (x8) weights in prefill are 16 weight rows x 64
+ * activation rows: the chunk's activation rows (a Q8 copy, 278 KB for
+ * K = 4096) stay in L2 while the weight streams past them, so the whole
+ * weight is read M / 64 times instead of M / 16. With 16 the two threads'
+ * weight traffic (570 MB per Q8_0 call at M = 512) went through the shared
+ * L3 and memory, and 1 -> 2 threads scaled 1.0-1.95x (median 1.6) on the
+ * 2-core VM; with 64, 1.84-2.05x in the same runs, with equal or better
+ * 2-thread GFLOP/s; 128 measured the same as 64. */
+#define MM_X8_ROWS 64
 #define MM_FLOAT_ALIGN 12
 
 static bool w_packed(const struct bp_tensor *w)
@@ -289,7 +298,7 @@ static struct mm_shape mm_shape_of(const struct cpu_compute_params *p, struct bp
 static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
 {
     const int64_t chunk = (s->nr0 == 1 || s->nr1 == 1) ? 64 : 16;
-    const int64_t chunk1 = s->gemm_float ? MM_FLOAT_ROWS : chunk;
+    const int64_t chunk1 = s->gemm_float ? MM_FLOAT_ROWS : s->gemm_x8 ? MM_X8_ROWS : chunk;
     int64_t nchunk0 = (s->nr0 + chunk - 1) / chunk;
     int64_t nchunk1 = (s->nr1 + chunk1 - 1) / chunk1;
     bool per_thread = false;
