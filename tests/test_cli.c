@@ -396,6 +396,18 @@ START_TEST(test_bench_mul_mat_scaling_times_one_thread_too)
     ck_assert_msg(r.rc == 0, "exit %d:\n%s", r.rc, r.out);
     ck_assert_msg(strstr(r.out, "2 threads / 1 thread: ") != NULL, "%s", r.out);
     ck_assert_msg(strstr(r.out, "weights / read bandwidth (2 threads): ") != NULL, "%s", r.out);
+    const char *copies = strstr(r.out, "2 threads / their summed speed: ");
+    ck_assert_msg(copies != NULL, "%s", r.out);
+    ck_assert_msg(strtod(copies + strlen("2 threads / their summed speed: "), NULL) > 0, "%s", r.out);
+    free(r.out);
+
+    r = run_cli(NULL, false, "bench mul_mat --type q4_0 -K 64 -N 16 -M 8 --threads 3 "
+                "--scaling --rounds 1 --reps 1 --json");
+    ck_assert_msg(r.rc == 0, "exit %d:\n%s", r.rc, r.out);
+    const char *key = "\"over_1_thread_copies_at_once\": ";
+    const char *v = strstr(r.out, key);
+    ck_assert_msg(v != NULL && strtod(v + strlen(key), NULL) > 0, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "\"seconds_1_thread_copy_at_once\": ") != NULL, "%s", r.out);
     free(r.out);
 }
 END_TEST

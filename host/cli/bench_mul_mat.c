@@ -4,6 +4,7 @@
  * with random valid blocks (random quants, small finite scales): the
  * timing does not depend on the values. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +248,112 @@ struct mm_series {
     double sec[BENCH_MAX_ROUNDS], sec1[BENCH_MAX_ROUNDS];
     double bw1[BENCH_MAX_ROUNDS], bwn[BENCH_MAX_ROUNDS];
     double ratio[BENCH_MAX_ROUNDS], speedup[BENCH_MAX_ROUNDS];
+    /* --scaling: N one-thread copies run at once (their mean time), and N
+     * threads' speed over the copies' summed speed */
+    double sec_copy[BENCH_MAX_ROUNDS], over_copies[BENCH_MAX_ROUNDS];
 };
+
+/* --scaling's second reference: N copies of the problem, each with its own
+ * weights and a one-thread backend, timed at the same moment on N threads
+ * (they meet at a gate first). N threads of one problem can at best do the
+ * work of N copies that share nothing; on a shared VM that is not N times
+ * one thread alone: the vCPUs' speeds drift apart, and at times the host
+ * ran both of this machine's vCPUs on one core (two copies at once took
+ * 141 ms each, one alone 73 ms). */
+struct mm_copies {
+    struct mm_bench *b;
+    int n;
+};
+
+struct mm_copy_job {
+    struct mm_bench *b;
+    struct bp_device *dev;
+    int reps;
+    double sec;
+    pthread_mutex_t *mu;
+    pthread_cond_t *cv;
+    int *ready, *go;
+};
+
+static void *mm_copy_thread(void *arg)
+{
+    struct mm_copy_job *j = arg;
+    pthread_mutex_lock(j->mu);
+    ++*j->ready;
+    pthread_cond_broadcast(j->cv);
+    while (*j->go == 0) pthread_cond_wait(j->cv, j->mu);
+    const int go = *j->go;
+    pthread_mutex_unlock(j->mu);
+    j->sec = go > 0 ? mm_bench_time(j->b, j->dev, 1, j->reps) : 0.0;
+    return NULL;
+}
+
+static bool mm_copies_setup(struct bp_device *dev, const struct bench_opts *o, int64_t nmat, int n,
+                            struct mm_copies *c)
+{
+    c->n = 0;
+    c->b = calloc((size_t)n, sizeof *c->b);
+    if (!c->b)
+        return false;
+    const int64_t each = nmat / n > 0 ? nmat / n : 1;
+    for (; c->n < n; c->n++)
+        if (!mm_bench_setup(dev, o, each, &c->b[c->n]))
+            return false;
+    return true;
+}
+
+static void mm_copies_free(struct mm_copies *c)
+{
+    for (int k = 0; k < c->n; k++) mm_bench_free(&c->b[k]);
+    free(c->b);
+    c->b = NULL;
+    c->n = 0;
+}
+
+/* Summed speed (1/s) of the copies run at once, their mean time in *mean;
+ * 0 when a thread could not start or a copy failed (reported). */
+static double mm_copies_time(struct mm_copies *c, struct bp_device *dev, int reps, double *mean)
+{
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    int ready = 0, go = 0, started = 0;
+    pthread_t *tid = calloc((size_t)c->n, sizeof *tid);
+    struct mm_copy_job *jobs = calloc((size_t)c->n, sizeof *jobs);
+    double speed = 0.0;
+    *mean = 0.0;
+    if (!tid || !jobs) {
+        cli_error("out of memory for the one-thread copies.");
+        goto out;
+    }
+    for (; started < c->n; started++) {
+        jobs[started] = (struct mm_copy_job){ .b = &c->b[started], .dev = dev, .reps = reps,
+                                              .mu = &mu, .cv = &cv, .ready = &ready, .go = &go };
+        if (pthread_create(&tid[started], NULL, mm_copy_thread, &jobs[started]) != 0)
+            break;
+    }
+    pthread_mutex_lock(&mu);
+    while (started == c->n && ready < c->n) pthread_cond_wait(&cv, &mu);
+    go = started == c->n ? 1 : -1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    for (int k = 0; k < started; k++) pthread_join(tid[k], NULL);
+    if (started != c->n) {
+        cli_error("could not start %d threads for the one-thread copies.", c->n);
+        goto out;
+    }
+    for (int k = 0; k < c->n; k++) {
+        if (jobs[k].sec <= 0) {
+            speed = 0.0;
+            goto out;
+        }
+        speed += 1.0 / jobs[k].sec;
+        *mean += jobs[k].sec / c->n;
+    }
+out:
+    free(jobs);
+    free(tid);
+    return speed;
+}
 
 static double median_of(const double *v, int n)
 {
@@ -282,6 +388,13 @@ int bench_mul_mat(const struct bench_opts *o)
     struct mm_bench b;
     if (!mm_bench_setup(dev, o, nmat, &b))
         return CLI_EXIT_FAIL;
+    struct mm_copies copies = { 0 };
+    if (scaling && !mm_copies_setup(dev, o, nmat, nth, &copies)) {
+        cli_error("could not set up %d one-thread copies for --scaling.", nth);
+        mm_copies_free(&copies);
+        mm_bench_free(&b);
+        return CLI_EXIT_FAIL;
+    }
     struct bench_probe *probe = bench_probe_new(probe_bytes);
     if (!probe)
         fprintf(stderr, "backplane: no memory for the %.0f MB read-bandwidth probe; "
@@ -296,6 +409,9 @@ int bench_mul_mat(const struct bench_opts *o)
         if (scaling) {
             if ((ser.sec1[r] = mm_bench_time(&b, dev, 1, reps)) <= 0) goto out;
             ser.speedup[r] = ser.sec1[r] / ser.sec[r];
+            const double speed = mm_copies_time(&copies, dev, reps, &ser.sec_copy[r]);
+            if (speed <= 0) goto out;
+            ser.over_copies[r] = 1.0 / ser.sec[r] / speed;
         }
         ser.bw1[r] = bench_probe_run(probe, 1, 3);
         ser.bwn[r] = nth > 1 ? bench_probe_run(probe, nth, 3) : ser.bw1[r];
@@ -304,7 +420,7 @@ int bench_mul_mat(const struct bench_opts *o)
     const double blas = o->type == BP_TYPE_F32 ? bench_blas_sgemm_gflops(o->M, o->N, o->K, nth, 3)
                                                : 0.0;
     const double sec_scalar = o->vs_scalar && !strcmp(bp_device_name(dev), "cpu")
-                              ? (mm_bench_free(&b), time_scalar(o)) : 0.0;
+                              ? (mm_bench_free(&b), mm_copies_free(&copies), time_scalar(o)) : 0.0;
 
     const double flops = 2.0 * (double)o->K * (double)o->N * (double)o->M;
     const double sec = median_of(ser.sec, rounds), best = min_of(ser.sec, rounds);
@@ -341,6 +457,10 @@ int bench_mul_mat(const struct bench_opts *o)
         if (scaling) {
             json_double(&jw, "seconds_1_thread", median_of(ser.sec1, rounds));
             json_double(&jw, "speedup_over_1_thread", speedup);
+            json_double(&jw, "speedup_over_1_thread_min", min_of(ser.speedup, rounds));
+            json_double(&jw, "speedup_over_1_thread_max", max_of(ser.speedup, rounds));
+            json_double(&jw, "seconds_1_thread_copy_at_once", median_of(ser.sec_copy, rounds));
+            json_double(&jw, "over_1_thread_copies_at_once", median_of(ser.over_copies, rounds));
         }
         if (blas > 0) {
             json_double(&jw, "openblas_gflops", blas);
@@ -371,10 +491,15 @@ int bench_mul_mat(const struct bench_opts *o)
         printf("  weights / read bandwidth (%d thread%s): %.2f (rounds %.2f to %.2f)\n", nth,
                nth == 1 ? "" : "s", ratio, min_of(ser.ratio, rounds), max_of(ser.ratio, rounds));
     }
-    if (scaling)
+    if (scaling) {
         printf("  1 thread    %.4f ms; %d threads / 1 thread: %.2fx (rounds %.2f to %.2f)\n",
                median_of(ser.sec1, rounds) * 1e3, nth, speedup, min_of(ser.speedup, rounds),
                max_of(ser.speedup, rounds));
+        printf("  %d copies    of 1 thread at once: %.4f ms each; %d threads / their summed "
+               "speed: %.2f (rounds %.2f to %.2f)\n", nth, median_of(ser.sec_copy, rounds) * 1e3,
+               nth, median_of(ser.over_copies, rounds), min_of(ser.over_copies, rounds),
+               max_of(ser.over_copies, rounds));
+    }
     if (blas > 0)
         printf("  OpenBLAS cblas_sgemm: %.1f GFLOP/s; mul_mat / sgemm: %.2f\n", blas, gflops / blas);
     else if (o->type == BP_TYPE_F32)
@@ -385,6 +510,7 @@ int bench_mul_mat(const struct bench_opts *o)
     rc = CLI_EXIT_OK;
 out:
     bench_probe_free(probe);
+    mm_copies_free(&copies);
     mm_bench_free(&b);
     return rc;
 }

@@ -35,7 +35,9 @@ static void help(void)
          "its references alternate: --rounds R (default 5 for M=1, else 3) rounds of\n"
          "--reps calls followed by the bandwidth probe (median of 3 passes); each ratio is\n"
          "taken within a round and the median round is reported with the range.\n"
-         "--scaling also times 1 thread in every round and reports N threads / 1.");
+         "--scaling also times 1 thread in every round and reports N threads / 1,\n"
+         "and N one-thread copies of the problem run at once: N threads / their\n"
+         "summed speed is what the code makes of the N CPUs the machine gives it now.");
 }
 
 static bool parse_i64(const char *s, int64_t lo, int64_t *out)
