@@ -396,9 +396,9 @@ START_TEST(test_bench_mul_mat_scaling_times_one_thread_too)
     ck_assert_msg(r.rc == 0, "exit %d:\n%s", r.rc, r.out);
     ck_assert_msg(strstr(r.out, "2 threads / 1 thread: ") != NULL, "%s", r.out);
     ck_assert_msg(strstr(r.out, "weights / read bandwidth (2 threads): ") != NULL, "%s", r.out);
-    const char *copies = strstr(r.out, "2 threads / their summed speed: ");
-    ck_assert_msg(copies != NULL, "%s", r.out);
-    ck_assert_msg(strtod(copies + strlen("2 threads / their summed speed: "), NULL) > 0, "%s", r.out);
+    /* the value itself is checked in the JSON, at full precision: on so
+     * small a problem under load the text's %.2f can round it to 0.00 */
+    ck_assert_msg(strstr(r.out, "2 threads / their summed speed: ") != NULL, "%s", r.out);
     free(r.out);
 
     r = run_cli(NULL, false, "bench mul_mat --type q4_0 -K 64 -N 16 -M 8 --threads 3 "
