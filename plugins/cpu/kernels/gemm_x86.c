@@ -114,6 +114,10 @@ static inline __m512i dup_rows(__m256i v)
 /* Q4_K x8: the 6-bit scales and mins of 8 rows come out of three 256-bit
  * words (ggml's packing, done on 8 rows at once); sub-block j's integer sum
  * is 4 vpdpbusd per activation row, then one 32-bit multiply by its scale.
+ * The high nibbles go into vpdpbusd in place (byte & 0xF0, 16 times their
+ * value: one op instead of a shift and a mask), so the low nibbles' scales
+ * are taken 16 times too and d carries the 1/16: the same products, exact
+ * (|sum| < 2^29), about 3% faster from L2.
  * The min term is dmin * sum_j m[j] (bsums[2j] + bsums[2j+1]): one
  * madd of the widened mins against broadcast bsum pairs, which lands in the
  * same two-lanes-per-row shape as the quant sums. */
@@ -130,7 +134,7 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
         cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
+        const __m512 dw16 = _mm512_mul_ps(row_scales(xb), _mm512_set1_ps(0.0625f)), mw = row_scales(xb + 16);
         const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
         const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 64));
         const __m256i u2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 96));
@@ -144,6 +148,9 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             sc[j] = dup_rows(_mm256_and_si256(_mm256_srli_epi32(sc_lo, 8 * j), kff));
             sc[j + 4] = dup_rows(_mm256_and_si256(_mm256_srli_epi32(sc_hi, 8 * j), kff));
         }
+        /* the low nibbles' sub-blocks (even j) count 16 times: the high
+         * nibbles are used in place, as 16 x their value */
+        for (int j = 0; j < 8; j += 2) sc[j] = _mm512_slli_epi32(sc[j], 4);
         /* row r's mins 0..3 (and 4..7) as int16 at positions 4r..4r+3 */
         const __m512i mins_lo = _mm512_cvtepu8_epi16(mn_lo), mins_hi = _mm512_cvtepu8_epi16(mn_hi);
         __m512i sumi[CPU_GEMM_MAX_COLS];
@@ -158,7 +165,7 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             for (int k = 0; k < 4; k++) {
                 const __m512i v = _mm512_loadu_si512(xb + 128 + 64 * (4 * g + k));
                 const __m512i lo = _mm512_and_si512(v, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                const __m512i hi = _mm512_andnot_si512(m4, v);
                 for (int c = 0; c < ncols; c++) {
                     const int8_t *q = yb[c]->qs + 64 * g + 8 * k;
                     plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
@@ -177,7 +184,7 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 _mm512_madd_epi16(mins_lo, _mm512_set1_epi64(_mm_cvtsi128_si64(bp))),
                 _mm512_madd_epi16(mins_hi, _mm512_set1_epi64(_mm_extract_epi64(bp, 1))));
             const __m512 dy = _mm512_set1_ps(yb[c]->d);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw16, dy), acc[c]);
             acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c]);
         }
     }
