@@ -61,6 +61,7 @@ struct cpu_step {
     int64_t n;              /* tasks */
     bool last;              /* the node's last step: run the abort callback after it */
     bool owned;             /* tasks in per-thread ranges, not in order (see above) */
+    size_t claim0;          /* its claim words: cb->claims[claim0 ..], nth if owned, else 1 */
     _Atomic int64_t done;   /* tasks finished */
 };
 
@@ -86,7 +87,7 @@ struct cpu_backend {
     int32_t steps_cap;
     struct cpu_member *members; /* steps_cap / 3 of them: at most one per node */
     bool *joined;               /* per node: runs in an earlier node's chunk step */
-    _Atomic uint64_t *claims;   /* per step, one claim word per thread (task_claim.h) */
+    _Atomic uint64_t *claims;   /* the steps' claim words (task_claim.h) */
     size_t claims_cap;
     bp_cpu_abort_fn abort_cb;
     void *abort_data;
@@ -224,7 +225,7 @@ static void graph_job(void *arg, int ith, int nth)
             finish_task(job, st, s);
             continue;
         }
-        _Atomic uint64_t *claims = cb->claims + (size_t)s * (size_t)nth;
+        _Atomic uint64_t *claims = cb->claims + st->claim0;
         int64_t lo, hi, c;
         if (!st->owned) { /* one range, everyone at its front */
             while (cpu_claim_front(&claims[0], 0, st->n, &c)) {
@@ -494,7 +495,11 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         cb->scratch_size = want;
     }
 
-    const size_t n_claims = (size_t)n_steps * (size_t)nth;
+    size_t n_claims = 0;
+    for (int32_t s = 0; s < n_steps; s++) {
+        cb->steps[s].claim0 = n_claims;
+        n_claims += cb->steps[s].owned ? (size_t)nth : 1;
+    }
     if (n_claims > cb->claims_cap) {
         _Atomic uint64_t *c = malloc(n_claims * sizeof *c);
         if (!c) {
