@@ -49,6 +49,11 @@ size_t bench_probe_bytes(const struct bench_probe *p);
 double bench_probe_run(struct bench_probe *p, int n_threads, int reps);
 /* The same, once: allocate, run, free. */
 double bench_read_bandwidth(size_t bytes, int n_threads, int reps);
+/* Run work(args + k * arg_size) for k < n on n threads that start at once
+ * (they meet at a gate first, so thread creation is not timed); seconds
+ * from the start to the last one's end, or -1 when a thread could not be
+ * created (then none of them ran its work). */
+double bench_run_together(int n, void (*work)(void *), void *args, size_t arg_size);
 /* Seconds of a monotonic clock. */
 double bench_now(void);
 /* Median of n values (sorts v). */

@@ -4,7 +4,6 @@
  * with random valid blocks (random quants, small finite scales): the
  * timing does not depend on the values. */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,22 +269,12 @@ struct mm_copy_job {
     struct bp_device *dev;
     int reps;
     double sec;
-    pthread_mutex_t *mu;
-    pthread_cond_t *cv;
-    int *ready, *go;
 };
 
-static void *mm_copy_thread(void *arg)
+static void mm_copy_work(void *arg)
 {
     struct mm_copy_job *j = arg;
-    pthread_mutex_lock(j->mu);
-    ++*j->ready;
-    pthread_cond_broadcast(j->cv);
-    while (*j->go == 0) pthread_cond_wait(j->cv, j->mu);
-    const int go = *j->go;
-    pthread_mutex_unlock(j->mu);
-    j->sec = go > 0 ? mm_bench_time(j->b, j->dev, 1, j->reps) : 0.0;
-    return NULL;
+    j->sec = mm_bench_time(j->b, j->dev, 1, j->reps);
 }
 
 static bool mm_copies_setup(struct bp_device *dev, const struct bench_opts *o, int64_t nmat, int n,
@@ -314,30 +303,16 @@ static void mm_copies_free(struct mm_copies *c)
  * 0 when a thread could not start or a copy failed (reported). */
 static double mm_copies_time(struct mm_copies *c, struct bp_device *dev, int reps, double *mean)
 {
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-    int ready = 0, go = 0, started = 0;
-    pthread_t *tid = calloc((size_t)c->n, sizeof *tid);
     struct mm_copy_job *jobs = calloc((size_t)c->n, sizeof *jobs);
     double speed = 0.0;
     *mean = 0.0;
-    if (!tid || !jobs) {
+    if (!jobs) {
         cli_error("out of memory for the one-thread copies.");
-        goto out;
+        return 0.0;
     }
-    for (; started < c->n; started++) {
-        jobs[started] = (struct mm_copy_job){ .b = &c->b[started], .dev = dev, .reps = reps,
-                                              .mu = &mu, .cv = &cv, .ready = &ready, .go = &go };
-        if (pthread_create(&tid[started], NULL, mm_copy_thread, &jobs[started]) != 0)
-            break;
-    }
-    pthread_mutex_lock(&mu);
-    while (started == c->n && ready < c->n) pthread_cond_wait(&cv, &mu);
-    go = started == c->n ? 1 : -1;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
-    for (int k = 0; k < started; k++) pthread_join(tid[k], NULL);
-    if (started != c->n) {
+    for (int k = 0; k < c->n; k++)
+        jobs[k] = (struct mm_copy_job){ .b = &c->b[k], .dev = dev, .reps = reps };
+    if (bench_run_together(c->n, mm_copy_work, jobs, sizeof *jobs) < 0) {
         cli_error("could not start %d threads for the one-thread copies.", c->n);
         goto out;
     }
@@ -351,7 +326,6 @@ static double mm_copies_time(struct mm_copies *c, struct bp_device *dev, int rep
     }
 out:
     free(jobs);
-    free(tid);
     return speed;
 }
 

@@ -32,20 +32,72 @@ double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The threads of one timed pass meet at a gate: every thread is running
- * before the clock starts, and a pass whose threads could not all be
- * started is called off (go < 0) instead of leaving threads blocked. */
-struct bw_gate {
+/* The threads meet at a gate: every one is running before the clock
+ * starts, and a run whose threads could not all be started is called off
+ * (go < 0) instead of leaving threads blocked. */
+struct bench_gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int ready, done, go;
 };
 
+struct bench_gate_arg {
+    struct bench_gate *gate;
+    void (*work)(void *);
+    void *arg;
+};
+
+static void *bench_gate_thread(void *p)
+{
+    const struct bench_gate_arg *a = p;
+    struct bench_gate *g = a->gate;
+    pthread_mutex_lock(&g->mu);
+    g->ready++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->go == 0) pthread_cond_wait(&g->cv, &g->mu);
+    const int go = g->go;
+    pthread_mutex_unlock(&g->mu);
+    if (go < 0) return NULL;
+    a->work(a->arg);
+    pthread_mutex_lock(&g->mu);
+    g->done++;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+double bench_run_together(int n, void (*work)(void *), void *args, size_t arg_size)
+{
+    if (n < 1) return -1.0;
+    pthread_t *tid = calloc((size_t)n, sizeof *tid);
+    struct bench_gate_arg *ga = calloc((size_t)n, sizeof *ga);
+    double sec = -1.0;
+    if (tid && ga) {
+        struct bench_gate gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+        int started = 0;
+        for (; started < n; started++) {
+            ga[started] = (struct bench_gate_arg){ &gate, work, (char *)args + (size_t)started * arg_size };
+            if (pthread_create(&tid[started], NULL, bench_gate_thread, &ga[started]) != 0) break;
+        }
+        pthread_mutex_lock(&gate.mu);
+        while (started == n && gate.ready < n) pthread_cond_wait(&gate.cv, &gate.mu);
+        gate.go = started == n ? 1 : -1;
+        const double t0 = bench_now();
+        pthread_cond_broadcast(&gate.cv);
+        while (gate.go > 0 && gate.done < n) pthread_cond_wait(&gate.cv, &gate.mu);
+        if (gate.go > 0) sec = bench_now() - t0;
+        pthread_mutex_unlock(&gate.mu);
+        for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+    }
+    free(ga);
+    free(tid);
+    return sec;
+}
+
 struct bw_job {
     const uint64_t *p;
     size_t n;          /* uint64 words */
     uint64_t sink;
-    struct bw_gate *gate;
 };
 
 /* Eight independent chains so the loop is bound by the loads; the compiler
@@ -73,23 +125,10 @@ static uint64_t read_words(const uint64_t *p, size_t n)
     return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
 }
 
-static void *bw_thread(void *arg)
+static void bw_work(void *arg)
 {
     struct bw_job *j = arg;
-    struct bw_gate *g = j->gate;
-    pthread_mutex_lock(&g->mu);
-    g->ready++;
-    pthread_cond_broadcast(&g->cv);
-    while (g->go == 0) pthread_cond_wait(&g->cv, &g->mu);
-    const int go = g->go;
-    pthread_mutex_unlock(&g->mu);
-    if (go < 0) return NULL;
     j->sink = read_words(j->p, j->n);
-    pthread_mutex_lock(&g->mu);
-    g->done++;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-    return NULL;
 }
 
 struct bench_probe {
@@ -143,36 +182,20 @@ double bench_probe_run(struct bench_probe *p, int n_threads, int reps)
     const size_t words = p->words / 8 / (size_t)n_threads * 8 * (size_t)n_threads;
     if (words == 0) return 0;
     double *t = calloc((size_t)reps, sizeof *t);
-    pthread_t *tid = calloc((size_t)n_threads, sizeof *tid);
     struct bw_job *jobs = calloc((size_t)n_threads, sizeof *jobs);
     double bw = 0;
-    if (t && tid && jobs) {
+    if (t && jobs) {
         int r = 0;
         for (; r < reps; r++) {
-            struct bw_gate gate = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
-            int started = 0;
-            for (int i = 0; i < n_threads; i++) {
+            for (int i = 0; i < n_threads; i++)
                 jobs[i] = (struct bw_job){ .p = p->buf + words / (size_t)n_threads * (size_t)i,
-                                           .n = words / (size_t)n_threads, .gate = &gate };
-                if (pthread_create(&tid[i], NULL, bw_thread, &jobs[i]) != 0) break;
-                started++;
-            }
-            pthread_mutex_lock(&gate.mu);
-            while (started == n_threads && gate.ready < n_threads)
-                pthread_cond_wait(&gate.cv, &gate.mu);
-            gate.go = started == n_threads ? 1 : -1;
-            const double t0 = bench_now();
-            pthread_cond_broadcast(&gate.cv);
-            while (gate.go > 0 && gate.done < n_threads) pthread_cond_wait(&gate.cv, &gate.mu);
-            t[r] = bench_now() - t0;
-            pthread_mutex_unlock(&gate.mu);
-            for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
-            if (started != n_threads) break; /* cannot measure: give up cleanly */
+                                           .n = words / (size_t)n_threads };
+            if ((t[r] = bench_run_together(n_threads, bw_work, jobs, sizeof *jobs)) < 0)
+                break; /* cannot measure: give up cleanly */
         }
         if (r == reps) bw = (double)(words * 8) / bench_median(t, reps);
     }
     free(jobs);
-    free(tid);
     free(t);
     return bw;
 }
