@@ -8,4 +8,6 @@
 #include "bp_op_shapes.h"
 #include "bp_plugin.h"
 #include "bp_quant.h"
+#include "bp_host_helpers.h"
+#include "bp_custom_op.h"
 #endif

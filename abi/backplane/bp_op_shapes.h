@@ -114,7 +114,8 @@ static inline bool bp__flash_attn_shapes_ok(const struct bp_tensor *t)
 
 /* True when node t is well-formed for its op: its required sources are
  * there and every shape and fixed type relation of bp_ops.h holds. Says
- * nothing about which element types a device can compute. */
+ * nothing about which element types a device can compute. False for
+ * BP_OP_CUSTOM, whose rules are its vendor's (bp_ops.h). */
 static inline bool bp_op_shapes_ok(const struct bp_tensor *t)
 {
     if (!t || t->op < 0 || t->op >= BP_OP_COUNT)
@@ -142,6 +143,7 @@ static inline bool bp_op_shapes_ok(const struct bp_tensor *t)
         return a && t->type == a->type && bp_shape_same(t, a);
     case BP_OP_SET_ROWS: return bp__set_rows_shapes_ok(t);
     case BP_OP_FLASH_ATTN_EXT: return bp__flash_attn_shapes_ok(t);
+    case BP_OP_CUSTOM: break; /* its vendor's rules: bp_ops.h */
     case BP_OP_COUNT: break;
     }
     return false;

@@ -94,6 +94,23 @@ enum bp_op {
      * out = softmax(scale * q.k^T + mask) . v. params: f32 scale. */
     BP_OP_FLASH_ATTN_EXT = 18,
 
+    /* CUSTOM (ABI 1.1): a vendor-defined op, the route by which a vendor adds
+     * an op without a new ABI minor. The node carries the op's registered
+     * name, "<vendor>.<op>" (lower-case letters, digits, '_' and '.'; fewer
+     * than BP_CUSTOM_NAME_MAX bytes): op_params words [0, BP_CUSTOM_PARAM_FIRST)
+     * hold it NUL-terminated and zero-padded; words [BP_CUSTOM_PARAM_FIRST,
+     * BP_MAX_OP_PARAMS) are the op's own parameters. Sources (src0..src3, in
+     * order, no gaps) and the result's type and shape are what the op's
+     * vendor defines; the application states them (bp_custom), the host
+     * checks only this form. A name is an ABI symbol of its vendor: a change
+     * of sources, parameters or meaning takes a new name ("acme.thing_v2").
+     * A device that does not know the name declines the node in supports_op;
+     * bp_op_shapes_ok answers false for CUSTOM (it cannot know the vendor's
+     * rules), so the shipped plugins decline every custom op, and a device
+     * that implements one tests the name (bp_custom_op_is, bp_custom_op.h)
+     * and its own shape rules. Reading and checking: bp_custom_op.h. */
+    BP_OP_CUSTOM = 19,
+
     BP_OP_COUNT
 };
 
@@ -104,6 +121,12 @@ static_assert(BP_OP_SILU == 9 && BP_OP_GELU == 10 && BP_OP_CPY == 11 && BP_OP_CO
               BP_OP_RESHAPE == 13 && BP_OP_VIEW == 14 && BP_OP_PERMUTE == 15 &&
               BP_OP_TRANSPOSE == 16 && BP_OP_SET_ROWS == 17 && BP_OP_FLASH_ATTN_EXT == 18,
               "bp_op values are frozen");
+static_assert(BP_OP_CUSTOM == 19, "bp_op values are frozen");
+
+/* The op-param layout of BP_OP_CUSTOM (words of bp_tensor.op_params). */
+#define BP_CUSTOM_NAME_MAX    32  /* bytes of the name field, its NUL included */
+#define BP_CUSTOM_PARAM_FIRST  8  /* first word of the op's own parameters */
+#define BP_CUSTOM_MAX_PARAMS   8  /* words of the op's own parameters */
 
 #define BP_ROPE_MODE_NORMAL 0
 #define BP_ROPE_MODE_NEOX   2
@@ -114,7 +137,7 @@ static inline const char *bp_op_name(enum bp_op op)
     static const char *const names[BP_OP_COUNT] = {
         "NONE", "GET_ROWS", "MUL_MAT", "ADD", "MUL", "SCALE", "RMS_NORM", "SOFT_MAX",
         "ROPE", "SILU", "GELU", "CPY", "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE",
-        "SET_ROWS", "FLASH_ATTN_EXT",
+        "SET_ROWS", "FLASH_ATTN_EXT", "CUSTOM",
     };
     return ((unsigned)op < BP_OP_COUNT) ? names[op] : "UNKNOWN";
 }

@@ -79,6 +79,11 @@ double check_threshold(enum bp_op op, enum bp_type type)
     return 1e-6;
 }
 
+double check_case_threshold(const struct check_case *c)
+{
+    return c->custom_case ? c->custom_case->max_nmse : check_threshold(c->op, c->type);
+}
+
 static const char *class_name(float x)
 {
     return isnan(x) ? "NaN" : (x > 0 ? "+Inf" : "-Inf");
@@ -88,7 +93,7 @@ void check_compare(const struct check_case *c, const struct check_output *ref,
                    const struct check_output *dev, struct check_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    v->threshold = check_threshold(c->op, c->type);
+    v->threshold = check_case_threshold(c);
     if (ref->n != dev->n || !ref->values || !dev->values) {
         snprintf(v->message, sizeof v->message, "output has %zu elements, the reference %zu",
                  dev->n, ref->n);

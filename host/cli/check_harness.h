@@ -59,6 +59,10 @@ struct check_case {
     int i0, i1;
     check_build_fn build;
     char desc[96];       /* "w[33,17] x[33,5] permuted" */
+    /* A vendor-defined op (check_custom.c): its description and input set,
+     * in the plugin's storage; NULL for the harness's own cases. */
+    const struct bp_custom_op_info *custom;
+    const struct bp_custom_op_case *custom_case;
 };
 
 /* The full case list (built once, static storage). */
@@ -92,6 +96,17 @@ void check_run_case(const struct check_case *c, size_t case_index, struct bp_dev
                     struct check_output *out);
 void check_output_free(struct check_output *out);
 
+/* The cases of dev's custom ops (BP_PROC_CUSTOM_OPS of its registry): a heap
+ * array in *out (the caller frees it; NULL when none), the count returned.
+ * A description the check cannot use is skipped with one sentence on stderr. */
+size_t check_custom_cases(struct bp_device *dev, struct check_case **out);
+/* The reference side of a custom case: the plugin's reference function on
+ * the inputs in host_dev's (host-memory) buffer type, with the same guards. */
+void check_run_custom_reference(const struct check_case *c, size_t case_index,
+                                struct bp_device *host_dev, struct check_output *out);
+/* "MUL_MAT", or a custom op's name. */
+const char *check_case_op_label(const struct check_case *c);
+
 /* Comparison outcome of a tested output against the reference. */
 struct check_verdict {
     bool   pass;
@@ -103,6 +118,8 @@ struct check_verdict {
     char   message[256];  /* why it failed ("" when it passed) */
 };
 double check_threshold(enum bp_op op, enum bp_type type);
+/* The pass limit of case c: its custom op's own, else check_threshold. */
+double check_case_threshold(const struct check_case *c);
 void check_compare(const struct check_case *c, const struct check_output *ref,
                    const struct check_output *dev, struct check_verdict *v);
 

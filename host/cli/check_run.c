@@ -156,8 +156,16 @@ static void check_inputs_intact(struct check_builder *b, struct bp_graph *g,
     }
 }
 
-void check_run_case(const struct check_case *c, size_t case_index, struct bp_device *dev,
-                    struct check_output *out)
+static bool buffer_is_host(struct bp_buffer *buf)
+{
+    struct bp_buffer_type *bt = buf->buft;
+    return bt && BP_IFACE_HAS(bt->iface, is_host) && bt->iface->is_host && bt->iface->is_host(bt);
+}
+
+/* Computes c on dev's backend, or, when reference is given, by calling it
+ * on the tensors in dev's (host-memory) buffer. */
+static void run_case(const struct check_case *c, size_t case_index, struct bp_device *dev,
+                     bp_custom_op_reference_fn reference, struct check_output *out)
 {
     memset(out, 0, sizeof *out);
     struct check_builder b;
@@ -171,7 +179,7 @@ void check_run_case(const struct check_case *c, size_t case_index, struct bp_dev
         problem(out, "could not build the case: %s%s", bp_last_error(), "");
         return;
     }
-    const struct bp_tensor *declined = check_first_unsupported(dev, g);
+    const struct bp_tensor *declined = reference ? NULL : check_first_unsupported(dev, g);
     if (declined) {
         out->unsupported = true;
         problem(out, "the device declines %s (tensor '%s')", bp_op_name((enum bp_op)declined->op),
@@ -200,11 +208,18 @@ void check_run_case(const struct check_case *c, size_t case_index, struct bp_dev
             goto done;
         }
     }
-    if (bp_backend_init(dev, NULL, &be) != BP_OK) {
+    if (reference) {
+        bp_status st = BP_ERR_INVALID_ARGUMENT;
+        if (!buffer_is_host(buf))
+            problem(out, "the reference needs host memory, but %s's buffers are not%s",
+                    bp_device_name(dev), "");
+        else if ((st = reference(t)) != BP_OK)
+            problem(out, "the plugin's reference returned %s%s", bp_status_name(st), "");
+        if (st != BP_OK) goto done;
+    } else if (bp_backend_init(dev, NULL, &be) != BP_OK) {
         problem(out, "creating a backend failed: %s%s", bp_last_error(), "");
         goto done;
-    }
-    if (bp_backend_graph_compute(be, g) != BP_OK || bp_backend_synchronize(be) != BP_OK) {
+    } else if (bp_backend_graph_compute(be, g) != BP_OK || bp_backend_synchronize(be) != BP_OK) {
         problem(out, "compute failed: %s%s", bp_last_error(), "");
         goto done;
     }
@@ -216,6 +231,24 @@ done:
     if (be) bp_backend_free(be);
     if (buf) bp_buffer_free(buf);
     check_case_release(&b, g);
+}
+
+void check_run_case(const struct check_case *c, size_t case_index, struct bp_device *dev,
+                    struct check_output *out)
+{
+    run_case(c, case_index, dev, NULL, out);
+}
+
+void check_run_custom_reference(const struct check_case *c, size_t case_index,
+                                struct bp_device *host_dev, struct check_output *out)
+{
+    if (c->custom && c->custom->reference) {
+        run_case(c, case_index, host_dev, c->custom->reference, out);
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    out->unsupported = true;
+    snprintf(out->problem, sizeof out->problem, "its plugin gives no reference function");
 }
 
 void check_output_free(struct check_output *out)

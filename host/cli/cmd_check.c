@@ -24,7 +24,10 @@ static void help(void)
          "and compares the output with the CPU reference by normalised mean\n"
          "squared error. Guard bytes around every tensor catch out-of-bounds\n"
          "writes; NaN/Inf where the reference is finite fails; ops a device\n"
-         "declines are reported as unsupported. Exits 1 when any case fails.\n\n"
+         "declines are reported as unsupported. A device whose plugin publishes\n"
+         "vendor-defined ops (BP_PROC_CUSTOM_OPS) also runs those, compared with\n"
+         "the plugin's reference (--op CUSTOM selects only them). Exits 1 when\n"
+         "any case fails.\n\n"
          "  --device NAME  check this device (repeatable)\n"
          "  --op NAME      check only this op, e.g. MUL_MAT (repeatable)\n"
          "  --json         per-case records and the summary as JSON\n"
@@ -59,6 +62,7 @@ static bool op_by_name(const char *name, enum bp_op *out)
 
 static bool op_has_cases(enum bp_op op)
 {
+    if (op == BP_OP_CUSTOM) return true; /* the devices' own cases (check_custom.c) */
     for (size_t i = 0; i < check_case_count(); i++)
         if (check_case_get(i)->op == op) return true;
     return false;
@@ -124,15 +128,16 @@ struct record {
     char message[300];
 };
 
-/* One case on one device: the device first, so a declined op costs nothing. */
-static void run_one(struct bp_device *dev, struct bp_device *ref_dev, size_t ci, struct record *r)
+/* One case on one device: the device first, so a declined op costs nothing.
+ * A custom op's reference is its plugin's function, run on ref_dev's memory. */
+static void run_one(struct bp_device *dev, struct bp_device *ref_dev, const struct check_case *c,
+                    size_t ci, struct record *r)
 {
-    const struct check_case *c = check_case_get(ci);
     struct check_output out, ref;
     memset(r, 0, sizeof *r);
     r->dev = dev;
     r->c = c;
-    r->v.threshold = check_threshold(c->op, c->type);
+    r->v.threshold = check_case_threshold(c);
     r->v.nmse = -1.0;
     check_run_case(c, ci, dev, &out);
     if (out.unsupported) {
@@ -141,7 +146,8 @@ static void run_one(struct bp_device *dev, struct bp_device *ref_dev, size_t ci,
         check_output_free(&out);
         return;
     }
-    check_run_case(c, ci, ref_dev, &ref);
+    if (c->custom) check_run_custom_reference(c, ci, ref_dev, &ref);
+    else check_run_case(c, ci, ref_dev, &ref);
     if (ref.unsupported || ref.problem[0] || !ref.values) {
         /* Without a reference there is nothing to judge the device by. */
         r->status = ref.unsupported ? CASE_UNSUPPORTED : CASE_FAIL;
@@ -167,7 +173,7 @@ static void run_one(struct bp_device *dev, struct bp_device *ref_dev, size_t ci,
 static void print_line(const struct record *r, bool verbose)
 {
     printf("%-5s %-10s %-14s %-4s %s", status_word(r->status), bp_device_name(r->dev),
-           bp_op_name(r->c->op), bp_type_name(r->c->type), r->c->desc);
+           check_case_op_label(r->c), bp_type_name(r->c->type), r->c->desc);
     if (r->v.nmse >= 0.0) printf("  nmse=%.2e", r->v.nmse);
     if (verbose && r->status == CASE_PASS)
         printf(" (limit %.0e, max |err| %.2e, reference rms %.3g)", r->v.threshold,
@@ -183,6 +189,7 @@ static void json_record(struct json_writer *w, const struct record *r)
     json_object_begin(w, NULL);
     json_string(w, "device", bp_device_name(r->dev));
     json_string(w, "op", bp_op_name(r->c->op));
+    if (r->c->custom) json_string(w, "custom_op", r->c->custom->name);
     json_string(w, "type", bp_type_name(r->c->type));
     json_string(w, "case", r->c->desc);
     json_string(w, "status", words[r->status]);
@@ -196,6 +203,19 @@ static void json_record(struct json_writer *w, const struct record *r)
 struct tally {
     int passed, failed, unsupported;
 };
+
+static void run_and_report(struct bp_device *dev, struct bp_device *ref_dev,
+                           const struct check_case *c, size_t ci, const struct options *o,
+                           struct json_writer *w, struct tally *t)
+{
+    struct record r;
+    run_one(dev, ref_dev, c, ci, &r);
+    if (r.status == CASE_PASS) t->passed++;
+    else if (r.status == CASE_FAIL) t->failed++;
+    else t->unsupported++;
+    if (o->json) json_record(w, &r);
+    else print_line(&r, o->verbose);
+}
 
 int cmd_check(int argc, char **argv)
 {
@@ -235,14 +255,13 @@ int cmd_check(int argc, char **argv)
     for (int d = 0; d < n_devs; d++) {
         for (size_t ci = 0; ci < check_case_count(); ci++) {
             if (o.any_op && !o.ops[check_case_get(ci)->op]) continue;
-            struct record r;
-            run_one(devs[d], ref_dev, ci, &r);
-            if (r.status == CASE_PASS) tallies[d].passed++;
-            else if (r.status == CASE_FAIL) tallies[d].failed++;
-            else tallies[d].unsupported++;
-            if (o.json) json_record(&w, &r);
-            else print_line(&r, o.verbose);
+            run_and_report(devs[d], ref_dev, check_case_get(ci), ci, &o, &w, &tallies[d]);
         }
+        struct check_case *custom = NULL;
+        size_t n_custom = (!o.any_op || o.ops[BP_OP_CUSTOM]) ? check_custom_cases(devs[d], &custom) : 0;
+        for (size_t ci = 0; ci < n_custom; ci++)
+            run_and_report(devs[d], ref_dev, &custom[ci], check_case_count() + ci, &o, &w, &tallies[d]);
+        free(custom);
     }
     bool all_ok = true;
     if (o.json) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_helpers.h"
 #include "loader_internal.h"
 
 #include <backplane/bp_quantize.h>
@@ -39,13 +40,17 @@ static void host_log(enum bp_log_level level, const char *who, const char *fmt, 
 }
 
 /* Services offered by name (each with its typedef in the ABI headers): the
- * reference conversions of bp_quant.h. Add a row to offer another. */
+ * reference conversions of bp_quant.h and the helpers of bp_host_helpers.h.
+ * Add a row to offer another. */
 static const struct {
     const char *name;
     void *fn;
 } host_procs[] = {
     {BP_HOST_PROC_QUANTIZE, (void *)(bp_quantize_fn)bp_quantize},
     {BP_HOST_PROC_DEQUANTIZE, (void *)(bp_dequantize_fn)bp_dequantize},
+    {BP_HOST_PROC_HOST_BUFFER_TYPE_INIT, (void *)(bp_host_buffer_type_init_fn)bp__host_buffer_type_init},
+    {BP_HOST_PROC_ELEMENT_GET_F32, (void *)(bp_element_get_f32_fn)bp__element_get_f32},
+    {BP_HOST_PROC_ELEMENT_SET_F32, (void *)(bp_element_set_f32_fn)bp__element_set_f32},
     {NULL, NULL},
 };
 

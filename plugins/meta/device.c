@@ -73,7 +73,9 @@ static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
 static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
 {
     struct meta_device *md = md_of(dev);
-    if ((unsigned)node->op >= BP_OP_COUNT) return false;
+    /* Custom ops: meta has no rule to split a vendor's op, so it declines
+     * them even when every sub-device knows the name (bp_custom_op.h). */
+    if ((unsigned)node->op >= BP_OP_COUNT || node->op == BP_OP_CUSTOM) return false;
     for (size_t i = 0; i < md->n; i++) {
         struct bp_device *s = md->sub[i];
         if (i > 0 && s == md->sub[i - 1]) continue;

@@ -245,6 +245,15 @@ BP_API struct bp_tensor *bp_set_rows(struct bp_context *ctx, struct bp_tensor *d
 BP_API struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_tensor *q,
                                            struct bp_tensor *k, struct bp_tensor *v,
                                            struct bp_tensor *mask, float scale);
+/* A vendor-defined op (BP_OP_CUSTOM, bp_custom_op.h): name "<vendor>.<op>",
+ * srcs[0..n_src) (n_src 0..BP_MAX_SRC), params[0..n_params) (0 to
+ * BP_CUSTOM_MAX_PARAMS words; params may be NULL when 0), and the result's
+ * type and shape ne[0..n_dims), which only the op's vendor knows. The host
+ * checks this form only; whether a device computes the op is its
+ * supports_op's answer. The arrays are copied; nothing is retained. */
+BP_API struct bp_tensor *bp_custom(struct bp_context *ctx, const char *name,
+                                   struct bp_tensor *const *srcs, int n_src, const int32_t *params,
+                                   int n_params, enum bp_type type, int n_dims, const int64_t *ne);
 
 /* ---------------------------------------------------------------- graphs */
 
