@@ -11,3 +11,10 @@ set_target_properties(bp_customop PROPERTIES PREFIX "" OUTPUT_NAME libbackplane-
 bp_add_check_test(test_custom_op SOURCES test_custom_op.c
   ENV "BACKPLANE_PLUGIN_PATH=${BP_CUSTOMOP_DIR}" "BACKPLANE_BACKENDS=customop,cpu,meta")
 add_dependencies(test_custom_op bp_customop backplane_cli)
+
+# The same suite with every plugin the build has (vulkan0 on lavapipe, cuda
+# devices where a GPU is present): each must decline custom ops it does not
+# know. Not a valgrind candidate: GPU drivers are not valgrind-clean.
+add_test(NAME test_custom_op_every_plugin COMMAND test_custom_op)
+set_tests_properties(test_custom_op_every_plugin PROPERTIES TIMEOUT 600
+  ENVIRONMENT "${BP_TEST_ENV};BACKPLANE_PLUGIN_PATH=${BP_CUSTOMOP_DIR}")

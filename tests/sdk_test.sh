@@ -48,6 +48,13 @@ compgen -G "$prefix/lib/backplane/libbackplane-cpu*.so" >/dev/null ||
     fail "the install tree has no CPU plugin in lib/backplane/"
 [[ $fails -eq 0 ]] || exit 1
 
+# The example stays small: with the host helpers (bp_host_helpers.h) a
+# host-memory device computing ADD, MUL and MUL_MAT fits in 120 lines of code
+# (non-blank lines once the compiler has stripped the comments).
+loc=$(cc -fpreprocessed -dD -E -P "$src_dir/examples/plugin/example_plugin.c" | grep -c '[^[:space:]]')
+[[ $loc -le 120 ]] ||
+    fail "examples/plugin/example_plugin.c has $loc lines of code; keep it within 120 (use the host helpers)"
+
 # ---- the plugin, route 1: find_package(backplane CONFIG) ----
 cp -r "$src_dir/examples/plugin" "$tmp/plugin-cmake"
 say "building examples/plugin with CMake against the install tree"

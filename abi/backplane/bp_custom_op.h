@@ -40,19 +40,18 @@ static_assert(BP_CUSTOM_NAME_MAX == BP_CUSTOM_PARAM_FIRST * 4 &&
 
 /* True for a well-formed custom-op name: "<vendor>.<op>", shorter than
  * BP_CUSTOM_NAME_MAX bytes, of lower-case letters, digits, '_' and '.',
- * with a '.' that is neither first nor last. */
+ * containing a '.' and neither starting nor ending with one. */
 static inline bool bp_custom_op_name_valid(const char *name)
 {
     if (!name) return false;
-    size_t n = 0, dot = 0;
+    size_t n = 0;
     for (; name[n]; n++) {
         const char c = name[n];
         if (n + 1 >= BP_CUSTOM_NAME_MAX) return false;
-        if (c == '.' && !dot) dot = n;
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.'))
             return false;
     }
-    return dot > 0 && dot + 1 < n;
+    return n >= 3 && name[0] != '.' && name[n - 1] != '.' && strchr(name, '.') != NULL;
 }
 
 /* The name a CUSTOM node carries, or NULL when t is not a CUSTOM node or its

@@ -71,7 +71,9 @@ static inline bool bp_host_helpers_get(const struct bp_host_services *host, cons
                                         BP_HOST_PROC_ELEMENT_SET_F32};
     void *fns[3] = {NULL, NULL, NULL};
     const bool can_ask = BP_IFACE_HAS(host, get_proc_address) && host->get_proc_address;
-    *h = (struct bp_host_helpers){NULL, NULL, NULL};
+    h->buffer_type_init = NULL;
+    h->get = NULL;
+    h->set = NULL;
     for (int i = 0; i < 3; i++) {
         fns[i] = can_ask ? host->get_proc_address(names[i]) : NULL;
         if (!fns[i]) {
