@@ -447,6 +447,35 @@ START_TEST(test_check_fails_a_custom_op_that_disagrees_with_its_reference)
 }
 END_TEST
 
+START_TEST(test_check_skips_or_reports_each_broken_custom_op_description_and_goes_on)
+{
+    static struct cli_run r;
+    run_check(&r, "CUSTOMOP_TEST_BAD_LIST=1", "--device customop0 --op CUSTOM --verbose");
+    /* One failing case (the reference that errors) makes exit 1; a crash
+     * or an abort would not be an exit at all. */
+    ck_assert_msg(r.rc == 1, "check exited %d:\n%s", r.rc, r.out);
+    ck_assert_msg(count_lines(r.out, "PASS", "test.axpby ") == 2, "%s", r.out);
+    /* NULL entry, a description too short for this ABI, an invalid name. */
+    ck_assert_msg(strstr(r.out, "custom op 1 of device customop0 is NULL; it is skipped") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "custom op 2 of device customop0 has a size too small") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "custom op 3 of device customop0 has no \"<vendor>.<op>\" name") != NULL,
+                  "%s", r.out);
+    /* Each unusable input set, by what is wrong with it. */
+    ck_assert_msg(count_lines(r.out, "backplane: check: case", "test.axpby_badcases on customop0 is skipped") == 4,
+                  "%s", r.out);
+    ck_assert_msg(strstr(r.out, "n_src is outside 0..4") && strstr(r.out, "not f32, f16 or bf16") &&
+                  strstr(r.out, "n_params is outside 0..8") && strstr(r.out, "max_nmse is not"), "%s", r.out);
+    ck_assert_msg(count_lines(r.out, "UNSUP", "test.axpby_noref") == 1, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "reference test.axpby_noref: its plugin gives no reference function"),
+                  "%s", r.out);
+    ck_assert_msg(count_lines(r.out, "FAIL", "test.axpby_refails") == 1, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "returned BP_ERR_INTERNAL") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "custom op 7 of device customop0 counts cases but its cases array is NULL"),
+                  "%s", r.out);
+    ck_assert_msg(strstr(r.out, "\ncustomop0: 2 passed, 1 failed, 1 unsupported") != NULL, "%s", r.out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("custom_op");
@@ -462,6 +491,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_element_accessor_reads_and_writes_through_strides_and_types);
     tcase_add_test(tc, test_check_runs_the_custom_op_against_the_plugins_reference);
     tcase_add_test(tc, test_check_fails_a_custom_op_that_disagrees_with_its_reference);
+    tcase_add_test(tc, test_check_skips_or_reports_each_broken_custom_op_description_and_goes_on);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -74,14 +74,18 @@ size_t check_custom_cases(struct bp_device *dev, struct check_case **out)
     size_t n = 0;
     for (size_t i = 0; i < n_ops; i++) {
         const struct bp_custom_op_info *op = ops[i];
-        if (!op || !BP_IFACE_HAS(op, n_cases) || !bp_custom_op_name_valid(op->name)) {
-            fprintf(stderr, "backplane: check: custom op %zu of device %s has no valid name or a "
-                    "description too short for this ABI; fix its BP_PROC_CUSTOM_OPS entry.\n",
-                    i, bp_device_name(dev));
+        const char *why = !op ? "is NULL"
+                          : !BP_IFACE_HAS(op, n_cases) ? "has a size too small to hold n_cases"
+                          : !bp_custom_op_name_valid(op->name) ? "has no \"<vendor>.<op>\" name"
+                          : op->n_cases && !op->cases ? "counts cases but its cases array is NULL"
+                          : NULL;
+        if (why) {
+            fprintf(stderr, "backplane: check: custom op %zu of device %s %s; it is skipped, fix "
+                    "the plugin's BP_PROC_CUSTOM_OPS list.\n", i, bp_device_name(dev), why);
             continue;
         }
         for (size_t j = 0; op->cases && j < op->n_cases; j++) {
-            const char *why = case_problem(&op->cases[j]);
+            why = case_problem(&op->cases[j]);
             if (why) {
                 fprintf(stderr, "backplane: check: case %zu of custom op %s on %s is skipped: %s.\n",
                         j, op->name, bp_device_name(dev), why);

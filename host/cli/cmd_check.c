@@ -151,7 +151,8 @@ static void run_one(struct bp_device *dev, struct bp_device *ref_dev, const stru
     if (ref.unsupported || ref.problem[0] || !ref.values) {
         /* Without a reference there is nothing to judge the device by. */
         r->status = ref.unsupported ? CASE_UNSUPPORTED : CASE_FAIL;
-        snprintf(r->message, sizeof r->message, "reference %s: %s", bp_device_name(ref_dev),
+        snprintf(r->message, sizeof r->message, "reference %s: %s",
+                 c->custom ? c->custom->name : bp_device_name(ref_dev),
                  ref.problem[0] ? ref.problem : "no output");
     } else if (!out.values) {
         r->status = CASE_FAIL;

@@ -11,7 +11,9 @@
  * independently of the device path (plain loops over contiguous memory, not
  * the host's accessor) and the cases `backplane check` runs. Test knobs:
  * CUSTOMOP_TEST_BREAK=1 makes the device compute a wrong result (check must
- * fail it); the registry proc "customop_host_helpers" returns the helpers the
+ * fail it); CUSTOMOP_TEST_BAD_LIST=1 publishes, besides test.axpby, the
+ * mistakes a vendor can make in the list (check must skip or report each and
+ * go on); the registry proc "customop_host_helpers" returns the helpers the
  * plugin got from the host, so a test can call them directly.
  */
 #include <stdlib.h>
@@ -25,7 +27,20 @@ static const struct bp_host_services *host;
 static struct bp_host_helpers H;
 static struct bp_buffer_type co_buft;
 static struct bp_registry co_registry;
-static bool broken;
+static bool broken, bad_list;
+
+/* Names the device computes as axpby besides AXPBY when bad_list is set:
+ * their published descriptions are the broken ones. */
+static const char *const bad_list_aliases[] = {"test.axpby_noref", "test.axpby_refails",
+                                               "test.axpby_badcases"};
+
+static bool knows_name(const struct bp_tensor *n)
+{
+    if (bp_custom_op_is(n, AXPBY)) return true;
+    for (size_t i = 0; bad_list && i < sizeof bad_list_aliases / sizeof bad_list_aliases[0]; i++)
+        if (bp_custom_op_is(n, bad_list_aliases[i])) return true;
+    return false;
+}
 
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
 
@@ -33,7 +48,7 @@ static bool supports_op(struct bp_device *dev, const struct bp_tensor *n)
 {
     (void)dev;
     if (n->op != BP_OP_CUSTOM) return bp_op_is_view((enum bp_op)n->op) && bp_op_shapes_ok(n);
-    if (!bp_custom_op_is(n, AXPBY)) return false;
+    if (!knows_name(n)) return false;
     const struct bp_tensor *x = n->src[0], *y = n->src[1];
     if (!x || !y || n->src[2] || n->type != BP_TYPE_F32 || !is_float(x->type) || !is_float(y->type) ||
         !bp_shape_same(n, x) || !bp_shape_positive(y))
@@ -115,9 +130,60 @@ static const struct bp_custom_op_info axpby_info = {
 
 static const struct bp_custom_op_info *const custom_ops[] = {&axpby_info};
 
+/* ---- CUSTOMOP_TEST_BAD_LIST: what a vendor can get wrong ---- */
+
+static bp_status reference_fails(struct bp_tensor *n)
+{
+    (void)n;
+    return BP_ERR_INTERNAL;
+}
+
+static const struct bp_custom_op_case bad_cases[] = {
+    {.n_src = 9, .type = BP_TYPE_F32, .ne = {4, 1, 1, 1}},
+    {.n_src = 1, .src_type = {BP_TYPE_I32}, .src_ne = {{4, 1, 1, 1}}, .type = BP_TYPE_F32,
+     .ne = {4, 1, 1, 1}},
+    {.n_src = 0, .type = BP_TYPE_F32, .ne = {4, 1, 1, 1}, .n_params = 9},
+    {.n_src = 0, .type = BP_TYPE_F32, .ne = {4, 1, 1, 1}, .max_nmse = -1.0},
+};
+
+static const struct bp_custom_op_info short_info = {
+    .size = offsetof(struct bp_custom_op_info, description), /* ends after name */
+    .name = "test.short",
+};
+static const struct bp_custom_op_info badname_info = {
+    .size = sizeof(struct bp_custom_op_info), .name = "Not A Name", .reference = reference_axpby,
+    .cases = axpby_cases, .n_cases = 1,
+};
+static const struct bp_custom_op_info noref_info = {
+    .size = sizeof(struct bp_custom_op_info), .name = "test.axpby_noref", .cases = axpby_cases,
+    .n_cases = 1,
+};
+static const struct bp_custom_op_info refails_info = {
+    .size = sizeof(struct bp_custom_op_info), .name = "test.axpby_refails",
+    .reference = reference_fails, .cases = axpby_cases, .n_cases = 1,
+};
+static const struct bp_custom_op_info badcases_info = {
+    .size = sizeof(struct bp_custom_op_info), .name = "test.axpby_badcases",
+    .reference = reference_axpby, .cases = bad_cases,
+    .n_cases = sizeof bad_cases / sizeof bad_cases[0],
+};
+static const struct bp_custom_op_info nocases_info = {
+    .size = sizeof(struct bp_custom_op_info), .name = "test.nocases",
+    .reference = reference_axpby, .cases = NULL, .n_cases = 5,
+};
+
+static const struct bp_custom_op_info *const bad_custom_ops[] = {
+    &axpby_info, NULL, &short_info, &badname_info, &noref_info, &refails_info, &badcases_info,
+    &nocases_info,
+};
+
 static const struct bp_custom_op_info *const *get_custom_ops(struct bp_registry *reg, size_t *n)
 {
     (void)reg;
+    if (bad_list) {
+        *n = sizeof bad_custom_ops / sizeof bad_custom_ops[0];
+        return bad_custom_ops;
+    }
     *n = sizeof custom_ops / sizeof custom_ops[0];
     return custom_ops;
 }
@@ -221,6 +287,8 @@ static bp_status customop_init(const struct bp_host_services *services, struct b
     host = services;
     const char *b = getenv("CUSTOMOP_TEST_BREAK");
     broken = b && !strcmp(b, "1");
+    b = getenv("CUSTOMOP_TEST_BAD_LIST");
+    bad_list = b && !strcmp(b, "1");
     for (size_t i = 0; i < sizeof axpby_cases / sizeof axpby_cases[0]; i++)
         memcpy(axpby_cases[i].params, axpby_case_params[i], sizeof axpby_case_params[i]);
     *out = &co_registry;
