@@ -19,7 +19,7 @@ static const char *tname(const struct bp_tensor *t)
     return t->name[0] ? t->name : "(unnamed)";
 }
 
-/* The bytes raw of t in logical order as f32, whatever its strides. */
+/* t's bytes (raw, laid out by t's strides) as f32 in logical order. */
 static void to_f32(const struct bp_tensor *t, const unsigned char *raw, float *v)
 {
     size_t k = 0;
@@ -64,7 +64,9 @@ static float *read_values(const struct bp_tensor *t, int copy, struct check_outp
     if (!t->view_src && nbytes > 0) {
         size_t j = 0;
         while (j < nbytes && raw[j] == CHECK_GUARD_PATTERN) j++;
-        if (j == nbytes) problem(out, "left its output tensor '%s' unwritten%s", tname(t), "");
+        char who[48] = "";
+        if (copy >= 0) snprintf(who, sizeof who, " (sub-device %d's copy)", copy);
+        if (j == nbytes) problem(out, "left its output tensor '%s' unwritten%s", tname(t), who);
     }
     to_f32(t, raw, v);
     free(raw);

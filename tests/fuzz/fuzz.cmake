@@ -1,4 +1,4 @@
-# libFuzzer harnesses: built only when the C compiler is a clang that links
+# libFuzzer harnesses (the GGUF reader, the plugin loader): built only when the C compiler is a clang that links
 # -fsanitize=fuzzer (apt: clang libclang-rt-14-dev), i.e. in the build-fuzz/
 # tree of scripts/test-all.sh. Each links the sources it fuzzes directly,
 # instrumented, and registers a bounded smoke run (label "fuzz") over the
@@ -43,6 +43,32 @@ if(BP_HAVE_LIBFUZZER)
     ${found} ${corpus})
   set_tests_properties(fuzz_gguf_smoke PROPERTIES FIXTURES_REQUIRED fuzz_gguf_corpus
     LABELS fuzz TIMEOUT 300)
+
+  # The loader, compiled in and instrumented, against a plugin whose answers
+  # each input scripts (fuzzplug.c). No seeds: its inputs are a few bytes.
+  file(GLOB host_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/host/src/*.c)
+  add_library(fuzzplug MODULE ${CMAKE_CURRENT_LIST_DIR}/fuzzplug.c)
+  target_link_libraries(fuzzplug PRIVATE backplane_abi)
+  target_compile_options(fuzzplug PRIVATE -fsanitize=address,undefined)
+  set_target_properties(fuzzplug PROPERTIES PREFIX "" OUTPUT_NAME libbackplane-fuzzplug
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_plugins)
+  add_executable(fuzz_loader ${CMAKE_CURRENT_LIST_DIR}/fuzz_loader.c ${host_sources})
+  target_include_directories(fuzz_loader PRIVATE ${CMAKE_SOURCE_DIR}/host/include
+    ${CMAKE_SOURCE_DIR}/host/src)
+  # No installed plugin directory: only the scripted plugin may be found.
+  target_compile_definitions(fuzz_loader PRIVATE _GNU_SOURCE
+    BP_VERSION_STRING="${PROJECT_VERSION}" BP_PLUGIN_SUBDIR="${BP_PLUGIN_SUBDIR}"
+    BP_INSTALL_PLUGIN_DIR="/nonexistent/backplane-fuzz"
+    BP_FUZZPLUG_PATH="$<TARGET_FILE:fuzzplug>")
+  target_compile_options(fuzz_loader PRIVATE -fsanitize=fuzzer,address,undefined
+    -fno-sanitize-recover=undefined)
+  target_link_options(fuzz_loader PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_loader PRIVATE backplane_abi Threads::Threads ${CMAKE_DL_LIBS} m)
+  add_dependencies(fuzz_loader fuzzplug)
+  add_test(NAME fuzz_loader_smoke COMMAND fuzz_loader -runs=${BP_FUZZ_RUNS} -seed=1
+    -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/loader-)
+  set_tests_properties(fuzz_loader_smoke PROPERTIES LABELS fuzz TIMEOUT 300)
+
   # What the fuzz stage builds (not the whole tree).
-  add_custom_target(fuzz_all DEPENDS fuzz_gguf fuzz_gguf_seeds)
+  add_custom_target(fuzz_all DEPENDS fuzz_gguf fuzz_gguf_seeds fuzz_loader)
 endif()
