@@ -11,5 +11,5 @@ if(TARGET bp_plugin_meta)
 endif()
 
 # The GGUF parser's libFuzzer harness, when clang offers -fsanitize=fuzzer
-# (see tests/fuzz/README.md); built, not run, by CI.
+# (see tests/fuzz/README.md); scripts/test-all.sh builds and runs it in build-fuzz/.
 include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake OPTIONAL)

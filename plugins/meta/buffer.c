@@ -584,3 +584,26 @@ bp_status meta_copy_tensor(const struct bp_tensor *src, struct bp_tensor *dst)
     free(tmp);
     return st;
 }
+
+bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, size_t offset, size_t size)
+{
+    if (!t || !t->buffer || !meta_buft_is_meta(t->buffer->buft) || (size && !dst)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_tensor_get_copy: tensor '%s' is not in a meta buffer.", t ? t->name : "(null)");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    struct meta_buffer *mb = t->buffer->context;
+    bp_status st = meta_buffer_materialize(mb);
+    if (st != BP_OK) return st;
+    size_t rel = 0;
+    const struct bp_tensor *o = view_owner(t, &rel);
+    struct meta_tensor *mt = meta_tensor_of(o);
+    if (!mt) return BP_ERR_INVALID_ARGUMENT;
+    if ((st = io_check(o, mt, "read")) != BP_OK) return st;
+    if (d >= mb->md->n || mt->layout.state != BP_META_SPLIT_MIRRORED || rel + offset + size > bp_nbytes(o)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_tensor_get_copy: tensor '%s' is %s and its device has %zu sub-devices; "
+                 "only a MIRRORED tensor has a copy on each, numbered from 0, within its bytes.", t->name,
+                 meta_state_name(mt->layout.state), mb->md->n);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    return sub_get(&mt->local[d], dst, rel + offset, size);
+}

@@ -318,6 +318,18 @@ bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *us
     return BP_OK;
 }
 
+bp_status meta_device_sub_devices(struct bp_device *dev, struct bp_device **subs, size_t cap, size_t *n)
+{
+    if (!meta_is_meta_device(dev) || !n || (cap && !subs)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_device_sub_devices needs a meta device, n, and subs when cap is not 0.");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    struct meta_device *md = md_of(dev);
+    for (size_t i = 0; i < md->n && i < cap; i++) subs[i] = md->sub[i];
+    *n = md->n;
+    return BP_OK;
+}
+
 size_t meta_device_count(void)
 {
     pthread_mutex_lock(&list_lock);

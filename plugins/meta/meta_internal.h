@@ -41,6 +41,7 @@ bp_status meta_device_from_spec(const char *spec, struct bp_device **out);
 bp_status meta_device_new(struct bp_device *const *devs, size_t n, const float *ratios,
                           bp_meta_split_fn cb, void *user, struct bp_device **out);
 bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *user);
+bp_status meta_device_sub_devices(struct bp_device *dev, struct bp_device **subs, size_t cap, size_t *n);
 size_t meta_device_count(void);
 struct bp_device *meta_device_at(size_t i);
 void meta_devices_free_all(void);
@@ -131,6 +132,8 @@ bp_status meta_buffer_materialize(struct meta_buffer *mb);
 /* Bytes held on each device by the buffer's sub-buffers. */
 bp_status meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes);
 bp_status meta_tensor_split_query(const struct bp_tensor *t, int32_t *state, int64_t *local_ne);
+/* BP_PROC_META_TENSOR_GET_COPY: device d's own copy of a mirrored tensor. */
+bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, size_t offset, size_t size);
 /* Byte copy between tensors of possibly different devices (same shape,
  * contiguous). */
 bp_status meta_copy_tensor(const struct bp_tensor *src, struct bp_tensor *dst);

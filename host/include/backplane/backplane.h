@@ -11,6 +11,25 @@
  * and mark their context failed; passing NULL to a constructor returns NULL,
  * so a whole graph can be built and checked once (bp_context_status, or the
  * status of bp_graph_build).
+ *
+ * Threads (tests/test_host_threads.c; ThreadSanitizer runs the cpu, meta and
+ * loader suites in CI):
+ * - Any thread may make the first call; discovery runs once, under a lock,
+ *   and the others wait for it. bp_unload must not overlap any other call.
+ * - Read-only after loading, so callable from any number of threads at once:
+ *   the device and plugin lists and lookups (bp_device_*, bp_plugin_*,
+ *   bp_default_devices, bp_device_buffer_type, supports-op queries).
+ * - bp_last_error() is per thread: it describes the calling thread's failure.
+ * - A context and what is built from it (tensors, graphs) is used by one
+ *   thread at a time; different contexts may be used concurrently.
+ * - A buffer (tensor set/get, read/write/clear, free) is used by one thread
+ *   at a time, and never while a backend computes a graph that touches it
+ *   (synchronize that backend first); different buffers concurrently.
+ * - A backend (stream) is used by one thread at a time; different backends,
+ *   even of one device, compute concurrently and independently.
+ * - Meta devices: bp_meta_set_split_fn applies to tensors placed afterwards
+ *   and must not overlap an allocation on that device; the split callback
+ *   runs on the allocating thread.
  */
 #ifndef BACKPLANE_H
 #define BACKPLANE_H
