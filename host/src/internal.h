@@ -31,6 +31,10 @@ BP_HIDDEN const char *bp__getenv(const char *name);
  * public entry point that touches plugins or devices calls it. */
 BP_HIDDEN void bp__ensure_loaded(void);
 
+/* devices.c — whether dev's backends read buffers of buft: its
+ * supports_buft, or (without one) only buffer types of dev itself. */
+BP_HIDDEN bool bp__device_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft);
+
 /* The host-services table handed to plugins. */
 BP_HIDDEN const struct bp_host_services *bp__host_services(void);
 

@@ -66,7 +66,7 @@ foreach(v low:1 high:5 cannot:0)
 endforeach()
 
 bp_add_fault_plugin(bp_fault_meta libbackplane-meta DIR meta
-  DEFS FAULT_FAMILY="meta" FAULT_DEVICE="fakemeta0" FAULT_META
+  DEFS FAULT_FAMILY="meta" FAULT_DEVICE="metafake0" FAULT_META
        FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_META)
 
 # Not a shared object at all, under a plugin's name.

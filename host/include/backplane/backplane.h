@@ -89,6 +89,7 @@ enum bp_plugin_failure_code {
     BP_PLUGIN_FAIL_OUTSCORED = 12,         /* another variant of the family scored higher */
     BP_PLUGIN_FAIL_BAD_NAME = 13,          /* file name is not libbackplane-<family>[-<variant>].so */
     BP_PLUGIN_FAIL_BAD_REGISTRY = 14,      /* init succeeded but returned an unusable registry */
+    BP_PLUGIN_FAIL_ABI_MINOR = 15,         /* (1.1) the plugin needs a newer host minor */
 };
 struct bp_plugin_failure {
     const char *path;
