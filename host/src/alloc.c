@@ -37,8 +37,9 @@ static bp_status layout_begin(struct bp_buffer_type *buft, const struct bp_alloc
     l->align = align;
     l->cur = 0;
     l->guard = 0;
-    if (opts && !round_up(opts->guard_bytes, align, &l->guard))
-        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: guard_bytes %zu is too large.", what, opts->guard_bytes);
+    size_t guard = BP__OPT(opts, guard_bytes, 0);
+    if (!round_up(guard, align, &l->guard))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: guard_bytes %zu is too large.", what, guard);
     return BP_OK;
 }
 

@@ -36,9 +36,9 @@ bp_status bp_backend_init(struct bp_device *dev, const char *params, struct bp_b
     struct bp_iface_problem p = bp_backend_iface_check(b->iface);
     if (p.field) {
         char why[160];
-        bp__log(BP_LOG_ERROR, "backplane", "device %s returned a backend whose table %s; the backend is "
-                "refused (fix the plugin: bp_plugin.h marks the required fields).", dev_name(dev),
-                bp_iface_problem_text(p, why, sizeof why));
+        bp__log(BP_LOG_ERROR, "backplane", "device %s (plugin %s) returned a backend whose table %s; the "
+                "backend is refused (fix the plugin: bp_plugin.h marks the required fields).", dev_name(dev),
+                bp__device_family(dev), bp_iface_problem_text(p, why, sizeof why));
         /* Give it back only when the table reaches free; otherwise it leaks. */
         void (*free_fn)(struct bp_backend *) = b->iface && b->iface->size <= BP_IFACE_MAX_SIZE
                                                    ? BP_IFACE_GET(b->iface, free) : NULL;

@@ -1,6 +1,7 @@
 /* buffer.c — buffers: allocation, release and raw byte access, each plugin
  * call wrapped with a status and a sentence. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor_internal.h"
@@ -27,9 +28,10 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
     char why[160];
     struct bp_iface_problem p = bp_buffer_type_iface_check(buft->iface);
     if (p.field) {
-        bp__log(BP_LOG_ERROR, "backplane", "a buffer type of device '%s' has a table that %s; nothing is "
-                "allocated (fix the plugin: bp_plugin.h marks the required fields).",
-                bp_device_name(buft->device), bp_iface_problem_text(p, why, sizeof why));
+        bp__log(BP_LOG_ERROR, "backplane", "a buffer type of device '%s' (plugin %s) has a table that %s; "
+                "nothing is allocated (fix the plugin: bp_plugin.h marks the required fields).",
+                bp_device_name(buft->device), bp__device_family(buft->device),
+                bp_iface_problem_text(p, why, sizeof why));
         return bp__fail(BP_ERR_PLUGIN, "bp_buffer_alloc: the buffer type's table is broken (its %s); see the log.",
                         p.field);
     }
@@ -51,9 +53,9 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
     /* Made at run time, so checked here, once: later calls trust it. */
     p = bp_buffer_iface_check(buf->iface);
     if (p.field) {
-        bp__log(BP_LOG_ERROR, "backplane", "buffer type %s returned a buffer whose table %s; the buffer is "
-                "refused (fix the plugin: bp_plugin.h marks the required fields).", bp__buft_name(buft),
-                bp_iface_problem_text(p, why, sizeof why));
+        bp__log(BP_LOG_ERROR, "backplane", "buffer type %s (plugin %s) returned a buffer whose table %s; "
+                "the buffer is refused (fix the plugin: bp_plugin.h marks the required fields).",
+                bp__buft_name(buft), bp__device_family(buft->device), bp_iface_problem_text(p, why, sizeof why));
         /* Without free_buffer we cannot even give it back: leak rather than crash. */
         void (*free_fn)(struct bp_buffer *) = buf->iface && buf->iface->size <= BP_IFACE_MAX_SIZE
                                                   ? BP_IFACE_GET(buf->iface, free_buffer) : NULL;
@@ -77,20 +79,6 @@ size_t bp_buffer_size(const struct bp_buffer *buf)
     return buf ? buf->size : 0;
 }
 
-bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value)
-{
-    if (!buf || !buf->iface) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_clear: the buffer is NULL.");
-    bp_status (*clear)(struct bp_buffer *, uint8_t) = BP_IFACE_GET(buf->iface, clear);
-    if (!clear)
-        return bp__fail(BP_ERR_UNSUPPORTED, "buffer %s cannot be cleared: its plugin has no clear function.",
-                        bp__buffer_name(buf));
-    bp_status st = clear(buf, value);
-    if (st != BP_OK)
-        return bp__fail(st, "buffer %s failed to clear (%s); see the log for the plugin's reason.",
-                        bp__buffer_name(buf), bp_status_name(st));
-    return BP_OK;
-}
-
 /* A 1-D I32 tensor spanning the whole buffer from its base. Plugins address
  * bytes as t->data + offset, so raw access is a tensor access at `offset`.
  * It is never passed to init_tensor and has no extra. */
@@ -105,6 +93,36 @@ static void whole_buffer_tensor(struct bp_buffer *buf, struct bp_tensor *t)
     t->data = buf->iface->get_base(buf);
     t->buffer = buf;
     snprintf(t->name, sizeof t->name, "(raw buffer bytes)");
+}
+
+/* Without the optional clear, the same bytes go through set_tensor, which
+ * every buffer has, a chunk at a time. */
+static bp_status clear_by_writes(struct bp_buffer *buf, uint8_t value)
+{
+    enum { CHUNK = 1 << 16 };
+    size_t chunk = buf->size < CHUNK ? buf->size : CHUNK;
+    if (chunk == 0) return BP_OK;
+    unsigned char *fill = malloc(chunk);
+    if (!fill) return BP_ERR_OUT_OF_MEMORY;
+    memset(fill, value, chunk);
+    struct bp_tensor t;
+    whole_buffer_tensor(buf, &t);
+    bp_status st = BP_OK;
+    for (size_t off = 0; off < buf->size && st == BP_OK; off += chunk)
+        st = buf->iface->set_tensor(buf, &t, fill, off, buf->size - off < chunk ? buf->size - off : chunk);
+    free(fill);
+    return st;
+}
+
+bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value)
+{
+    if (!buf || !buf->iface) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_clear: the buffer is NULL.");
+    bp_status (*clear)(struct bp_buffer *, uint8_t) = BP_IFACE_GET(buf->iface, clear);
+    bp_status st = clear ? clear(buf, value) : clear_by_writes(buf, value);
+    if (st != BP_OK)
+        return bp__fail(st, "buffer %s failed to clear (%s); see the log for the plugin's reason.",
+                        bp__buffer_name(buf), bp_status_name(st));
+    return BP_OK;
 }
 
 static bp_status check_raw(const char *what, struct bp_buffer *buf, const void *host, size_t offset,

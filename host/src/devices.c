@@ -352,8 +352,9 @@ static struct bp_buffer_type *checked_buft(struct bp_device *dev, struct bp_buff
     struct bp_iface_problem p = bp_buffer_type_iface_check(buft ? buft->iface : NULL);
     if (buft && !p.field) return buft;
     char why[160];
-    bp__log(BP_LOG_ERROR, "backplane", "device '%s' returned a %s that %s; its plugin is broken.",
-            dev_name(dev), what, buft ? bp_iface_problem_text(p, why, sizeof why) : "is NULL");
+    bp__log(BP_LOG_ERROR, "backplane", "device '%s' (plugin %s) returned a %s that %s; fix the plugin.",
+            dev_name(dev), bp__device_family(dev), what,
+            buft ? bp_iface_problem_text(p, why, sizeof why) : "is NULL");
     bp__fail(BP_ERR_PLUGIN, "device '%s' returned an unusable %s; see the log.", dev_name(dev),
              what);
     return NULL;
@@ -367,6 +368,14 @@ struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev)
         return NULL;
     }
     return checked_buft(dev, fn(dev), "buffer type (get_buffer_type)");
+}
+
+const char *bp__device_family(struct bp_device *dev)
+{
+    struct bp_registry *reg = dev ? dev->reg : NULL;
+    const char *(*fn)(struct bp_registry *) = reg ? BP_IFACE_GET(reg->iface, get_name) : NULL;
+    const char *n = fn ? fn(reg) : NULL;
+    return n ? n : "?";
 }
 
 bool bp__device_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)

@@ -138,8 +138,9 @@ static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_optio
     size_t cannot_run = 0;
     for (size_t i = 0; i < n; i++) {
         struct bp__refusal r;
-        if (opts->isolate_probe &&
-            !bp__probe_plugin(g[i].c, opts->probe_timeout_s ? opts->probe_timeout_s : 10, &r)) {
+        unsigned timeout_s = BP__OPT(opts, probe_timeout_s, 0u);
+        if (BP__OPT(opts, isolate_probe, false) &&
+            !bp__probe_plugin(g[i].c, timeout_s ? timeout_s : 10, &r)) {
             bp__record_failure(g[i].c->path, family, &r);
             continue;
         }

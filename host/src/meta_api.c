@@ -59,8 +59,9 @@ bp_status bp_meta_backend_stats(struct bp_backend *b, struct bp_meta_stats *out)
 {
     bp_meta_get_stats_fn fn = (bp_meta_get_stats_fn)meta_proc(BP_PROC_META_GET_STATS, "bp_meta_backend_stats");
     if (!fn) return BP_ERR_NOT_FOUND;
-    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out.");
-    out->size = sizeof *out;
+    if (!out || out->size < sizeof out->size)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out with out->size set "
+                                                 "(struct bp_meta_stats st = {.size = sizeof st}).");
     bp_status st = fn(b, out);
     if (st != BP_OK) return bp__fail(st, "bp_meta_backend_stats: the backend is not a meta backend.");
     return BP_OK;
