@@ -149,6 +149,8 @@ BP_API bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads);
 BP_API bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out);
 BP_API void bp_buffer_free(struct bp_buffer *buf);
 BP_API size_t bp_buffer_size(const struct bp_buffer *buf);
+/* Fill every byte of buf with value: the plugin's clear, or its set_tensor
+ * when the buffer has no clear (1.1). */
 BP_API bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value);
 /* Raw byte access to a buffer (for guard checks and debugging). */
 BP_API bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size);
