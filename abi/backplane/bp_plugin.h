@@ -328,6 +328,8 @@ struct bp_host_services {
     /* Further services by name, Redis-module style; NULL when absent. */
     void *(*get_proc_address)(const char *name);
 };
+static_assert(offsetof(struct bp_host_services, get_proc_address) == BP_IFACE_SLOT(7),
+              "bp_host_services layout is frozen");
 
 /* The checks every plugin's init makes first, against a host it cannot
  * trust to be ours: out is writable (*out = NULL from here on), the host
