@@ -10,9 +10,8 @@ static void *meta_proc(const char *name, const char *what)
 {
     bp__ensure_loaded();
     struct bp_registry *reg = bp_registry_by_name("meta");
-    void *fn = NULL;
-    if (reg && reg->iface && BP_IFACE_HAS(reg->iface, get_proc_address) && reg->iface->get_proc_address)
-        fn = reg->iface->get_proc_address(reg, name);
+    void *(*proc)(struct bp_registry *, const char *) = reg ? BP_IFACE_GET(reg->iface, get_proc_address) : NULL;
+    void *fn = proc ? proc(reg, name) : NULL;
     if (!fn)
         bp__fail(BP_ERR_NOT_FOUND, "%s needs the meta plugin (libbackplane-meta.so with %s), which is not "
                  "loaded; see `backplane devices`.", what, name);
