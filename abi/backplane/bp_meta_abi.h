@@ -85,6 +85,9 @@ struct bp_meta_stats {
     uint64_t comm_calls;      /* reductions handed to the registry's comm_allreduce_tensor */
     uint64_t comm_declined;   /* of those, declined (BP_ERR_UNSUPPORTED) and done by the butterfly */
 };
+static_assert(offsetof(struct bp_meta_stats, comm_declined) ==
+                  offsetof(struct bp_meta_stats, graphs) + 6 * sizeof(uint64_t),
+              "bp_meta_stats layout is frozen");
 
 /* ---- proc-address names on the "meta" registry ---- */
 

@@ -29,24 +29,27 @@ static bp_status layout_begin(struct bp_buffer_type *buft, const struct bp_alloc
     if (!buft || !buft->iface)
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the buffer type is NULL; get one from bp_device_buffer_type.", what);
     size_t align = 1;
-    if (BP_IFACE_HAS(buft->iface, get_alignment) && buft->iface->get_alignment)
-        align = buft->iface->get_alignment(buft);
+    size_t (*alignment)(struct bp_buffer_type *) = BP_IFACE_GET(buft->iface, get_alignment);
+    if (alignment) align = alignment(buft);
     if (align == 0 || (align & (align - 1)) != 0)
         return bp__fail(BP_ERR_PLUGIN, "%s: buffer type %s reports alignment %zu, which is not a power of two; "
                         "its plugin is broken.", what, bp__buft_name(buft), align);
     l->align = align;
     l->cur = 0;
     l->guard = 0;
-    if (opts && !round_up(opts->guard_bytes, align, &l->guard))
-        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: guard_bytes %zu is too large.", what, opts->guard_bytes);
+    size_t guard = BP__OPT(opts, guard_bytes, 0);
+    if (!round_up(guard, align, &l->guard))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: guard_bytes %zu is too large.", what, guard);
     return BP_OK;
 }
 
 static size_t tensor_alloc_size(struct bp_buffer_type *buft, const struct bp_tensor *t)
 {
     size_t n = bp_nbytes(t);
-    if (BP_IFACE_HAS(buft->iface, get_alloc_size) && buft->iface->get_alloc_size) {
-        size_t a = buft->iface->get_alloc_size(buft, t);
+    size_t (*alloc_size)(struct bp_buffer_type *, const struct bp_tensor *) =
+        BP_IFACE_GET(buft->iface, get_alloc_size);
+    if (alloc_size) {
+        size_t a = alloc_size(buft, t);
         if (a > n) n = a; /* a plugin may pad, never shrink */
     }
     return n;
@@ -143,8 +146,9 @@ bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type
         layout_place(&l, tensor_alloc_size(buft, t), &off); /* cannot overflow: it did not above */
         t->data = base + off;
         t->buffer = buf;
-        if (BP_IFACE_HAS(buf->iface, init_tensor) && buf->iface->init_tensor) {
-            st = buf->iface->init_tensor(buf, t);
+        bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(buf->iface, init_tensor);
+        if (init_tensor) {
+            st = init_tensor(buf, t);
             if (st != BP_OK) {
                 char lb[BP_MAX_NAME + 8];
                 bp__fail(st, "%s: buffer %s could not set up tensor %s (%s); see the log for the plugin's reason.",

@@ -10,9 +10,8 @@ static void *meta_proc(const char *name, const char *what)
 {
     bp__ensure_loaded();
     struct bp_registry *reg = bp_registry_by_name("meta");
-    void *fn = NULL;
-    if (reg && reg->iface && BP_IFACE_HAS(reg->iface, get_proc_address) && reg->iface->get_proc_address)
-        fn = reg->iface->get_proc_address(reg, name);
+    void *(*proc)(struct bp_registry *, const char *) = reg ? BP_IFACE_GET(reg->iface, get_proc_address) : NULL;
+    void *fn = proc ? proc(reg, name) : NULL;
     if (!fn)
         bp__fail(BP_ERR_NOT_FOUND, "%s needs the meta plugin (libbackplane-meta.so with %s), which is not "
                  "loaded; see `backplane devices`.", what, name);
@@ -59,8 +58,9 @@ bp_status bp_meta_backend_stats(struct bp_backend *b, struct bp_meta_stats *out)
 {
     bp_meta_get_stats_fn fn = (bp_meta_get_stats_fn)meta_proc(BP_PROC_META_GET_STATS, "bp_meta_backend_stats");
     if (!fn) return BP_ERR_NOT_FOUND;
-    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out.");
-    out->size = sizeof *out;
+    if (!out || out->size < sizeof out->size)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out with out->size set "
+                                                 "(struct bp_meta_stats st = {.size = sizeof st}).");
     bp_status st = fn(b, out);
     if (st != BP_OK) return bp__fail(st, "bp_meta_backend_stats: the backend is not a meta backend.");
     return BP_OK;

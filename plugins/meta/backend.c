@@ -51,7 +51,7 @@ static void *worker_main(void *arg)
         struct bp_backend *sb = be->sub[w->index];
         if (g && g->n_nodes > 0) {
             st = sb->iface->graph_compute(sb, g);
-            if (st == BP_OK && sb->iface->synchronize) st = sb->iface->synchronize(sb);
+            if (st == BP_OK) st = meta_sub_synchronize(sb);
         }
         pthread_mutex_lock(&be->lock);
         be->job_status[w->index] = st;
@@ -75,7 +75,7 @@ bp_status meta_run_parallel(struct meta_backend *be, struct bp_graph **graphs)
     struct bp_backend *sb = be->sub[0];
     if (graphs[0] && graphs[0]->n_nodes > 0) {
         st0 = sb->iface->graph_compute(sb, graphs[0]);
-        if (st0 == BP_OK && sb->iface->synchronize) st0 = sb->iface->synchronize(sb);
+        if (st0 == BP_OK) st0 = meta_sub_synchronize(sb);
     }
     pthread_mutex_lock(&be->lock);
     while (be->n_done < be->n - 1) pthread_cond_wait(&be->done, &be->lock);
@@ -397,7 +397,7 @@ static void be_free(struct bp_backend *b)
     }
     if (be->comm && be->comm_free) be->comm_free(be->comm);
     for (size_t i = 0; i < be->n; i++) {
-        if (be->scratch[i]) be->scratch[i]->iface->free_buffer(be->scratch[i]);
+        meta_sub_free_buffer(be->scratch[i]);
         if (be->sub[i]) be->sub[i]->iface->free(be->sub[i]);
     }
     pthread_mutex_destroy(&be->lock);
@@ -410,11 +410,8 @@ static bp_status be_synchronize(struct bp_backend *b)
 {
     struct meta_backend *be = (struct meta_backend *)b;
     for (size_t i = 0; i < be->n; i++) {
-        struct bp_backend *s = be->sub[i];
-        if (s->iface->synchronize) {
-            bp_status st = s->iface->synchronize(s);
-            if (st != BP_OK) return st;
-        }
+        bp_status st = meta_sub_synchronize(be->sub[i]);
+        if (st != BP_OK) return st;
     }
     return BP_OK;
 }
@@ -488,12 +485,10 @@ bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp
     size_t started = 1;
     for (size_t i = 0; i < be->n && st == BP_OK; i++) {
         struct bp_device *s = md->sub[i];
-        st = s->iface->init_backend(s, params, &be->sub[i]);
-        if (st == BP_OK && !be->sub[i]) st = BP_ERR_PLUGIN;
+        st = meta_sub_backend_init(s, params, &be->sub[i]);
         if (st != BP_OK)
             meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not start a backend (%s).", i, meta_sub_name(s),
                      bp_status_name(st));
-        else if (!be->sub[i]->device) be->sub[i]->device = s;
     }
     for (size_t i = 1; i < be->n && st == BP_OK; i++) {
         be->worker[i] = (struct meta_worker){.be = be, .index = i};
@@ -508,13 +503,13 @@ bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp
         struct bp_registry *r = md->sub[0]->reg;
         bool same = true;
         for (size_t i = 1; i < be->n; i++) same &= md->sub[i]->reg == r;
-        if (same && r && r->iface && r->iface->get_proc_address) {
-            bp_comm_init_fn ci = (bp_comm_init_fn)r->iface->get_proc_address(r, BP_PROC_COMM_INIT);
-            bp_comm_allreduce_tensor_fn ca =
-                (bp_comm_allreduce_tensor_fn)r->iface->get_proc_address(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
+        void *(*proc)(struct bp_registry *, const char *) = r ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
+        if (same && proc) {
+            bp_comm_init_fn ci = (bp_comm_init_fn)proc(r, BP_PROC_COMM_INIT);
+            bp_comm_allreduce_tensor_fn ca = (bp_comm_allreduce_tensor_fn)proc(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
             if (ci && ca && ci(be->sub, be->n, &be->comm) == BP_OK) {
                 be->comm_allreduce = ca;
-                be->comm_free = (bp_comm_free_fn)r->iface->get_proc_address(r, BP_PROC_COMM_FREE);
+                be->comm_free = (bp_comm_free_fn)proc(r, BP_PROC_COMM_FREE);
             } else {
                 be->comm = NULL;
             }
@@ -544,9 +539,12 @@ bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out)
 {
     if (!b || b->iface != &meta_backend_iface || !out) return BP_ERR_INVALID_ARGUMENT;
     struct meta_backend *be = (struct meta_backend *)b;
-    size_t sz = out->size && out->size < sizeof *out ? out->size : sizeof *out;
-    struct bp_meta_stats s = be->stats;
-    s.size = sz;
-    memcpy(out, &s, sz);
+    /* Only what the caller's size covers; never its size. */
+    if (out->size < sizeof out->size) {
+        meta_log(BP_LOG_ERROR, "bp_meta_get_stats: set out->size = sizeof(struct bp_meta_stats) first.");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    size_t sz = out->size < sizeof *out ? out->size : sizeof *out;
+    memcpy((char *)out + sizeof out->size, (const char *)&be->stats + sizeof out->size, sz - sizeof out->size);
     return BP_OK;
 }

@@ -47,6 +47,24 @@ struct bp_device *meta_device_at(size_t i);
 void meta_devices_free_all(void);
 const char *meta_sub_name(struct bp_device *d);
 
+/* ---- sub.c: the sub-devices' tables, checked as the host checks them.
+ * Sub-devices passed meta_device_new's device-table check; each function
+ * logs one sentence when it refuses. ---- */
+
+/* The sub-device's buffer type, NULL (logged) when its table is short. */
+struct bp_buffer_type *meta_sub_buft(struct bp_device *s);
+/* is_host of a sub-device buffer type; false when it has none. */
+bool meta_sub_buft_is_host(struct bp_buffer_type *bt);
+/* A buffer of the sub-device's buffer type whose table passed the check. */
+bp_status meta_sub_alloc(struct bp_device *s, size_t bytes, struct bp_buffer **out);
+/* clear, or the same bytes through set_tensor when the buffer has no clear. */
+bp_status meta_sub_clear(struct bp_buffer *b, uint8_t value);
+void meta_sub_free_buffer(struct bp_buffer *b);
+/* A backend of the sub-device whose table passed the check. */
+bp_status meta_sub_backend_init(struct bp_device *s, const char *params, struct bp_backend **out);
+/* synchronize, or BP_OK when the backend has none (its work is done). */
+bp_status meta_sub_synchronize(struct bp_backend *b);
+
 /* ---- layout.c: split states and slice placement ---- */
 
 struct meta_piece {

@@ -58,8 +58,11 @@ BP_API const char *bp_last_error(void);
 
 /* ---------------------------------------------------------------- loader */
 
-/* Loading options; zero-initialise and set what you need. */
+/* Loading options; zero-initialise and set what you need. `size` (1.1):
+ * sizeof as the caller compiled it; the host reads only the fields it
+ * covers. 0 reads every field of 1.1, so `{.isolate_probe = true}` works. */
 struct bp_load_options {
+    size_t size;
     /* Probe each candidate plugin in a child process first (fork, with a time
      * limit) so that one crashing or hanging in init is recorded instead of
      * taking this process down. Costs one fork per plugin file. */
@@ -108,6 +111,7 @@ enum bp_plugin_failure_code {
     BP_PLUGIN_FAIL_OUTSCORED = 12,         /* another variant of the family scored higher */
     BP_PLUGIN_FAIL_BAD_NAME = 13,          /* file name is not libbackplane-<family>[-<variant>].so */
     BP_PLUGIN_FAIL_BAD_REGISTRY = 14,      /* init succeeded but returned an unusable registry */
+    BP_PLUGIN_FAIL_ABI_MINOR = 15,         /* (1.1) the plugin needs a newer host minor */
 };
 struct bp_plugin_failure {
     const char *path;
@@ -137,6 +141,8 @@ BP_API const char *bp_device_description(struct bp_device *dev);
 BP_API enum bp_device_type bp_device_type(struct bp_device *dev);
 BP_API const char *bp_device_type_name(enum bp_device_type type);
 BP_API void bp_device_memory(struct bp_device *dev, size_t *free, size_t *total);
+/* Set caps->size = sizeof *caps first: only the fields it covers are
+ * written (false when the device does not say), never caps->size itself. */
 BP_API void bp_device_caps(struct bp_device *dev, struct bp_device_caps *caps);
 BP_API struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev);
 /* Where to put a tensor used only as a MUL_MAT weight (src[0]) of this type:
@@ -162,6 +168,8 @@ BP_API bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads);
 BP_API bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out);
 BP_API void bp_buffer_free(struct bp_buffer *buf);
 BP_API size_t bp_buffer_size(const struct bp_buffer *buf);
+/* Fill every byte of buf with value: the plugin's clear, or its set_tensor
+ * when the buffer has no clear (1.1). */
 BP_API bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value);
 /* Raw byte access to a buffer (for guard checks and debugging). */
 BP_API bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size);
@@ -176,8 +184,10 @@ BP_API void bp_context_free(struct bp_context *ctx);
 /* BP_OK, or the first error an op constructor hit in this context. */
 BP_API bp_status bp_context_status(const struct bp_context *ctx);
 
-/* Options for bp_context_alloc_tensors. */
+/* Options for bp_context_alloc_tensors. `size` (1.1): as in
+ * bp_load_options (0 reads every field of 1.1). */
 struct bp_alloc_options {
+    size_t size;
     /* Bytes of unused space before and after every tensor (rounded up to the
      * alignment); the check harness fills them with a pattern to catch
      * out-of-bounds writes. */

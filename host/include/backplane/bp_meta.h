@@ -25,7 +25,9 @@ BP_API bp_status bp_meta_set_split_fn(struct bp_device *meta, bp_meta_split_fn s
 /* Split state of a tensor in a meta buffer; local_ne (BP_META_MAX_DEVICES
  * entries, may be NULL) gets each device's extent of the split axis. */
 BP_API bp_status bp_meta_tensor_split(const struct bp_tensor *t, int32_t *state, int64_t *local_ne);
-/* Counters of a meta backend (cuts, reductions, bytes reduced, ...). */
+/* Counters of a meta backend (cuts, reductions, bytes reduced, ...). Set
+ * out->size = sizeof *out first: only the fields it covers are written, and
+ * never out->size (1.1; a size below sizeof(size_t) is refused). */
 BP_API bp_status bp_meta_backend_stats(struct bp_backend *b, struct bp_meta_stats *out);
 /* Device bytes a meta buffer holds on each sub-device (bytes has
  * BP_META_MAX_DEVICES entries): each device holds only its slices. */
