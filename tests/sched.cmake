@@ -1,0 +1,13 @@
+# The scheduler: hand-built graphs over the test plugin `partial`
+# (sched_plugins/partial.c: F32 ADD, MUL, MUL_MAT only), built like an
+# out-of-tree plugin (ABI headers alone) into build/tests/sched_plugins and
+# reached only through BACKPLANE_PLUGIN_PATH.
+set(BP_SCHED_PLUGIN_DIR ${CMAKE_BINARY_DIR}/tests/sched_plugins)
+add_library(bp_sched_partial MODULE ${CMAKE_CURRENT_LIST_DIR}/sched_plugins/partial.c)
+target_link_libraries(bp_sched_partial PRIVATE backplane_abi)
+set_target_properties(bp_sched_partial PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_NAME libbackplane-partial
+  C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${BP_SCHED_PLUGIN_DIR})
+
+bp_add_check_test(test_sched SOURCES test_sched.c
+  ENV "BACKPLANE_PLUGIN_PATH=${BP_SCHED_PLUGIN_DIR}" "BACKPLANE_SCHED_STRICT=")
+add_dependencies(test_sched bp_plugin_cpu bp_sched_partial)
