@@ -137,7 +137,11 @@ bp_status sched__assign(struct bp_sched *s, struct sched_plan *p)
 {
     for (int32_t i = 0; i < p->n_nodes; i++) {
         struct bp_tensor *node = p->nodes[i];
-        p->assign[i] = bp_op_is_view((enum bp_op)node->op) ? -1 : pin(s, node);
+        if (bp_op_is_view((enum bp_op)node->op)) {
+            p->assign[i] = -1;
+            continue;
+        }
+        p->assign[i] = pin(s, node);
         if (p->assign[i] < 0 && owner(node) != node && owner(node)->buffer)
             return unplaceable(s, node, "can both write the memory of and compute");
     }

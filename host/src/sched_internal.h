@@ -48,6 +48,7 @@ struct sched_plan {
     int32_t n_nodes;
     struct bp_tensor **nodes;  /* the node list when planned: the structure key */
     int *assign;               /* per node: backend index */
+    int32_t *run_of;           /* per node: its run */
     struct bp_tensor **run_nodes;
     struct sched_run *runs;
     size_t n_runs;

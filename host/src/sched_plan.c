@@ -30,14 +30,12 @@ static int32_t node_index(const struct sched_plan *p, const struct bp_tensor *t)
 
 static bp_status make_runs(struct sched_plan *p)
 {
-    int32_t *run_of = malloc((size_t)(p->n_nodes ? p->n_nodes : 1) * sizeof *run_of);
+    int32_t *run_of = p->run_of = malloc((size_t)(p->n_nodes ? p->n_nodes : 1) * sizeof *run_of);
     p->runs = calloc((size_t)(p->n_nodes ? p->n_nodes : 1), sizeof *p->runs);
     p->run_nodes = malloc((size_t)(p->n_nodes ? p->n_nodes : 1) * sizeof *p->run_nodes);
-    if (!run_of || !p->runs || !p->run_nodes) {
-        free(run_of);
+    if (!run_of || !p->runs || !p->run_nodes)
         return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory splitting a graph of %d nodes.",
                         (int)p->n_nodes);
-    }
     for (int32_t i = 0; i < p->n_nodes; i++) {
         int b = p->assign[i];
         int32_t r = -1;
@@ -67,7 +65,6 @@ static bp_status make_runs(struct sched_plan *p)
         struct bp_graph *g = &p->runs[run_of[i]].g;
         g->nodes[g->n_nodes++] = p->nodes[i];
     }
-    free(run_of);
     return BP_OK;
 }
 
@@ -221,6 +218,17 @@ static struct bp_tensor *copy_tensor_like(struct bp_sched *s, struct sched_plan 
     return c;
 }
 
+/* A node read by a later run is an output of its own run: a backend that
+ * keeps results in a form only it reads (a meta device's partial sums)
+ * finishes them before the run ends. */
+static void mark_output(struct sched_plan *p, struct bp_tensor *t, int32_t reader_run)
+{
+    for (; t && t->op != BP_OP_NONE; t = t->view_src) {
+        int32_t i = node_index(p, t);
+        if (i >= 0 && p->run_of[i] != reader_run) t->flags |= BP_TENSOR_FLAG_OUTPUT;
+    }
+}
+
 /* For every run, the sources its device cannot read: a copy (reused when an
  * earlier run on the same backend made it) and a swap while it computes. */
 static bp_status find_copies(struct bp_sched *s, struct sched_plan *p)
@@ -239,6 +247,7 @@ static bp_status find_copies(struct bp_sched *s, struct sched_plan *p)
             for (int j = 0; j < BP_MAX_SRC; j++) {
                 struct bp_tensor *t = node->src[j];
                 if (!t) continue;
+                mark_output(p, t, (int32_t)r);
                 const struct bp_tensor *o = t;
                 while (o->view_src) o = o->view_src;
                 if (!o->buffer || sched__reads(s, b, o->buffer->buft)) continue;
@@ -314,6 +323,7 @@ void sched__plan_free(struct sched_plan *p, bool unplace)
     bp_context_free(p->copy_ctx);
     free(p->nodes);
     free(p->assign);
+    free(p->run_of);
     free(p->run_nodes);
     free(p->runs);
     free(p->copies);

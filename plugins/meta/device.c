@@ -78,6 +78,14 @@ static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
         struct bp_device *s = md->sub[i];
         if (i > 0 && s == md->sub[i - 1]) continue;
         if (!s->iface->supports_op || !s->iface->supports_op(s, node)) return false;
+        if (node->op == BP_OP_ADD && i > 0) {
+            /* An ADD of a partial sum and a whole term runs as x * 1 + 0
+             * (SCALE) on every device but the first (backend.c, ADD_ONCE). */
+            struct bp_tensor pass = *node;
+            pass.op = BP_OP_SCALE;
+            pass.src[1] = NULL;
+            if (!s->iface->supports_op(s, &pass)) return false;
+        }
     }
     return true;
 }
