@@ -11,3 +11,20 @@ set_target_properties(bp_sched_partial PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_
 bp_add_check_test(test_sched SOURCES test_sched.c
   ENV "BACKPLANE_PLUGIN_PATH=${BP_SCHED_PLUGIN_DIR}" "BACKPLANE_SCHED_STRICT=")
 add_dependencies(test_sched bp_plugin_cpu bp_sched_partial)
+
+# The runner on the scheduler: partial0 and meta:cpu,partial0 against the cpu,
+# counters, strict mode.
+bp_add_check_test(test_sched_run SOURCES test_sched_run.c LIBS backplane_run
+  ENV "BACKPLANE_PLUGIN_PATH=${BP_SCHED_PLUGIN_DIR}" "BACKPLANE_SCHED_STRICT=")
+add_dependencies(test_sched_run bp_plugin_cpu bp_sched_partial)
+if(TARGET bp_plugin_meta)
+  add_dependencies(test_sched_run bp_plugin_meta)
+endif()
+
+# --offload-layers 1 on vulkan0 (lavapipe in CI); 77 = skipped without Vulkan.
+if(TARGET bp_plugin_vulkan)
+  bp_add_check_test(test_sched_vulkan SOURCES test_sched_vulkan.c LIBS backplane_run
+    ENV "BACKPLANE_SCHED_STRICT=")
+  add_dependencies(test_sched_vulkan bp_plugin_cpu bp_plugin_vulkan)
+  set_tests_properties(test_sched_vulkan PROPERTIES SKIP_RETURN_CODE 77)
+endif()
