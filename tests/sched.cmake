@@ -28,3 +28,10 @@ if(TARGET bp_plugin_vulkan)
   add_dependencies(test_sched_vulkan bp_plugin_cpu bp_plugin_vulkan)
   set_tests_properties(test_sched_vulkan PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# `run --device partial0` (--json, --strict) and `check --sched` end to end.
+if(TARGET backplane_cli)
+  bp_add_check_test(test_sched_cli SOURCES test_sched_cli.c
+    ENV "BACKPLANE_PLUGIN_PATH=${BP_SCHED_PLUGIN_DIR}" "BACKPLANE_SCHED_STRICT=")
+  add_dependencies(test_sched_cli backplane_cli bp_plugin_cpu bp_sched_partial)
+endif()
