@@ -159,8 +159,9 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--strict")) o->strict = true;
         else if (!strcmp(a, "--offload-layers")) {
             NEEDV();
-            if (!parse_i64(v, 0, 1 << 20, &o->offload_layers))
-                return cli_usage_error("run", "--offload-layers wants a number >= 0, not '%s'.", v);
+            if (!parse_i64(v, 1, 1 << 20, &o->offload_layers))
+                return cli_usage_error("run", "--offload-layers wants a number of layers >= 1, not '%s' "
+                                       "(for none, run on --device cpu).", v);
         }
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--device")) { NEEDV(); o->device = v; }
