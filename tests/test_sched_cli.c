@@ -1,7 +1,8 @@
 /*
  * test_sched_cli.c — the scheduler from the command line, over the test
  * plugin `partial`: `run --device partial0` gives the cpu's tokens and its
- * JSON placement counts the fallbacks; `--strict` fails with a sentence
+ * JSON placement counts the fallbacks; BACKPLANE_LOG=info prints the
+ * placement once per new graph; `--strict` fails with a sentence
  * naming the missing ops; `check --sched partial0,cpu` passes every case;
  * an unknown device in --sched is one sentence and exit 1.
  */
@@ -53,6 +54,19 @@ START_TEST(test_run_on_partial_device_gives_cpu_tokens_and_json_placement)
 }
 END_TEST
 
+/* BACKPLANE_LOG=info prints the placement once per new graph: the
+ * prefill's and the one decode plan (6 positions fit one capacity). */
+START_TEST(test_log_info_prints_placement_once_per_new_graph)
+{
+    static char out[65536];
+    ck_assert_int_eq(run("BACKPLANE_LOG=info " RUN "--device partial0", true, out, sizeof out), 0);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, "sched: info: new graph")) != NULL; p++) n++;
+    ck_assert_msg(n == 2, "%d placement lines in:\n%s", n, out);
+    ck_assert_msg(strstr(out, "fell back: GET_ROWS x1"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_run_strict_refuses_naming_missing_ops)
 {
     static char out[65536];
@@ -78,6 +92,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_run_on_partial_device_gives_cpu_tokens_and_json_placement);
+    tcase_add_test(tc, test_log_info_prints_placement_once_per_new_graph);
     tcase_add_test(tc, test_run_strict_refuses_naming_missing_ops);
     tcase_add_test(tc, test_check_sched_passes_partial_and_names_unknown_devices);
     suite_add_tcase(s, tc);
