@@ -29,6 +29,11 @@
  * rather than all of n_ctx, which for the reference attention kernel would
  * cost more than the weights. A prefill (many tokens) gets a plan of its
  * own, freed after it.
+ *
+ * Plans are computed through the scheduler (bp_sched) over the device and,
+ * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
+ * tensors (a buffer per backend) and runs what the device declines on the
+ * cpu; `direct` sessions (the benchmark's reference) skip it.
  */
 #include "decoder.h"
 #include "run_error.h"
@@ -61,8 +66,8 @@ struct plan {
  * more in memory, for the projection that reads a quarter of a small
  * model's bytes per token (1.4x slower per byte in the CPU's plain layout).
  * Distinct buffer types come from distinct weight types or the default, so
- * BP_TYPE_COUNT + 1 groups always do. */
-#define MAX_WEIGHT_GROUPS (2 * (BP_TYPE_COUNT + 1))   /* per device: dev, fallback */
+ * BP_TYPE_COUNT + 1 groups per device (dev and the cpu fallback) always do. */
+#define MAX_WEIGHT_GROUPS (2 * (BP_TYPE_COUNT + 1))
 /* The name of a tied output's copy: the model has no tensor of that name. */
 #define OUTPUT_COPY_NAME "output.weight"
 struct weight_group {
