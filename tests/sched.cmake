@@ -7,10 +7,17 @@ add_library(bp_sched_partial MODULE ${CMAKE_CURRENT_LIST_DIR}/sched_plugins/part
 target_link_libraries(bp_sched_partial PRIVATE backplane_abi)
 set_target_properties(bp_sched_partial PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_NAME libbackplane-partial
   C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${BP_SCHED_PLUGIN_DIR})
+# The same source as family "streams": two devices with async copies and
+# events (counted), for the scheduler's queued-copy path.
+add_library(bp_sched_streams MODULE ${CMAKE_CURRENT_LIST_DIR}/sched_plugins/partial.c)
+target_compile_definitions(bp_sched_streams PRIVATE PARTIAL_ASYNC)
+target_link_libraries(bp_sched_streams PRIVATE backplane_abi)
+set_target_properties(bp_sched_streams PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_NAME libbackplane-streams
+  C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${BP_SCHED_PLUGIN_DIR})
 
 bp_add_check_test(test_sched SOURCES test_sched.c
   ENV "BACKPLANE_PLUGIN_PATH=${BP_SCHED_PLUGIN_DIR}" "BACKPLANE_SCHED_STRICT=")
-add_dependencies(test_sched bp_plugin_cpu bp_sched_partial)
+add_dependencies(test_sched bp_plugin_cpu bp_sched_partial bp_sched_streams)
 
 # The runner on the scheduler: partial0 and meta:cpu,partial0 against the cpu,
 # counters, strict mode.

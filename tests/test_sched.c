@@ -10,6 +10,8 @@
  *  - an op no backend computes, and strict mode (option and environment),
  *    are errors that name the op;
  *  - a weight in the cpu's repacked layout is read where it lives, never copied;
+ *  - between two backends with events and copy_tensor_async (the plugin's
+ *    "streams" build) a copy is queued behind an event;
  *  - resetting a graph's plan takes the memory back from its tensors.
  */
 #include <check.h>
@@ -423,6 +425,72 @@ START_TEST(test_repacked_cpu_weight_is_read_where_it_lives)
 }
 END_TEST
 
+/* Two devices that offer events and copy_tensor_async (the "streams" build
+ * of the test plugin): h = W1 x on streams0, y = W2 h on streams1. h is
+ * copied once, queued on streams1 behind an event of streams0; the input x
+ * goes in with set_tensor_async when it lives elsewhere. */
+struct streams_counts {
+    unsigned set_async, copy_async, event_record, event_wait;
+};
+typedef const struct streams_counts *(*streams_counts_fn)(void);
+
+START_TEST(test_copy_between_async_backends_is_queued_behind_an_event)
+{
+    struct bp_backend *be[3] = { backend("streams0"), backend("streams1"), backend("cpu") };
+    streams_counts_fn counts = (streams_counts_fn)bp_device_proc_address(dev("streams0"), "streams_counts");
+    ck_assert_ptr_nonnull(counts);
+    struct bp_sched *s = NULL;
+    ck_assert_int_eq(bp_sched_new(be, 3, NULL, &s), BP_OK);
+    struct weights w0 = { 0 }, w1 = { 0 };
+    ck_assert_int_eq(bp_context_new(2, &w0.ctx), BP_OK);
+    ck_assert_int_eq(bp_context_new(2, &w1.ctx), BP_OK);
+    struct bp_tensor *W1 = weight(&w0, BP_TYPE_F32, K, K, "W1"), *W2 = weight(&w1, BP_TYPE_F32, K, N, "W2");
+    ck_assert_int_eq(bp_context_alloc_tensors(w0.ctx, bp_device_buffer_type(dev("streams0")), NULL, &w0.buf), BP_OK);
+    ck_assert_int_eq(bp_context_alloc_tensors(w1.ctx, bp_device_buffer_type(dev("streams1")), NULL, &w1.buf), BP_OK);
+    fill(W1, 1);
+    fill(W2, 2);
+    struct bp_context *c = NULL;
+    ck_assert_int_eq(bp_context_new(8, &c), BP_OK);
+    struct bp_tensor *x = bp_tensor_new_1d(c, BP_TYPE_F32, K);
+    struct bp_tensor *h = bp_mul_mat(c, W1, x), *y = bp_mul_mat(c, W2, h);
+    struct bp_graph *g = NULL;
+    ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
+    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
+    ck_assert_int_eq(bp_sched_alloc_graph(s, g), BP_OK);
+    fill(x, 4);
+    const struct streams_counts before = *counts();
+    ck_assert_msg(bp_sched_graph_compute(s, g) == BP_OK, "%s", bp_last_error());
+    ck_assert_int_eq(bp_sched_synchronize(s), BP_OK);
+    const struct streams_counts after = *counts();
+    ck_assert_uint_eq(after.copy_async - before.copy_async, 1);
+    ck_assert_uint_ge(after.event_record - before.event_record, 1);
+    ck_assert_uint_ge(after.event_wait - before.event_wait, 1);
+    struct bp_sched_summary sum = { .size = sizeof sum };
+    ck_assert_int_eq(bp_sched_graph_summary(s, g, &sum), BP_OK);
+    ck_assert_uint_eq(sum.n_copies, 1);
+    ck_assert_uint_eq(sum.backends[1].n_copies_in, 1);
+    float got[N];
+    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof got), BP_OK);
+    for (int n = 0; n < N; n++) {
+        double ref = 0;
+        for (int k = 0; k < K; k++) {
+            double hk = 0;
+            for (int j = 0; j < K; j++) hk += (double)val(k * K + j, 1) * val(j, 4);
+            ref += (double)val(n * K + k, 2) * hk;
+        }
+        ck_assert_msg(fabs(got[n] - ref) <= 1e-4 * (1 + fabs(ref)), "y[%d] = %g, reference %g", n, got[n], ref);
+    }
+    bp_graph_free(g);
+    bp_context_free(c);
+    bp_buffer_free(w0.buf);
+    bp_buffer_free(w1.buf);
+    bp_context_free(w0.ctx);
+    bp_context_free(w1.ctx);
+    bp_sched_free(s);
+    for (int i = 0; i < 3; i++) bp_backend_free(be[i]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sched");
@@ -435,6 +503,7 @@ int main(void)
     tcase_add_test(tc, test_strict_option_refuses_fallback_naming_the_ops);
     tcase_add_test(tc, test_strict_environment_refuses_fallback_naming_the_ops);
     tcase_add_test(tc, test_repacked_cpu_weight_is_read_where_it_lives);
+    tcase_add_test(tc, test_copy_between_async_backends_is_queued_behind_an_event);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

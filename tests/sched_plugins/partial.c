@@ -4,14 +4,34 @@
  * memory is its own (host memory underneath, but it reads no other buffer
  * type), a synchronous backend, nothing optional. Built from the ABI headers
  * alone, like an out-of-tree plugin; the scheduler tests run models on it.
+ *
+ * Built with -DPARTIAL_ASYNC it is the family "streams": two such devices
+ * ("streams0", "streams1", each reading only its own memory) whose backends
+ * also offer set_tensor_async, copy_tensor_async and events — done at once,
+ * but counted (proc "streams_counts"), so a test sees which path the
+ * scheduler took between them.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <backplane/bp_abi.h>
 
+#ifdef PARTIAL_ASYNC
+#define FAMILY "streams"
+#define N_DEV 2
+#else
 #define FAMILY "partial"
+#define N_DEV 1
+#endif
 #define ALIGNMENT 64
+
+#ifdef PARTIAL_ASYNC
+/* Calls of the optional functions: the test reads them. */
+struct partial_counts {
+    unsigned set_async, copy_async, event_record, event_wait;
+};
+static struct partial_counts counts;
+#endif
 
 static const struct bp_host_services *host;
 
@@ -134,7 +154,8 @@ static void mul_mat(struct bp_tensor *d)
 
 /* ---- backend ---- */
 
-static const char *be_name(struct bp_backend *b) { (void)b; return FAMILY "0"; }
+static const char *dev_name(struct bp_device *d);
+static const char *be_name(struct bp_backend *b) { return dev_name(b->device); }
 static void be_free(struct bp_backend *b) { free(b); }
 static bp_status be_sync(struct bp_backend *b) { (void)b; return BP_OK; }
 
@@ -157,21 +178,70 @@ static bp_status be_compute(struct bp_backend *b, struct bp_graph *g)
     return BP_OK;
 }
 
+#ifdef PARTIAL_ASYNC
+static bool own_memory(const struct bp_backend *b, const struct bp_tensor *t);
+
+static bp_status be_set_async(struct bp_backend *b, struct bp_tensor *t, const void *src, size_t off, size_t n)
+{
+    if (!own_memory(b, t)) return BP_ERR_INVALID_ARGUMENT;
+    counts.set_async++;
+    memcpy((char *)t->data + off, src, n);
+    return BP_OK;
+}
+
+/* Between two devices of this plugin only (both are host memory). */
+static bp_status be_copy_async(struct bp_backend *sb, struct bp_backend *db, const struct bp_tensor *src,
+                               struct bp_tensor *dst)
+{
+    if (!own_memory(sb, src) || !own_memory(db, dst)) return BP_ERR_UNSUPPORTED;
+    counts.copy_async++;
+    memcpy(dst->data, src->data, bp_nbytes(src));
+    return BP_OK;
+}
+
+static bp_status be_event_record(struct bp_backend *b, struct bp_event *ev)
+{
+    (void)b;
+    (void)ev;
+    counts.event_record++;
+    return BP_OK;
+}
+
+static bp_status be_event_wait(struct bp_backend *b, struct bp_event *ev)
+{
+    (void)b;
+    (void)ev;
+    counts.event_wait++;
+    return BP_OK;
+}
+#endif
+
 static const struct bp_backend_iface backend_iface = {
     .size = sizeof(struct bp_backend_iface),
     .get_name = be_name,
     .free = be_free,
     .synchronize = be_sync,
     .graph_compute = be_compute,
+#ifdef PARTIAL_ASYNC
+    .set_tensor_async = be_set_async,
+    .copy_tensor_async = be_copy_async,
+    .event_record = be_event_record,
+    .event_wait = be_event_wait,
+#endif
 };
 
 /* ---- device and registry ---- */
 
 static struct bp_registry registry;
-static struct bp_device device;
-static struct bp_buffer_type buffer_type;
+static struct bp_device device[N_DEV];
+static struct bp_buffer_type buffer_type[N_DEV];
 
-static const char *dev_name(struct bp_device *d) { (void)d; return FAMILY "0"; }
+static size_t index_of(const struct bp_device *d) { return (size_t)(d - device); }
+static const char *dev_name(struct bp_device *d)
+{
+    static const char *const names[] = { FAMILY "0", FAMILY "1" };
+    return names[index_of(d)];
+}
 static const char *dev_desc(struct bp_device *d) { (void)d; return "test device: F32 ADD, MUL, MUL_MAT only"; }
 static enum bp_device_type dev_type(struct bp_device *d) { (void)d; return BP_DEVICE_TYPE_ACCEL; }
 
@@ -199,9 +269,43 @@ static bp_status dev_backend(struct bp_device *d, const char *params, struct bp_
     return BP_OK;
 }
 
-static struct bp_buffer_type *dev_buft(struct bp_device *d) { (void)d; return &buffer_type; }
+static struct bp_buffer_type *dev_buft(struct bp_device *d) { return &buffer_type[index_of(d)]; }
 static bool dev_supports_op(struct bp_device *d, const struct bp_tensor *n) { (void)d; return supports(n); }
-static bool dev_supports_buft(struct bp_device *d, struct bp_buffer_type *t) { (void)d; return t == &buffer_type; }
+static bool dev_supports_buft(struct bp_device *d, struct bp_buffer_type *t) { return t == dev_buft(d); }
+
+#ifdef PARTIAL_ASYNC
+static bool own_memory(const struct bp_backend *b, const struct bp_tensor *t)
+{
+    const struct bp_tensor *o = t;
+    while (o->view_src) o = o->view_src;
+    return o->buffer && o->buffer->buft == dev_buft(b->device);
+}
+
+static void ev_free(struct bp_event *ev) { free(ev); }
+static bp_status ev_sync(struct bp_event *ev) { (void)ev; return BP_OK; }
+static const struct bp_event_iface event_iface = {
+    .size = sizeof(struct bp_event_iface),
+    .free = ev_free,
+    .synchronize = ev_sync,
+};
+
+static bp_status dev_event_new(struct bp_device *d, struct bp_event **out)
+{
+    struct bp_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return BP_ERR_OUT_OF_MEMORY;
+    *ev = (struct bp_event){ .iface = &event_iface, .device = d };
+    *out = ev;
+    return BP_OK;
+}
+
+static const struct partial_counts *get_counts(void) { return &counts; }
+
+static void *reg_proc(struct bp_registry *r, const char *name)
+{
+    (void)r;
+    return !strcmp(name, "streams_counts") ? (void *)get_counts : NULL;
+}
+#endif
 
 static const struct bp_device_iface device_iface = {
     .size = sizeof(struct bp_device_iface),
@@ -214,17 +318,23 @@ static const struct bp_device_iface device_iface = {
     .get_buffer_type = dev_buft,
     .supports_op = dev_supports_op,
     .supports_buft = dev_supports_buft,
+#ifdef PARTIAL_ASYNC
+    .event_new = dev_event_new,
+#endif
 };
 
 static const char *reg_name(struct bp_registry *r) { (void)r; return FAMILY; }
-static size_t reg_count(struct bp_registry *r) { (void)r; return 1; }
-static struct bp_device *reg_device(struct bp_registry *r, size_t i) { (void)r; return i == 0 ? &device : NULL; }
+static size_t reg_count(struct bp_registry *r) { (void)r; return N_DEV; }
+static struct bp_device *reg_device(struct bp_registry *r, size_t i) { (void)r; return i < N_DEV ? &device[i] : NULL; }
 
 static const struct bp_registry_iface registry_iface = {
     .size = sizeof(struct bp_registry_iface),
     .get_name = reg_name,
     .get_device_count = reg_count,
     .get_device = reg_device,
+#ifdef PARTIAL_ASYNC
+    .get_proc_address = reg_proc,
+#endif
 };
 
 static bp_status partial_init(const struct bp_host_services *h, struct bp_registry **out)
@@ -233,8 +343,10 @@ static bp_status partial_init(const struct bp_host_services *h, struct bp_regist
     if (st != BP_OK) return st;
     host = h;
     registry = (struct bp_registry){ .iface = &registry_iface, .abi_version = BP_ABI_VERSION };
-    device = (struct bp_device){ .iface = &device_iface, .reg = &registry };
-    buffer_type = (struct bp_buffer_type){ .iface = &buft_iface, .device = &device };
+    for (size_t i = 0; i < N_DEV; i++) {
+        device[i] = (struct bp_device){ .iface = &device_iface, .reg = &registry };
+        buffer_type[i] = (struct bp_buffer_type){ .iface = &buft_iface, .device = &device[i] };
+    }
     *out = &registry;
     return BP_OK;
 }
