@@ -158,4 +158,9 @@ void check_compare(const struct check_case *c, const struct check_output *ref,
 #define CHECK_GUARD_BYTES 64
 #define CHECK_GUARD_PATTERN 0xA5
 
+/* check_sched.c — `check --sched D[,cpu]`: the decoder graphs of builtin:test
+ * through the scheduler over D and the cpu, against the cpu alone. Prints
+ * (or writes JSON) and returns the CLI exit status. */
+int check_sched(const char *spec, bool json);
+
 #endif /* BP_CLI_CHECK_H */

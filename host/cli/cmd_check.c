@@ -18,7 +18,8 @@
 
 static void help(void)
 {
-    puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n\n"
+    puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n"
+         "       backplane check --sched DEVICE[,cpu] [--json]\n\n"
          "Runs every op of the harness (each element type, odd sizes, broadcasts,\n"
          "non-contiguous inputs) on each selected device (default: every device)\n"
          "and compares the output with the CPU reference by normalised mean\n"
@@ -31,7 +32,10 @@ static void help(void)
          "  --device NAME  check this device (repeatable)\n"
          "  --op NAME      check only this op, e.g. MUL_MAT (repeatable)\n"
          "  --json         per-case records and the summary as JSON\n"
-         "  --verbose      more detail on each line (largest error, reasons)");
+         "  --verbose      more detail on each line (largest error, reasons)\n"
+         "  --sched D,cpu  instead: the decoder graphs of builtin:test (several weight\n"
+         "                 types) through the scheduler over D with the cpu as\n"
+         "                 fallback, against the cpu alone, with where each ran");
 }
 
 enum case_status { CASE_PASS, CASE_FAIL, CASE_UNSUPPORTED };
@@ -48,6 +52,7 @@ struct options {
     bool any_op;
     bool json;
     bool verbose;
+    const char *sched;    /* --sched: the scheduler check of check_sched.c */
 };
 
 static bool op_by_name(const char *name, enum bp_op *out)
@@ -106,6 +111,9 @@ static int parse(int argc, char **argv, struct options *o)
                 o->ops[op] = true;
                 o->any_op = true;
             }
+        } else if (!strcmp(a, "--sched")) {
+            if (i + 1 >= argc || !*argv[i + 1]) return cli_usage_error("check", "'--sched' needs a device list.");
+            o->sched = argv[++i];
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
@@ -297,6 +305,7 @@ int cmd_check(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
     if (!cli_load()) return CLI_EXIT_FAIL;
+    if (o.sched) return check_sched(o.sched, o.json);
 
     struct bp_device *ref_dev = bp_device_by_name("cpu");
     if (!ref_dev) {

@@ -28,7 +28,8 @@ static void help(void)
          "                     [--prompt-tokens 1,2,3 | --prompt-len N] [--n-gen N]\n"
          "                     [--threads N] [--compare DEVICE] [--json]\n"
          "                     [--dump-logits FILE] [--weight-type T] [--seed N]\n"
-         "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n\n"
+         "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
+         "                     [--offload-layers N] [--strict]\n\n"
          "Runs a Llama-architecture decoder: the prompt in one graph (prefill), then\n"
          "greedy decoding token by token with a KV cache, and prints the generated\n"
          "token ids with prefill and decode tokens per second.\n\n"
@@ -40,7 +41,11 @@ static void help(void)
          "  --seed N             seed of a built-in model's weights (default 1)\n"
          "  --fused-qkv          store a built-in model's Q, K, V as one attn_qkv tensor\n"
          "  --device NAME        cpu, vulkan0, meta:cpu*2, ... (default: BACKPLANE_DEVICES,\n"
-         "                       else the first GPU, else the CPU)\n"
+         "                       else the first GPU, else the CPU); ops it lacks run on\n"
+         "                       the cpu (the placement line says which)\n"
+         "  --offload-layers N   only the first N layers' weights and KV cache on the\n"
+         "                       device, the rest on the cpu (default: all)\n"
+         "  --strict             fail instead of running any op on the cpu fallback\n"
          "  --prompt-tokens LIST comma-separated token ids\n"
          "  --prompt-len N       N pseudo-random prompt tokens (default 8)\n"
          "  --n-gen N            tokens to generate (default 16)\n"
@@ -61,7 +66,8 @@ struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
     int64_t prompt_len, n_gen, n_ctx;
     int threads;
-    bool json, fused, bandwidth;
+    int64_t offload_layers;
+    bool json, fused, bandwidth, strict;
     enum bp_type wtype;
     uint64_t seed;
 };
@@ -150,6 +156,13 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--fused-qkv")) o->fused = true;
         else if (!strcmp(a, "--bandwidth")) o->bandwidth = true;
+        else if (!strcmp(a, "--strict")) o->strict = true;
+        else if (!strcmp(a, "--offload-layers")) {
+            NEEDV();
+            if (!parse_i64(v, 1, 1 << 20, &o->offload_layers))
+                return cli_usage_error("run", "--offload-layers wants a number of layers >= 1, not '%s' "
+                                       "(for none, run on --device cpu).", v);
+        }
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--device")) { NEEDV(); o->device = v; }
         else if (!strcmp(a, "--compare")) { NEEDV(); o->compare = v; }
@@ -265,6 +278,9 @@ struct result {
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
     bool have_cmp;
     struct cmp cmp;
+    bool have_place;
+    struct bp_sched_summary place;   /* the decode graph's placement */
+    uint64_t copies;                 /* the scheduler's copies over the whole run */
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
@@ -388,10 +404,40 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
                    "measured read bandwidth %.2f GB/s\n", r->t_step_median * 1e3, stream / 1e9,
                    100.0 * stream / r->bandwidth, r->bandwidth / 1e9);
     }
+    if (r->have_place) {
+        char line[1024];
+        printf("placement: %s%s\n", bp_sched_summary_format(&r->place, line, sizeof line),
+               r->place.n_fallback_nodes ? " (ops the device lacks ran on the cpu; --strict forbids it)" : "");
+    }
     if (r->have_cmp)
         printf("compare: largest |logit difference| %.3g; argmax %s\n", r->cmp.max_diff,
                r->cmp.argmax_agree ? "agrees at every position" : "DISAGREES");
     (void)o;
+}
+
+static void print_json_placement(struct json_writer *w, const struct bp_sched_summary *p, uint64_t copies)
+{
+    json_object_begin(w, "placement");
+    json_array_begin(w, "backends");
+    for (size_t i = 0; i < p->n_backends; i++) {
+        json_object_begin(w, NULL);
+        json_string(w, "device", p->backends[i].name);
+        json_uint(w, "nodes", p->backends[i].n_nodes);
+        json_uint(w, "runs", p->backends[i].n_runs);
+        json_uint(w, "copies_in", p->backends[i].n_copies_in);
+        json_uint(w, "bytes_in", p->backends[i].bytes_in);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_begin(w, "fallback_ops");
+    for (size_t i = 0; i < p->n_fallback_ops; i++)
+        json_uint(w, bp_op_name(p->fallback_ops[i].op), p->fallback_ops[i].count);
+    json_object_end(w);
+    json_uint(w, "fallback_nodes", p->n_fallback_nodes);
+    json_uint(w, "copies_per_decode_step", p->n_copies);
+    json_uint(w, "bytes_copied_per_decode_step", p->bytes_copied);
+    json_uint(w, "copies_total", copies);
+    json_object_end(w);
 }
 
 static void print_json(const struct opts *o, const struct bp_run_model *m, struct bp_device *dev,
@@ -437,6 +483,7 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
         json_double(&w, "read_bandwidth_bytes_per_s", r->bandwidth);
         json_double(&w, "decode_bandwidth_fraction", stream / r->bandwidth);
     }
+    if (r->have_place) print_json_placement(&w, &r->place, r->copies);
     if (r->have_cmp) {
         json_object_begin(&w, "compare");
         json_string(&w, "device", bp_device_name(cdev));
@@ -524,6 +571,7 @@ int cmd_run(int argc, char **argv)
     struct bp_run_session_options so = {
         .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.threads,
         .progress = upload_progress, .progress_user = &pr,
+        .offload_layers = o.offload_layers, .strict = o.strict,
     };
     if (need > m->hp.n_ctx_train || so.n_ctx < need) {
         cli_error("the prompt and generation need %" PRId64 " positions but the %s holds %" PRId64
@@ -561,6 +609,11 @@ int cmd_run(int argc, char **argv)
         progress_done(&pr);
     }
     if ((rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &res)) != CLI_EXIT_OK) goto out;
+    res.place.size = sizeof res.place;
+    res.have_place = bp_run_session_placement(s, &res.place) == BP_OK;
+    struct bp_run_session_stats rs;
+    bp_run_session_get_stats(s, &rs);
+    res.copies = rs.copies;
     if (probe) {
         progress_line(&pr, "measuring read bandwidth");
         const double bw_after = bench_probe_run(probe, probe_threads, 3);

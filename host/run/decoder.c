@@ -29,6 +29,11 @@
  * rather than all of n_ctx, which for the reference attention kernel would
  * cost more than the weights. A prefill (many tokens) gets a plan of its
  * own, freed after it.
+ *
+ * Plans are computed through the scheduler (bp_sched) over the device and,
+ * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
+ * tensors (a buffer per backend) and runs what the device declines on the
+ * cpu; `direct` sessions (the benchmark's reference) skip it.
  */
 #include "decoder.h"
 #include "run_error.h"
@@ -61,8 +66,8 @@ struct plan {
  * more in memory, for the projection that reads a quarter of a small
  * model's bytes per token (1.4x slower per byte in the CPU's plain layout).
  * Distinct buffer types come from distinct weight types or the default, so
- * BP_TYPE_COUNT + 1 groups always do. */
-#define MAX_WEIGHT_GROUPS (BP_TYPE_COUNT + 1)
+ * BP_TYPE_COUNT + 1 groups per device (dev and the cpu fallback) always do. */
+#define MAX_WEIGHT_GROUPS (2 * (BP_TYPE_COUNT + 1))
 /* The name of a tied output's copy: the model has no tensor of that name. */
 #define OUTPUT_COPY_NAME "output.weight"
 struct weight_group {
@@ -75,10 +80,19 @@ struct bp_run_session {
     const struct bp_run_model *m;
     struct bp_device *dev;
     struct bp_backend *be;
+    /* The scheduler over be and, when dev is not a CPU, fb_be on the cpu
+     * (NULL: direct). home_w and home_cache say where each weight and each
+     * layer's caches live: dev, or fb for layers past --offload-layers and
+     * for tensors a node dev declines reads or writes. */
+    struct bp_sched *sched;
+    struct bp_device *fb;
+    struct bp_backend *fb_be;
+    struct bp_device **home_w;
+    struct bp_device **home_cache;
     struct weight_group wg[MAX_WEIGHT_GROUPS];
     size_t n_wg;
-    struct bp_context *cctx;    /* KV caches */
-    struct bp_buffer *cbuf;
+    struct bp_context *cctx[2]; /* KV caches on dev, on fb */
+    struct bp_buffer *cbuf[2];
     struct bp_tensor **w;       /* device tensor per m->weights[i] */
     /* A tied output's copy in the device's weight buffer type (NULL when the
      * output is not tied or the device has no weight buffer type of its own):
@@ -88,6 +102,7 @@ struct bp_run_session {
     struct bp_tensor **cache_k, **cache_v;
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
+    struct plan *last_decode;
     float *mask_host;           /* n_ctx floats: a decode step's mask row */
     struct bp_run_split_table split;
     bool split_installed;
@@ -110,6 +125,29 @@ void bp_run_session_reset(struct bp_run_session *s) { s->n_past = 0; }
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out)
 {
     *out = s->stats;
+    if (!s->sched) return;
+    struct bp_sched_stats st = { .size = sizeof st };
+    bp_sched_get_stats(s->sched, &st);
+    out->buffers_allocated += st.buffers_allocated;
+    out->sched_plans = st.plans_made;
+    out->copies = st.copies;
+}
+
+bp_status bp_run_session_placement(const struct bp_run_session *s, struct bp_sched_summary *out)
+{
+    if (!s->sched || !s->last_decode || !s->last_decode->g)
+        return BP_ERR_NOT_FOUND;
+    return bp_sched_graph_summary(s->sched, s->last_decode->g, out);
+}
+
+size_t bp_run_session_device_bytes(const struct bp_run_session *s, const struct bp_device *dev)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_wg; i++)
+        if (s->wg[i].buf && s->wg[i].buft->device == dev) n += bp_buffer_size(s->wg[i].buf);
+    for (int i = 0; i < 2; i++)
+        if (s->cbuf[i] && s->cbuf[i]->buft->device == dev) n += bp_buffer_size(s->cbuf[i]);
+    return n;
 }
 
 static struct bp_tensor *dev_weight(const struct bp_run_session *s, const struct bp_run_weight *w)
@@ -131,8 +169,9 @@ struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const ch
     return NULL;
 }
 
-static void plan_free(struct plan *p)
+static void plan_free(struct bp_run_session *s, struct plan *p)
 {
+    if (s->sched && p->g) bp_sched_reset_graph(s->sched, p->g);
     bp_graph_free(p->g);
     bp_buffer_free(p->buf);
     bp_context_free(p->ctx);
@@ -142,16 +181,22 @@ static void plan_free(struct plan *p)
 void bp_run_session_free(struct bp_run_session *s)
 {
     if (!s) return;
-    for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(&s->decode[i]);
+    for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(s, &s->decode[i]);
+    bp_sched_free(s->sched);
     /* The device outlives the session: it must not keep our table. */
     if (s->split_installed) bp_meta_set_split_fn(s->dev, NULL, NULL);
     if (s->be) bp_backend_free(s->be);
+    if (s->fb_be) bp_backend_free(s->fb_be);
     for (size_t i = 0; i < s->n_wg; i++) {
         bp_buffer_free(s->wg[i].buf);
         bp_context_free(s->wg[i].ctx);
     }
-    bp_buffer_free(s->cbuf);
-    bp_context_free(s->cctx);
+    for (int i = 0; i < 2; i++) {
+        bp_buffer_free(s->cbuf[i]);
+        bp_context_free(s->cctx[i]);
+    }
+    free(s->home_w);
+    free(s->home_cache);
     free(s->w);
     free(s->cache_k);
     free(s->cache_v);
@@ -188,17 +233,25 @@ static struct bp_context *group_ctx(struct bp_run_session *s, struct bp_buffer_t
     return s->wg[i].ctx;
 }
 
+/* The cache context of a device: 0 for dev, 1 for the fallback. */
+static int cache_slot(const struct bp_run_session *s, int64_t l)
+{
+    return s->home_cache[l] == s->dev ? 0 : 1;
+}
+
 static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
 {
     const struct bp_run_model *m = s->m;
     const struct bp_run_hparams *hp = &m->hp;
-    struct bp_buffer_type *def = bp_device_buffer_type(s->dev);
-    bp_status st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx);
+    bp_status st = BP_OK;
+    for (int i = 0; i < 2 && st == BP_OK; i++)
+        st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx[i]);
     if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the cache context failed: %s", bp_last_error());
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *w = &m->weights[i];
-        struct bp_buffer_type *buft =
-            mul_mat_only(m, w) ? bp_device_weight_buffer_type(s->dev, w->type) : def;
+        struct bp_device *home = s->home_w[i];
+        struct bp_buffer_type *buft = mul_mat_only(m, w) ? bp_device_weight_buffer_type(home, w->type)
+                                                         : bp_device_buffer_type(home);
         struct bp_context *ctx = group_ctx(s, buft);
         if (!ctx)
             return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "creating the weight context failed: %s",
@@ -208,9 +261,10 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
         s->w[i]->flags |= BP_TENSOR_FLAG_PARAM;
     }
     const struct bp_run_weight *out = m->output;
+    struct bp_device *out_home = out ? s->home_w[out - m->weights] : s->dev;
     struct bp_buffer_type *out_buft =
-        m->tied_output && out ? bp_device_weight_buffer_type(s->dev, out->type) : NULL;
-    if (out_buft && out_buft != def) {
+        m->tied_output && out ? bp_device_weight_buffer_type(out_home, out->type) : NULL;
+    if (out_buft && out_buft != bp_device_buffer_type(out_home)) {
         struct bp_context *ctx = group_ctx(s, out_buft);
         if (!ctx)
             return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "creating the weight context failed: %s",
@@ -222,48 +276,56 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
     for (size_t i = 0; i < s->n_wg && st == BP_OK; i++) st = bp_context_status(s->wg[i].ctx);
     for (int64_t l = 0; l < hp->n_layer; l++) {
         char nm[32];
+        struct bp_context *cc = s->cctx[cache_slot(s, l)];
         snprintf(nm, sizeof nm, "blk.%d.cache_k", (int)l);
         s->cache_k[l] = bp_tensor_set_name(
-            bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
         snprintf(nm, sizeof nm, "blk.%d.cache_v", (int)l);
         s->cache_v[l] = bp_tensor_set_name(
-            bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
     }
-    if (st == BP_OK) st = bp_context_status(s->cctx);
+    for (int i = 0; i < 2 && st == BP_OK; i++) st = bp_context_status(s->cctx[i]);
     if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the model's tensors failed: %s", bp_last_error());
     return BP_OK;
 }
 
 /* Weights in one device buffer per group, their bytes straight from the
- * model's memory (for a GGUF file, its mapping); the caches in another,
- * zeroed. */
+ * model's memory (for a GGUF file, its mapping); the caches in one buffer
+ * per device, zeroed. */
 static bp_status upload(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
                         size_t cap)
 {
     const struct bp_run_model *m = s->m;
-    struct bp_buffer_type *buft = bp_device_buffer_type(s->dev);
-    bp_status st = bp_context_alloc_tensors(s->cctx, buft, NULL, &s->cbuf);
+    struct bp_device *cdev[2] = { s->dev, s->fb ? s->fb : s->dev };
+    bp_status st = BP_OK;
+    for (int i = 0; i < 2 && st == BP_OK; i++)
+        st = bp_context_alloc_tensors(s->cctx[i], bp_device_buffer_type(cdev[i]), NULL, &s->cbuf[i]);
     for (size_t i = 0; i < s->n_wg && st == BP_OK; i++)
         st = bp_context_alloc_tensors(s->wg[i].ctx, s->wg[i].buft, NULL, &s->wg[i].buf);
     if (st != BP_OK) {
         char need[32];
-        size_t bytes = bp_context_alloc_size(s->cctx, buft, NULL);
+        size_t bytes = 0;
+        for (int i = 0; i < 2; i++) bytes += bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(cdev[i]), NULL);
         for (size_t i = 0; i < s->n_wg; i++)
             bytes += bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
         return bp_run_fail(err, cap, st, "allocating %s for the weights and KV cache on '%s' failed: %s",
                     bp_format_bytes(bytes, need, sizeof need), bp_device_name(s->dev),
                     bp_last_error());
     }
-    s->stats.buffers_allocated += 1 + s->n_wg;
-    if ((st = bp_buffer_clear(s->cbuf, 0)) != BP_OK)
-        return bp_run_fail(err, cap, st, "clearing the KV cache on '%s' failed: %s", bp_device_name(s->dev),
-                    bp_last_error());
+    for (int i = 0; i < 2; i++) {
+        if (!s->cbuf[i]) continue;
+        s->stats.buffers_allocated++;
+        if ((st = bp_buffer_clear(s->cbuf[i], 0)) != BP_OK)
+            return bp_run_fail(err, cap, st, "clearing the KV cache on '%s' failed: %s",
+                               bp_device_name(cdev[i]), bp_last_error());
+    }
+    s->stats.buffers_allocated += s->n_wg;
     size_t total = bp_run_model_weight_bytes(m) + (s->out_copy ? m->output->size : 0), done = 0;
     for (size_t i = 0; i < m->n_weights; i++) {
         st = bp_tensor_set(s->w[i], m->weights[i].data, 0, m->weights[i].size);
         if (st != BP_OK)
             return bp_run_fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", m->weights[i].name,
-                        bp_device_name(s->dev), bp_last_error());
+                        bp_device_name(s->home_w[i]), bp_last_error());
         done += m->weights[i].size;
         if (o && o->progress) o->progress(o->progress_user, done, total);
     }
@@ -273,6 +335,108 @@ static bp_status upload(struct bp_run_session *s, const struct bp_run_session_op
             return bp_run_fail(err, cap, st, "uploading the output projection's copy of '%s' to '%s' "
                         "failed: %s", m->output->name, bp_device_name(s->dev), bp_last_error());
         if (o && o->progress) o->progress(o->progress_user, total, total);
+    }
+    return BP_OK;
+}
+
+static bp_status build(const struct bp_run_session *s, struct plan *p, bool all);
+
+/* The layer a weight belongs to ("blk.N."), or -1 for the embedding,
+ * output norm and output. */
+static int64_t weight_layer(const struct bp_run_weight *w)
+{
+    int l = -1, n = 0;
+    return sscanf(w->name, "blk.%d.%n", &l, &n) == 1 && n > 0 ? l : -1;
+}
+
+/* Where each weight and cache lives. With a fallback: layers from
+ * offload_layers on, and (then) the embedding, output norm and output, go
+ * to it; so does a tensor that a node dev declines reads or writes — found
+ * by building the decode graph once over unallocated stand-ins — because
+ * the node then runs on the fallback, which may not reach dev's memory (a
+ * meta device's cache written by SET_ROWS on the cpu). */
+static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, char *err, size_t cap)
+{
+    const struct bp_run_model *m = s->m;
+    const int64_t L = m->hp.n_layer;
+    const bool partial = s->fb && offload_layers > 0 && offload_layers < L;
+    for (size_t i = 0; i < m->n_weights; i++) {
+        int64_t l = weight_layer(&m->weights[i]);
+        s->home_w[i] = partial && (l < 0 || l >= offload_layers) ? s->fb : s->dev;
+    }
+    for (int64_t l = 0; l < L; l++) s->home_cache[l] = partial && l >= offload_layers ? s->fb : s->dev;
+    if (!s->fb) return BP_OK;
+
+    struct bp_context *scratch = NULL;
+    struct plan p = { .n = 1, .n_kv = s->n_ctx < MIN_DECODE_CAPACITY ? s->n_ctx : MIN_DECODE_CAPACITY };
+    bp_status st = bp_context_new(m->n_weights + 2 * (size_t)L + 8, &scratch);
+    for (size_t i = 0; i < m->n_weights && st == BP_OK; i++)
+        s->w[i] = bp_tensor_new(scratch, m->weights[i].type, m->weights[i].n_dims, m->weights[i].ne);
+    for (int64_t l = 0; l < L && st == BP_OK; l++) {
+        s->cache_k[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, s->n_ctx, m->hp.n_head_kv);
+        s->cache_v[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, s->n_ctx, m->hp.n_head_kv);
+    }
+    if (st == BP_OK) st = bp_context_status(scratch);
+    if (st == BP_OK) st = build(s, &p, true);
+    if (st == BP_OK && (st = bp_graph_new(bp_context_tensor_count(p.ctx) + 8, &p.g)) == BP_OK)
+        st = bp_graph_build(p.g, p.logits);
+    for (int32_t i = 0; st == BP_OK && i < p.g->n_nodes; i++) {
+        const struct bp_tensor *node = p.g->nodes[i];
+        if (bp_op_is_view((enum bp_op)node->op) || bp_device_supports_op(s->dev, node)) continue;
+        for (int j = 0; j <= BP_MAX_SRC; j++) {
+            const struct bp_tensor *t = j < BP_MAX_SRC ? node->src[j] : node;
+            while (t && t->view_src) t = t->view_src;
+            if (!t) continue;
+            for (size_t k = 0; k < m->n_weights; k++)
+                if (s->w[k] == t) s->home_w[k] = s->fb;
+            for (int64_t l = 0; l < L; l++)
+                if (s->cache_k[l] == t || s->cache_v[l] == t) s->home_cache[l] = s->fb;
+        }
+    }
+    bp_graph_free(p.g);
+    bp_context_free(p.ctx);
+    bp_context_free(scratch);
+    memset(s->w, 0, m->n_weights * sizeof *s->w);
+    memset(s->cache_k, 0, (size_t)L * sizeof *s->cache_k);
+    memset(s->cache_v, 0, (size_t)L * sizeof *s->cache_v);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "building the decoder graph to place the weights failed: %s",
+                           bp_last_error());
+    return BP_OK;
+}
+
+/* The backends and the scheduler: dev first, the cpu as fallback unless
+ * dev is a CPU itself. */
+static bp_status start_backends(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
+                                size_t cap)
+{
+    bp_status st = bp_backend_init(s->dev, NULL, &s->be);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(s->dev),
+                           bp_last_error());
+    if (o && o->direct) return BP_OK;
+    struct bp_device *cpu = bp_device_type(s->dev) == BP_DEVICE_TYPE_CPU ? NULL : bp_device_by_name("cpu");
+    if (cpu) {
+        if ((st = bp_backend_init(cpu, NULL, &s->fb_be)) != BP_OK)
+            return bp_run_fail(err, cap, st, "starting the fallback backend on 'cpu' failed: %s", bp_last_error());
+        s->fb = cpu;
+    }
+    struct bp_backend *list[2] = { s->be, s->fb_be };
+    struct bp_sched_options so = { .size = sizeof so, .strict = o && o->strict };
+    if ((st = bp_sched_new(list, s->fb_be ? 2 : 1, &so, &s->sched)) != BP_OK)
+        return bp_run_fail(err, cap, st, "creating the scheduler failed: %s", bp_last_error());
+    return BP_OK;
+}
+
+static bp_status set_threads(struct bp_run_session *s, int n, char *err, size_t cap)
+{
+    struct bp_backend *bs[2] = { s->be, s->fb_be };
+    for (int i = 0; i < 2 && n > 0; i++) {
+        if (!bs[i]) continue;
+        bp_status st = bp_backend_set_n_threads(bs[i], n);
+        if (st != BP_OK && st != BP_ERR_UNSUPPORTED)
+            return bp_run_fail(err, cap, st, "setting %d threads on '%s' failed: %s", n,
+                               bp_device_name(bs[i]->device), bp_last_error());
     }
     return BP_OK;
 }
@@ -289,30 +453,22 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     s->n_ctx = opts && opts->n_ctx > 0 ? opts->n_ctx : 512;
     if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
     s->w = calloc(m->n_weights, sizeof *s->w);
+    s->home_w = calloc(m->n_weights, sizeof *s->home_w);
     s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
     s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
+    s->home_cache = calloc((size_t)m->hp.n_layer, sizeof *s->home_cache);
     s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
     bp_status st = BP_ERR_OUT_OF_MEMORY;
-    if (!s->w || !s->cache_k || !s->cache_v || !s->mask_host) {
+    if (!s->w || !s->home_w || !s->cache_k || !s->cache_v || !s->home_cache || !s->mask_host) {
         bp_run_fail(err, cap, st, "out of memory creating a session.");
         goto out;
     }
     bp_run_split_table_init(&s->split, m);
     if ((st = bp_run_split_install(dev, &s->split, err, cap)) != BP_OK) goto out;
     s->split_installed = bp_device_type(dev) == BP_DEVICE_TYPE_META;
-    if ((st = bp_backend_init(dev, NULL, &s->be)) != BP_OK) {
-        bp_run_fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(dev),
-             bp_last_error());
-        goto out;
-    }
-    if (opts && opts->n_threads > 0) {
-        st = bp_backend_set_n_threads(s->be, opts->n_threads);
-        if (st != BP_OK && st != BP_ERR_UNSUPPORTED) {
-            bp_run_fail(err, cap, st, "setting %d threads on '%s' failed: %s", opts->n_threads,
-                 bp_device_name(dev), bp_last_error());
-            goto out;
-        }
-    }
+    if ((st = start_backends(s, opts, err, cap)) != BP_OK) goto out;
+    if ((st = set_threads(s, opts ? opts->n_threads : 0, err, cap)) != BP_OK) goto out;
+    if ((st = choose_homes(s, opts ? opts->offload_layers : 0, err, cap)) != BP_OK) goto out;
     if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
     st = upload(s, opts, err, cap);
 out:
@@ -366,13 +522,16 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
                                      (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
     struct bp_tensor *a = bp_flash_attn_ext(c, bp_permute(c, q, 0, 2, 1, 3), kv_k, kv_v, p->mask,
                                             1.0f / sqrtf((float)D));
-    a = bp_reshape(c, a, 2, (int64_t[]){D * H, n});
+    char nm[BP_MAX_NAME];
+    snprintf(nm, sizeof nm, "blk.%d.attn_out_in", (int)l);
+    a = bp_tensor_set_name(bp_reshape(c, a, 2, (int64_t[]){D * H, n}), nm);
     x = bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->wo), a));
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
     struct bp_tensor *g = bp_silu(c, bp_mul_mat(c, dev_weight(s, L->gate), h));
     struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up), h);
-    return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_mul(c, g, u)));
+    snprintf(nm, sizeof nm, "blk.%d.ffn_down_in", (int)l);
+    return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_tensor_set_name(bp_mul(c, g, u), nm)));
 }
 
 static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
@@ -398,20 +557,26 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     return bp_context_status(c);
 }
 
-/* Build, allocate and order the graph of p (n and n_kv set). */
+/* Build, allocate and order the graph of p (n and n_kv set): the
+ * scheduler places its tensors, or (direct) one buffer on the device. */
 static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
 {
     bp_status r = build(s, p, all);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
-    if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
-        return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
-                    bp_device_name(s->dev), bp_last_error());
-    s->stats.buffers_allocated++;
+    if (!s->sched) {
+        if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
+            return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
+                               bp_device_name(s->dev), bp_last_error());
+        s->stats.buffers_allocated++;
+    }
     if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
         (r = bp_graph_build(p->g, p->logits)) != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
     s->stats.graphs_built++;
+    if (s->sched && (r = bp_sched_alloc_graph(s->sched, p->g)) != BP_OK)
+        return bp_run_fail(err, cap, r, "scheduling the decoder graph on '%s' failed: %s",
+                           bp_device_name(s->dev), bp_last_error());
     return BP_OK;
 }
 
@@ -428,12 +593,12 @@ static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan
     if (capacity > s->n_ctx) capacity = s->n_ctx;
     struct plan *p = &s->decode[i];
     if (!p->g) {
-        plan_free(p);
+        plan_free(s, p);
         p->n = 1;
         p->n_kv = capacity;
         bp_status r = plan_make(s, p, true, err, cap);
         if (r != BP_OK) {
-            plan_free(p);
+            plan_free(s, p);
             return r;
         }
     }
@@ -464,8 +629,12 @@ static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_
     bp_status r = set_inputs(s, p, tokens, pos, mask);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "setting the step's inputs failed: %s", bp_last_error());
-    if ((r = bp_backend_graph_compute(s->be, p->g)) != BP_OK ||
-        (r = bp_backend_synchronize(s->be)) != BP_OK)
+    if (s->sched)
+        r = bp_sched_graph_compute(s->sched, p->g);
+    else
+        r = bp_backend_graph_compute(s->be, p->g);
+    if (r == BP_OK) r = s->sched ? bp_sched_synchronize(s->sched) : bp_backend_synchronize(s->be);
+    if (r != BP_OK)
         return bp_run_fail(err, cap, r, "computing the decoder graph on '%s' failed: %s",
                     bp_device_name(s->dev), bp_last_error());
     if ((r = bp_tensor_get(p->logits, logits, 0, bp_nbytes(p->logits))) != BP_OK)
@@ -495,6 +664,7 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
         struct plan *p;
         int32_t pos;
         bp_status r = decode_plan(s, s->n_past + 1, &p, err, cap);
+        if (r == BP_OK) s->last_decode = p;
         return r != BP_OK ? r : run_plan(s, p, tokens, &pos, s->mask_host, logits, err, cap);
     }
     struct plan p = { .n = n, .n_kv = s->n_past + n };
@@ -506,6 +676,6 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
     if (r == BP_OK) r = run_plan(s, &p, tokens, pos, mask, logits, err, cap);
     free(pos);
     free(mask);
-    plan_free(&p);
+    plan_free(s, &p);
     return r;
 }

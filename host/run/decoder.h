@@ -22,6 +22,15 @@ struct bp_run_session_options {
     /* Called after each weight upload: done and total bytes. May be NULL. */
     void (*progress)(void *user, size_t done, size_t total);
     void *progress_user;
+    /* Scheduling (bp_sched over dev and, when dev is not a CPU, the cpu
+     * device as fallback): the first offload_layers layers' weights and KV
+     * caches go on dev, the rest and the embedding, output norm and output
+     * on the cpu (llama.cpp's -ngl); 0 means all layers. strict forbids
+     * fallback (BACKPLANE_SCHED_STRICT=1 too). direct skips the scheduler
+     * and computes on dev alone (the benchmark's reference). */
+    int64_t offload_layers;
+    bool strict;
+    bool direct;
 };
 
 /* Create a session of m on dev (m must outlive it). On a meta device the
@@ -50,13 +59,22 @@ void bp_run_session_reset(struct bp_run_session *s);
 struct bp_run_session_stats {
     uint64_t evals;             /* bp_run_session_eval calls that ran */
     uint64_t graphs_built;
-    uint64_t buffers_allocated; /* device buffers, weights and caches included */
+    uint64_t buffers_allocated; /* device buffers, weights, caches and the scheduler's included */
+    uint64_t sched_plans;       /* plans the scheduler made (one per graph built) */
+    uint64_t copies;            /* boundary copies the scheduler made, all evals */
 };
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out);
 
 /* The device tensor of the model's weight of that name (NULL when none):
  * its buffer shows where the session placed it. */
 struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name);
+
+/* The scheduler's placement of the latest decode graph (BP_ERR_NOT_FOUND
+ * before the first decode step or without a scheduler). */
+bp_status bp_run_session_placement(const struct bp_run_session *s, struct bp_sched_summary *out);
+
+/* Bytes of the session's weight and cache buffers on dev. */
+size_t bp_run_session_device_bytes(const struct bp_run_session *s, const struct bp_device *dev);
 
 /* Index of the largest value (the first of equals). */
 int32_t bp_run_argmax(const float *v, int64_t n);

@@ -178,14 +178,25 @@ static bp_status add_reduce(struct meta_plan *p, struct meta_step **open, size_t
 }
 
 /* Which operand of an ADD_ONCE node is the PARTIAL one (the other is added
- * on device 0 only). */
-static int once_partial_src(const struct bp_tensor *node)
+ * on one device only), in bit 0, and that device in the bits above: the one
+ * sub-device that cannot pass a partial through as SCALE if there is one
+ * (dev_supports_op admits at most one), else device 0. */
+static int once_code(const struct meta_backend *be, const struct bp_tensor *node)
 {
-    return meta_tensor_of(node->src[0])->layout.state == BP_META_SPLIT_PARTIAL ? 0 : 1;
+    int src = meta_tensor_of(node->src[0])->layout.state == BP_META_SPLIT_PARTIAL ? 0 : 1;
+    size_t adder = 0;
+    for (size_t d = 0; d < be->n; d++)
+        if (!meta_sub_passes_through(be->sub[d]->device, node)) {
+            adder = d;
+            break;
+        }
+    return src | (int)(adder << 1);
 }
 
-static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once_src)
+static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once)
 {
+    const int once_src = once & 1;
+    const size_t adder = (size_t)once >> 1;
     struct meta_tensor *mt = meta_tensor_of(node);
     struct bp_tensor *l = &mt->local[d];
     if (kind == META_NODE_VIEW) {
@@ -208,8 +219,8 @@ static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kin
         meta_derive_local_slice(node, d);
         l->src[mt->slice_src] = &mt->slice[d];
     }
-    if (kind == META_NODE_ADD_ONCE && d > 0) {
-        /* the mirrored term is added on device 0 only; elsewhere pass the
+    if (kind == META_NODE_ADD_ONCE && d != adder) {
+        /* the mirrored term is added on one device only; elsewhere pass the
          * partial operand through (x * 1 + 0) */
         struct bp_tensor *keep = l->src[once_src];
         memset(l->src, 0, sizeof l->src);
@@ -281,7 +292,7 @@ static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct 
         if (node->op == BP_OP_MUL_MAT && mt->layout.state == BP_META_SPLIT_PARTIAL) partial_made++;
         mt->placed = true;
         kinds[i] = (unsigned char)kind;
-        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_partial_src(node) : 0);
+        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_code(be, node) : 0);
         for (size_t d = 0; d < n && st == BP_OK; d++) {
             local_node(node, d, kind, once[i]);
             if (kind == META_NODE_VIEW) continue;

@@ -73,18 +73,33 @@ static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
     return &md_of(dev)->buft;
 }
 
+bool meta_sub_passes_through(struct bp_device *s, const struct bp_tensor *node)
+{
+    bool (*supports)(struct bp_device *, const struct bp_tensor *) = BP_IFACE_GET(s->iface, supports_op);
+    struct bp_tensor pass = *node;
+    pass.op = BP_OP_SCALE;
+    pass.src[1] = NULL;
+    return supports && supports(s, &pass);
+}
+
 static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
 {
     struct meta_device *md = md_of(dev);
     /* Custom ops: meta has no rule to split a vendor's op, so it declines
      * them even when every sub-device knows the name (bp_custom_op.h). */
     if ((unsigned)node->op >= BP_OP_COUNT || node->op == BP_OP_CUSTOM) return false;
+    size_t no_pass = 0;
     for (size_t i = 0; i < md->n; i++) {
         struct bp_device *s = md->sub[i];
         if (i > 0 && s == md->sub[i - 1]) continue;
         /* A sub-device whose table cannot answer declines. */
         bool (*supports)(struct bp_device *, const struct bp_tensor *) = BP_IFACE_GET(s->iface, supports_op);
         if (!supports || !supports(s, node)) return false;
+        /* An ADD of a partial sum and a whole term adds on one sub-device and
+         * passes the partial through (x * 1 + 0, SCALE) on the others
+         * (backend.c, ADD_ONCE): one sub-device without SCALE can be the one
+         * that adds, two cannot. */
+        if (node->op == BP_OP_ADD && !meta_sub_passes_through(s, node) && ++no_pass > 1) return false;
     }
     return true;
 }

@@ -38,6 +38,9 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
                              bp_meta_split_fn cb, void *user, const char *spec,
                              struct meta_device **out);
 bp_status meta_device_from_spec(const char *spec, struct bp_device **out);
+/* Whether sub-device s can pass ADD node's first operand through as SCALE
+ * (x * 1 + 0): the sub-devices that do not add an ADD_ONCE term do that. */
+bool meta_sub_passes_through(struct bp_device *s, const struct bp_tensor *node);
 bp_status meta_device_new(struct bp_device *const *devs, size_t n, const float *ratios,
                           bp_meta_split_fn cb, void *user, struct bp_device **out);
 bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *user);

@@ -304,4 +304,8 @@ BP_API const char *bp_format_bytes(size_t bytes, char *buf, size_t cap);
 #ifdef __cplusplus
 }
 #endif
+
+/* The scheduler (one graph over several backends) is part of this API. */
+#include <backplane/bp_sched.h>
+
 #endif /* BACKPLANE_H */
