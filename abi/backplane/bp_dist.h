@@ -55,6 +55,8 @@ struct bp_dist_info {
     int32_t rank, nranks;    /* in the whole job */
     int32_t local_rank;      /* among the ranks on this node (MPI_COMM_TYPE_SHARED) */
     int32_t local_nranks;
+    uint64_t reductions;     /* tensors the slot communicators have reduced so far */
+    uint64_t bytes_reduced;  /* their bytes (one copy each) */
 };
 
 /* Join the job's process group (initialises MPI on the first call; later
@@ -64,7 +66,8 @@ struct bp_dist_info {
 #define BP_PROC_DIST_INIT "bp_dist_init"
 typedef bp_status (*bp_dist_init_fn)(struct bp_dist_group **out);
 
-/* Rank, size and node-local rank of the group (out->size set by the caller). */
+/* Rank, size, node-local rank and reduction counters of the group
+ * (out->size set by the caller). */
 #define BP_PROC_DIST_INFO "bp_dist_info"
 typedef bp_status (*bp_dist_info_fn)(struct bp_dist_group *g, struct bp_dist_info *out);
 
@@ -76,6 +79,11 @@ typedef bp_status (*bp_dist_bcast_fn)(struct bp_dist_group *g, void *buf, size_t
  * Collective. */
 #define BP_PROC_DIST_ALLREDUCE_F32 "bp_dist_allreduce_f32"
 typedef bp_status (*bp_dist_allreduce_f32_fn)(struct bp_dist_group *g, float *buf, size_t n);
+
+/* The reference for benchmarks: the same sum with MPI_Allreduce alone (no
+ * watchdog, no hooks, no counters). Collective. */
+#define BP_PROC_DIST_RAW_ALLREDUCE_F32 "bp_dist_raw_allreduce_f32"
+typedef bp_status (*bp_dist_raw_allreduce_f32_fn)(struct bp_dist_group *g, float *buf, size_t n);
 
 /* Whether every rank is fine. Each rank passes ok and, when not ok, its
  * sentence in msg. Afterwards *first_failed is the lowest failing rank (-1

@@ -272,6 +272,7 @@ struct result {
     bool have_cmp;
     struct cmp cmp;
     uint64_t rank_weight_bytes[BP_META_MAX_DEVICES];  /* dist: devices */
+    uint64_t dist_reductions, dist_bytes;             /* over the decode steps */
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
@@ -334,6 +335,8 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     if (o->n_gen > 0) res->gen[0] = bp_run_argmax(last, V);
     res->n_gen = o->n_gen > 0 ? 1 : 0;
     t0 = now();
+    uint64_t red0 = 0, bytes0 = 0, red1, bytes1;
+    if (o->dist) bp_run_dist_counters(o->dist, &red0, &bytes0);
     for (int64_t i = 1; i < o->n_gen; i++) {
         progress_line(pr, "decode: %" PRId64 " of %" PRId64 " tokens", i + 1, o->n_gen);
         double ts = now();
@@ -356,6 +359,10 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         res->n_gen = i + 1;
     }
     (void)t0;
+    if (o->dist) {
+        bp_run_dist_counters(o->dist, &red1, &bytes1);
+        res->dist_reductions = red1 - red0, res->dist_bytes = bytes1 - bytes0;
+    }
     /* The median step, not the mean: one step that the OS preempted on a
      * shared machine should not decide the streaming figure. */
     if (res->n_gen > 1) res->t_step_median = bench_median(res->step_sec, (int)(res->n_gen - 1));
@@ -393,6 +400,10 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
         printf("ranks:   %d, reducing through %s; weights per rank:", (int)n,
                bp_run_dist_comm_path(o->dist) ? bp_run_dist_comm_path(o->dist) : "nothing");
         for (int32_t i = 0; i < n; i++) printf(" %s", bp_format_bytes(r->rank_weight_bytes[i], wb, sizeof wb));
+        if (r->n_gen > 1)
+            printf("\n         %.1f reductions of %s in all per decoded token",
+                   (double)r->dist_reductions / (double)(r->n_gen - 1),
+                   bp_format_bytes(r->dist_bytes / (uint64_t)(r->n_gen - 1), wb, sizeof wb));
         printf("\n");
     }
     if (cdev) printf("compare: %s (%s)\n", bp_device_name(cdev), bp_device_description(cdev));
@@ -450,6 +461,9 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
         json_array_begin(&w, "weight_bytes_per_rank");
         for (int32_t i = 0; i < bp_run_dist_info(o->dist)->nranks; i++) json_uint(&w, NULL, r->rank_weight_bytes[i]);
         json_array_end(&w);
+        const double steps = r->n_gen > 1 ? (double)(r->n_gen - 1) : 1.0;
+        json_double(&w, "reductions_per_token", (double)r->dist_reductions / steps);
+        json_double(&w, "bytes_reduced_per_token", (double)r->dist_bytes / steps);
         json_object_end(&w);
     }
     json_array_begin(&w, "prompt");

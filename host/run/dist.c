@@ -23,6 +23,7 @@ struct bp_run_dist {
     bp_dist_set_step_fn set_step;
     bp_dist_devices_fn devices;
     bp_dist_comm_path_fn comm_path;
+    bp_dist_info_fn get_info;
 };
 
 bool bp_run_dist_wanted(const char *name)
@@ -46,7 +47,7 @@ bp_status bp_run_dist_open(struct bp_run_dist **out, char *err, size_t cap)
     struct bp_run_dist *d = calloc(1, sizeof *d);
     if (!d) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory.");
     bp_dist_init_fn init = (bp_dist_init_fn)proc(r, BP_PROC_DIST_INIT);
-    bp_dist_info_fn info = (bp_dist_info_fn)proc(r, BP_PROC_DIST_INFO);
+    bp_dist_info_fn info = d->get_info = (bp_dist_info_fn)proc(r, BP_PROC_DIST_INFO);
     d->bcast = (bp_dist_bcast_fn)proc(r, BP_PROC_DIST_BCAST);
     d->allreduce = (bp_dist_allreduce_f32_fn)proc(r, BP_PROC_DIST_ALLREDUCE_F32);
     d->agree = (bp_dist_agree_fn)proc(r, BP_PROC_DIST_AGREE);
@@ -228,6 +229,13 @@ bp_status bp_run_dist_weight_bytes(struct bp_run_dist *d, const struct bp_run_se
     for (int32_t r = 0; r < n && st == BP_OK; r++)
         per_rank[r] = ((uint64_t)v[2 * r] << 24) + (uint64_t)v[2 * r + 1];
     return st;
+}
+
+void bp_run_dist_counters(struct bp_run_dist *d, uint64_t *reductions, uint64_t *bytes)
+{
+    struct bp_dist_info i = { .size = sizeof i };
+    *reductions = *bytes = 0;
+    if (d->get_info(d->g, &i) == BP_OK) *reductions = i.reductions, *bytes = i.bytes_reduced;
 }
 
 void bp_run_dist_step(struct bp_run_dist *d, int64_t step)

@@ -66,6 +66,9 @@ struct bp_run_session;
 bp_status bp_run_dist_weight_bytes(struct bp_run_dist *d, const struct bp_run_session *s,
                                    const struct bp_run_model *m, uint64_t *per_rank);
 
+/* The group's reduction counters so far (bp_dist_info). */
+void bp_run_dist_counters(struct bp_run_dist *d, uint64_t *reductions, uint64_t *bytes);
+
 /* Name the step being computed, for the watchdog's sentence and test hook. */
 void bp_run_dist_step(struct bp_run_dist *d, int64_t step);
 

@@ -90,6 +90,8 @@ bp_status dist_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensor
     struct dist_comm *c = comm;
     if (!c || !tensors || n != (size_t)c->g->nranks) return BP_ERR_INVALID_ARGUMENT;
     struct bp_tensor *t = tensors[c->local];
+    c->g->reductions++;
+    c->g->bytes_reduced += bp_nbytes(t);
     if (c->dev_comm) {
         struct bp_tensor *one[1] = { t };
         return c->dev_allreduce(c->dev_comm, one, 1);

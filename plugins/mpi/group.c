@@ -100,7 +100,8 @@ bp_status dist_info(struct bp_dist_group *g, struct bp_dist_info *out)
     if (!g || !out || out->size < sizeof(size_t)) return BP_ERR_INVALID_ARGUMENT;
     struct bp_dist_info i = { .size = out->size < sizeof i ? out->size : sizeof i, .rank = g->rank,
                               .nranks = g->nranks, .local_rank = g->local_rank,
-                              .local_nranks = g->local_nranks };
+                              .local_nranks = g->local_nranks, .reductions = g->reductions,
+                              .bytes_reduced = g->bytes_reduced };
     memcpy(out, &i, i.size);
     return BP_OK;
 }
@@ -145,18 +146,29 @@ bp_status dist_bcast(struct bp_dist_group *g, void *buf, size_t len, int32_t roo
     return leave("MPI_Bcast", MPI_Bcast(buf, (int)len, MPI_BYTE, root, g->world));
 }
 
+/* MPI counts are int: large buffers go in chunks. */
+static int sum_f32(MPI_Comm c, float *buf, size_t n)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t o = 0; o < n && rc == MPI_SUCCESS;) {
+        size_t k = n - o < (size_t)1 << 30 ? n - o : (size_t)1 << 30;
+        rc = MPI_Allreduce(MPI_IN_PLACE, buf + o, (int)k, MPI_FLOAT, MPI_SUM, c);
+        o += k;
+    }
+    return rc;
+}
+
 bp_status dist_allreduce_f32(struct bp_dist_group *g, float *buf, size_t n)
 {
     if (!g || (!buf && n)) return BP_ERR_INVALID_ARGUMENT;
     enter(g, "all-reduce");
-    /* MPI counts are int: large buffers go in chunks. */
-    int rc = MPI_SUCCESS;
-    for (size_t o = 0; o < n && rc == MPI_SUCCESS;) {
-        size_t k = n - o < (size_t)1 << 30 ? n - o : (size_t)1 << 30;
-        rc = MPI_Allreduce(MPI_IN_PLACE, buf + o, (int)k, MPI_FLOAT, MPI_SUM, g->world);
-        o += k;
-    }
-    return leave("MPI_Allreduce", rc);
+    return leave("MPI_Allreduce", sum_f32(g->world, buf, n));
+}
+
+bp_status dist_raw_allreduce_f32(struct bp_dist_group *g, float *buf, size_t n)
+{
+    if (!g || (!buf && n)) return BP_ERR_INVALID_ARGUMENT;
+    return sum_f32(g->world, buf, n) == MPI_SUCCESS ? BP_OK : BP_ERR_PLUGIN;
 }
 
 bp_status dist_allreduce_min_int(struct bp_dist_group *g, int *v, const char *what)

@@ -30,6 +30,7 @@ struct bp_dist_group {
     int32_t die_rank;
     bool die_hang;                /* hang instead of dying */
     const char *comm_path;        /* "device" or "host" */
+    uint64_t reductions, bytes_reduced;  /* by slot communicators */
 };
 
 /* The group once bp_dist_init has succeeded, else NULL. */
@@ -38,6 +39,7 @@ bp_status dist_init(struct bp_dist_group **out);
 bp_status dist_info(struct bp_dist_group *g, struct bp_dist_info *out);
 bp_status dist_bcast(struct bp_dist_group *g, void *buf, size_t len, int32_t root);
 bp_status dist_allreduce_f32(struct bp_dist_group *g, float *buf, size_t n);
+bp_status dist_raw_allreduce_f32(struct bp_dist_group *g, float *buf, size_t n);
 bp_status dist_agree(struct bp_dist_group *g, bool ok, char *msg, size_t cap, int32_t *first_failed);
 void dist_set_step(struct bp_dist_group *g, int64_t step);
 const char *dist_comm_path(struct bp_dist_group *g);

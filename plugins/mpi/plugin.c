@@ -33,6 +33,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         { BP_PROC_DIST_INFO, (void *)(bp_dist_info_fn)dist_info },
         { BP_PROC_DIST_BCAST, (void *)(bp_dist_bcast_fn)dist_bcast },
         { BP_PROC_DIST_ALLREDUCE_F32, (void *)(bp_dist_allreduce_f32_fn)dist_allreduce_f32 },
+        { BP_PROC_DIST_RAW_ALLREDUCE_F32, (void *)(bp_dist_raw_allreduce_f32_fn)dist_raw_allreduce_f32 },
         { BP_PROC_DIST_AGREE, (void *)(bp_dist_agree_fn)dist_agree },
         { BP_PROC_DIST_SET_STEP, (void *)(bp_dist_set_step_fn)dist_set_step },
         { BP_PROC_DIST_DEVICES, (void *)(bp_dist_devices_fn)dist_devices },
