@@ -10,5 +10,12 @@ if(TARGET bp_plugin_mpi AND BP_MPIEXEC)
         "OMPI_MCA_btl_vader_single_copy_mechanism=none"
         "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/dist_lsan.supp:print_suppressions=0")
   target_compile_definitions(test_dist PRIVATE BP_TEST_MPIEXEC="${BP_MPIEXEC}")
-  add_dependencies(test_dist backplane_cli bp_plugin_cpu bp_plugin_meta bp_plugin_mpi)
+  # A stand-in for a GPU plugin with a multi-process communicator.
+  add_library(bp_dist_rankcomm MODULE ${CMAKE_CURRENT_LIST_DIR}/dist_plugins/rankcomm.c)
+  target_link_libraries(bp_dist_rankcomm PRIVATE backplane_abi rt)
+  target_compile_definitions(bp_dist_rankcomm PRIVATE _GNU_SOURCE)
+  set_target_properties(bp_dist_rankcomm PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_NAME libbackplane-rankcomm
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/dist_plugins)
+  target_compile_definitions(test_dist PRIVATE BP_TEST_DIST_PLUGIN_DIR="${CMAKE_BINARY_DIR}/tests/dist_plugins")
+  add_dependencies(test_dist backplane_cli bp_plugin_cpu bp_plugin_meta bp_plugin_mpi bp_dist_rankcomm)
 endif()

@@ -106,11 +106,19 @@ static unsigned long long json_u64(const char *json, const char *key)
     return strtoull(p + strlen(key) + 2, NULL, 10);
 }
 
+/* How a dist run is made: environment, device and the reduction path it
+ * must report. */
+struct dist_run {
+    const char *env, *device, *comm;
+};
+static const struct dist_run dist_cpu = { "", "dist:cpu", "host" };
+
 /* The single-process run of model args `model` on ref (the reference)
- * against mpirun `np` ranks of dist:cpu with mpirun options `mpi`: same
- * tokens, logits within tol, and each rank holding about its share of the
- * weights. */
-static void check_against(const char *ref, const char *model, int np, const char *mpi, double tol)
+ * against mpirun `np` ranks of run->device with mpirun options `mpi`: same
+ * tokens, logits within tol, the expected reduction path, and each rank
+ * holding about its share of the weights. */
+static void check_run(const struct dist_run *run_as, const char *ref, const char *model, int np,
+                      const char *mpi, double tol)
 {
     make_dir();
     char cmd[2048], a[32768], b[32768], ta[1024], tb[1024], pa[128], pb[128];
@@ -119,8 +127,8 @@ static void check_against(const char *ref, const char *model, int np, const char
     const char *common = "--prompt-len 6 --n-gen 6 --threads 1 --json";
     snprintf(cmd, sizeof cmd, CLI " run %s %s --device %s --dump-logits %s", model, common, ref, pa);
     ck_assert_msg(run(cmd, a, sizeof a) == 0, "%s", a);
-    snprintf(cmd, sizeof cmd, MPIRUN " %s -np %d " CLI " run %s %s --device dist:cpu --dump-logits %s",
-             mpi, np, model, common, pb);
+    snprintf(cmd, sizeof cmd, "%s " MPIRUN " %s -np %d " CLI " run %s %s --device %s --dump-logits %s",
+             run_as->env, mpi, np, model, common, run_as->device, pb);
     ck_assert_msg(run(cmd, b, sizeof b) == 0, "%s: %s", cmd, b);
     /* One report: rank 0's. */
     ck_assert_int_eq(count(b, "\"tokens\""), 1);
@@ -129,6 +137,9 @@ static void check_against(const char *ref, const char *model, int np, const char
     ck_assert_str_eq(ta, tb);
     double d = dump_diff(pa, pb);
     ck_assert_msg(d <= tol, "np=%d: logits differ by %g (tolerance %g)", np, d, tol);
+    char comm[64];
+    snprintf(comm, sizeof comm, "\"comm\": \"%s\"", run_as->comm);
+    ck_assert_msg(strstr(b, comm) != NULL, "expected %s in: %s", comm, b);
     /* Each rank holds its slices of the split weights and the mirrored
      * rest (embedding, norms): at most its share plus 15% of the model. */
     const unsigned long long total = json_u64(a, "\"weight_bytes\"");
@@ -146,6 +157,11 @@ static void check_against(const char *ref, const char *model, int np, const char
     }
     ck_assert_uint_ge(sum, total);
     remove_dir();
+}
+
+static void check_against(const char *ref, const char *model, int np, const char *mpi, double tol)
+{
+    check_run(&dist_cpu, ref, model, np, mpi, tol);
 }
 
 static void check_against_cpu(const char *model, int np, const char *mpi, double tol)
@@ -196,6 +212,25 @@ START_TEST(test_dist_saved_gguf_matches_the_cpu_run)
     check_against_cpu(model, 2, "", 1e-3);
     snprintf(cmd, sizeof cmd, "rm -rf %s", path);
     ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A device whose plugin offers bp_comm_init_rank on every rank (the test
+ * plugin rankcomm: shared memory, id broadcast over MPI) reduces through it;
+ * if it fails on one rank, every rank takes the host path. Either way the
+ * logits are the CPU run's. */
+START_TEST(test_dist_device_communicator_is_used_when_every_rank_has_one)
+{
+    const struct dist_run rc = { "BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR, "dist:rankcpu", "device" };
+    check_run(&rc, "cpu", "--model builtin:test --weight-type f32", 3, "", 1e-5);
+}
+END_TEST
+
+START_TEST(test_dist_device_communicator_failing_on_one_rank_means_host_path)
+{
+    const struct dist_run rc = { "RANKCOMM_FAIL_RANK=1 BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR,
+                                 "dist:rankcpu", "host" };
+    check_run(&rc, "cpu", "--model builtin:test --weight-type f32", 2, "", 1e-5);
 }
 END_TEST
 
@@ -332,6 +367,8 @@ static Suite *suite(void)
     tcase_add_test(eq, test_dist_tcp_loopback_matches_the_cpu_run);
     tcase_add_test(eq, test_dist_saved_gguf_matches_the_cpu_run);
     tcase_add_test(eq, test_dist_text_report_comes_from_rank_0_alone);
+    tcase_add_test(eq, test_dist_device_communicator_is_used_when_every_rank_has_one);
+    tcase_add_test(eq, test_dist_device_communicator_failing_on_one_rank_means_host_path);
     suite_add_tcase(s, eq);
     TCase *f = tcase_create("faults");
     tcase_set_timeout(f, 300);

@@ -108,9 +108,9 @@ bp_status bp_run_dist_device(struct bp_run_dist *d, const char *name, int n_thre
                            "dist:cpu or dist:cuda0.", name);
     struct bp_device *local = bp_device_by_name(local_name);
     if (!local)
-        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND, "node-local rank %d has no device '%s' (%s); "
-                           "run at most as many ranks per node as there are devices.",
-                           (int)d->info.local_rank, local_name, bp_last_error());
+        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND, "node-local rank %d has no device '%s' to "
+                           "run on; run at most as many ranks per node as there are devices.",
+                           (int)d->info.local_rank, local_name);
     struct bp_device *slots[BP_META_MAX_DEVICES];
     float ratios[BP_META_MAX_DEVICES];
     char params[32] = "";
