@@ -321,6 +321,16 @@ START_TEST(test_dist_without_mpirun_says_to_use_it)
 }
 END_TEST
 
+START_TEST(test_dist_without_the_mpi_plugin_names_the_packages)
+{
+    char out[8192];
+    ck_assert_int_eq(run("BACKPLANE_BACKENDS=cpu,meta " CLI " run --model builtin:test --device dist:cpu", out,
+                         sizeof out), 1);
+    ck_assert_int_eq(count(out, "\n"), 1);
+    ck_assert_msg(strstr(out, "needs the mpi plugin") && strstr(out, "openmpi-bin libopenmpi-dev"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_dist_nested_meta_is_refused_in_one_sentence)
 {
     char out[8192];
@@ -378,6 +388,7 @@ static Suite *suite(void)
     tcase_add_test(f, test_dist_bad_model_path_on_one_rank_stops_all);
     tcase_add_test(f, test_dist_without_mpirun_says_to_use_it);
     tcase_add_test(f, test_dist_nested_meta_is_refused_in_one_sentence);
+    tcase_add_test(f, test_dist_without_the_mpi_plugin_names_the_packages);
     suite_add_tcase(s, f);
     TCase *u = tcase_create("unit");
     tcase_add_test(u, test_dist_local_name_counts_gpus_up_by_node_rank);
