@@ -312,6 +312,16 @@ START_TEST(test_dist_bad_model_path_on_one_rank_stops_all)
 }
 END_TEST
 
+START_TEST(test_dist_unwritable_dump_on_rank_0_stops_all)
+{
+    char out[32768];
+    ck_assert_int_ne(run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:cpu --dump-logits "
+                         "/nonexistent/x.bin", out, sizeof out), 0);
+    ck_assert_int_eq(count(out, "backplane: "), 1);
+    ck_assert_msg(strstr(out, "backplane: rank 0: cannot write '/nonexistent/x.bin'") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(test_dist_without_mpirun_says_to_use_it)
 {
     char out[8192];
@@ -387,6 +397,7 @@ static Suite *suite(void)
     tcase_add_test(f, test_dist_mismatched_models_stop_every_rank_with_one_sentence);
     tcase_add_test(f, test_dist_bad_model_path_on_one_rank_stops_all);
     tcase_add_test(f, test_dist_without_mpirun_says_to_use_it);
+    tcase_add_test(f, test_dist_unwritable_dump_on_rank_0_stops_all);
     tcase_add_test(f, test_dist_nested_meta_is_refused_in_one_sentence);
     tcase_add_test(f, test_dist_without_the_mpi_plugin_names_the_packages);
     suite_add_tcase(s, f);

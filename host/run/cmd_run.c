@@ -281,6 +281,20 @@ static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
     return !f || fwrite(rows, sizeof(float), (size_t)(n * n_vocab), f) == (size_t)(n * n_vocab);
 }
 
+/* Whether this step went well on every rank (alone: on this one). In a
+ * dist: job a failure on any rank stops all, and rank 0 says which rank
+ * failed and why: one sentence for the job. */
+static bool dist_gate(const struct opts *o, bool ok, char *err)
+{
+    if (!o->dist) {
+        if (!ok) cli_error("%s", err);
+        return ok;
+    }
+    if (bp_run_dist_agree(o->dist, ok, err, ERR_CAP)) return true;
+    if (o->root) cli_error("%s", err);
+    return false;
+}
+
 /* An eval of the session under test; on a dist: device, step `step` of the
  * job, and the logits (this rank's slices, zeros elsewhere) summed whole. */
 static bp_status eval_main(const struct opts *o, struct bp_run_session *s, int64_t step,
@@ -311,10 +325,9 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     res->have_cmp = cs != NULL;
     int rc = CLI_EXIT_FAIL;
     if (!lg || (cs && !lg2) || !res->gen || !res->step_sec) { cli_error("out of memory for the logits."); goto out; }
-    if (o->dump && o->root && !(dump = fopen(o->dump, "wb"))) {
-        cli_error("cannot write '%s': %s.", o->dump, strerror(errno));
-        goto out;
-    }
+    if (o->dump && o->root && !(dump = fopen(o->dump, "wb")))
+        snprintf(err, sizeof err, "cannot write '%s': %s.", o->dump, strerror(errno));
+    if (!dist_gate(o, !o->dump || !o->root || dump, err)) goto out;
     progress_line(pr, "prefill: %" PRId64 " tokens", n_prompt);
     double t0 = now();
     if (eval_main(o, s, 0, prompt, n_prompt, all, lg, V, err, sizeof err) != BP_OK) {
@@ -500,20 +513,6 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     (void)o;
 }
 
-/* Whether this step went well on every rank (alone: on this one). In a
- * dist: job a failure on any rank stops all, and rank 0 says which rank
- * failed and why: one sentence for the job. */
-static bool dist_gate(const struct opts *o, bool ok, char *err)
-{
-    if (!o->dist) {
-        if (!ok) cli_error("%s", err);
-        return ok;
-    }
-    if (bp_run_dist_agree(o->dist, ok, err, ERR_CAP)) return true;
-    if (o->root) cli_error("%s", err);
-    return false;
-}
-
 static struct bp_device *pick_device(const char *name)
 {
     char err[ERR_CAP];
@@ -614,7 +613,10 @@ int cmd_run(int argc, char **argv)
     const bool made = bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK;
     progress_done(&pr);
     if (!dist_gate(&o, made, err)) goto out;
-    if (o.dist && bp_run_dist_weight_bytes(o.dist, s, m, res.rank_weight_bytes) != BP_OK) goto out;
+    if (o.dist && bp_run_dist_weight_bytes(o.dist, s, m, res.rank_weight_bytes) != BP_OK) {
+        cli_error("rank %d: gathering the ranks' weight bytes failed.", (int)bp_run_dist_info(o.dist)->rank);
+        goto out;
+    }
     if (cdev && bp_run_session_new(m, cdev, &so, &cs, err, sizeof err) != BP_OK) {
         progress_done(&pr);
         cli_error("on the compare device: %s", err);
