@@ -234,6 +234,25 @@ START_TEST(test_dist_device_communicator_failing_on_one_rank_means_host_path)
 }
 END_TEST
 
+#ifdef BP_TEST_HAVE_VULKAN
+/* Two ranks on one Vulkan device (lavapipe here): its memory is not the
+ * CPU's, so the host path stages each partial sum out and back. */
+START_TEST(test_dist_vulkan_ranks_stage_through_host_memory)
+{
+    /* As test_vulkan does: a build with the plugin on a machine with no
+     * Vulkan driver has nothing to run this on (it says so). */
+    char out[16384];
+    run(CLI " devices", out, sizeof out);
+    if (!strstr(out, "vulkan0")) {
+        fprintf(stderr, "test_dist: no vulkan0 here; the staged host path is not tested.\n");
+        return;
+    }
+    const struct dist_run vk = { "", "dist:vulkan0,vulkan0", "host" };
+    check_run(&vk, "vulkan0", "--model builtin:test --weight-type f32", 2, "", 1e-5);
+}
+END_TEST
+#endif
+
 /* Processes whose command line mentions marker (this test's directory). */
 static int processes_with(const char *marker)
 {
@@ -373,6 +392,12 @@ START_TEST(test_dist_local_name_counts_gpus_up_by_node_rank)
     ck_assert(bp_run_dist_local_name("fakegpu", 2, b, sizeof b));
     ck_assert_str_eq(b, "fakegpu");
     ck_assert(!bp_run_dist_local_name("cuda9", 1, b, 5));
+    ck_assert(bp_run_dist_local_name("vulkan0,cpu", 1, b, sizeof b));
+    ck_assert_str_eq(b, "cpu");
+    ck_assert(bp_run_dist_local_name("vulkan0,cpu", 0, b, sizeof b));
+    ck_assert_str_eq(b, "vulkan0");
+    ck_assert(!bp_run_dist_local_name("vulkan0,cpu", 2, b, sizeof b));
+    ck_assert(!bp_run_dist_local_name("vulkan0,,cpu", 1, b, sizeof b));
 }
 END_TEST
 
@@ -389,6 +414,9 @@ static Suite *suite(void)
     tcase_add_test(eq, test_dist_text_report_comes_from_rank_0_alone);
     tcase_add_test(eq, test_dist_device_communicator_is_used_when_every_rank_has_one);
     tcase_add_test(eq, test_dist_device_communicator_failing_on_one_rank_means_host_path);
+#ifdef BP_TEST_HAVE_VULKAN
+    tcase_add_test(eq, test_dist_vulkan_ranks_stage_through_host_memory);
+#endif
     suite_add_tcase(s, eq);
     TCase *f = tcase_create("faults");
     tcase_set_timeout(f, 300);

@@ -15,8 +15,9 @@
  * the real device's registry offers the multi-process procs below on every
  * rank (NCCL on CUDA), else through host memory and MPI_Allreduce. A tensor
  * read back from the meta device shows the rank's own slices and zeros
- * elsewhere; summing it across ranks (bp_dist_allreduce_f32) gathers it
- * whole, exactly (x + 0 = x).
+ * elsewhere (a mirrored one: rank 0's copy, zeros on the others); summing
+ * it across ranks (bp_dist_allreduce_f32) gathers it whole, exactly
+ * (x + 0 = x).
  *
  * MPI itself lives only in the mpi plugin; the host and device plugins
  * reach the process group through the proc-address names below, looked up

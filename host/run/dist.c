@@ -82,6 +82,15 @@ const struct bp_dist_info *bp_run_dist_info(const struct bp_run_dist *d) { retur
 
 bool bp_run_dist_local_name(const char *spec, int32_t local_rank, char *buf, size_t cap)
 {
+    if (strchr(spec, ',')) {
+        /* An explicit list: entry i for node-local rank i. */
+        const char *p = spec;
+        for (int32_t i = 0; i < local_rank && p; i++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        if (!p || !*p || *p == ',') return false;
+        size_t len = strcspn(p, ",");
+        int w = snprintf(buf, cap, "%.*s", (int)len, p);
+        return w >= 0 && (size_t)w < cap;
+    }
     size_t n = strlen(spec), k = n;
     while (k > 0 && isdigit((unsigned char)spec[k - 1])) k--;
     int w;
@@ -104,8 +113,9 @@ bp_status bp_run_dist_device(struct bp_run_dist *d, const char *name, int n_thre
                            "dist:cuda0).", name);
     char local_name[64];
     if (!*spec || !bp_run_dist_local_name(spec, d->info.local_rank, local_name, sizeof local_name))
-        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "'%s' names no device; write e.g. "
-                           "dist:cpu or dist:cuda0.", name);
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "'%s' names no device for node-local "
+                           "rank %d; write e.g. dist:cpu, dist:cuda0 or one device per rank of a "
+                           "node, dist:vulkan0,vulkan1.", name, (int)d->info.local_rank);
     struct bp_device *local = bp_device_by_name(local_name);
     if (!local)
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND, "node-local rank %d has no device '%s' to "

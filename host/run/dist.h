@@ -31,9 +31,10 @@ void bp_run_dist_free(struct bp_run_dist *d);
 const struct bp_dist_info *bp_run_dist_info(const struct bp_run_dist *d);
 
 /* The device name rank-local device `spec` means on the node-local rank
- * local_rank: a GPU name with an index (cuda0, vulkan1) counts up from that
- * index, so the ranks of a node take one GPU each; any other name (cpu)
- * is the same on every rank. False when it does not fit in cap. */
+ * local_rank: in a list (vulkan0,vulkan0) entry local_rank; a GPU name with
+ * an index (cuda0, vulkan1) counts up from that index, so the ranks of a
+ * node take one GPU each; any other name (cpu) is the same on every rank.
+ * False when the list is too short or the name does not fit in cap. */
 bool bp_run_dist_local_name(const char *spec, int32_t local_rank, char *buf, size_t cap);
 
 /* The meta device over the job's slot devices for "dist:SPEC" on this
