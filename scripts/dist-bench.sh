@@ -6,13 +6,15 @@
 # the rounds alternate (reference, np=2, np=2 over TCP) and each ratio is
 # taken within its round; the median round is reported with the range.
 #
-# Environment: ROUNDS (default 5), MODEL (builtin:tiny), NGEN (32 tokens).
+# Environment: ROUNDS (default 5), MODEL (builtin:tiny), WTYPE (a built-in
+# model's weight type, default f16), NGEN (32 tokens).
 set -euo pipefail
 build=${1:-build}
 bp="$build/bin/backplane"
 rounds=${ROUNDS:-5}
 model=${MODEL:-builtin:tiny}
 ngen=${NGEN:-32}
+wtype=${WTYPE:-f16}
 mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
 
@@ -21,7 +23,7 @@ key() { sed -n "s/^ *\"$1\": *\([0-9.e+-]*\).*/\1/p" <<<"$2" | head -n 1; }
 job() {
   local np=$1 threads=$2 out
   shift 2
-  out=$("${mpirun[@]}" "$@" -np "$np" "$bp" run --model "$model" --device dist:cpu --threads "$threads" \
+  out=$("${mpirun[@]}" "$@" -np "$np" "$bp" run --model "$model" --weight-type "$wtype" --device dist:cpu --threads "$threads" \
     --n-gen "$ngen" --json 2>/dev/null)
   echo "$(key decode_tokens_per_s "$out") $(key reductions_per_token "$out") $(key bytes_reduced_per_token "$out")"
 }
@@ -37,7 +39,7 @@ for ((r = 1; r <= rounds; r++)); do
   tcp+=("$(awk -v a="$two_tcp" -v b="$one" 'BEGIN { printf "%.4f", a / b }')")
   echo "round $r: np=1 x 2 threads $one tok/s; np=2 x 1 thread $two tok/s (shared memory), $two_tcp tok/s (TCP)"
 done
-echo "$model decode, np=2 (1 thread each) / np=1 (2 threads), median of $rounds rounds [range]:"
+echo "$model ($wtype) decode, np=2 (1 thread each) / np=1 (2 threads), median of $rounds rounds [range]:"
 echo "  shared memory: $(printf '%s\n' "${shm[@]}" | median_range)"
 echo "  TCP loopback:  $(printf '%s\n' "${tcp[@]}" | median_range)"
 echo "  per decoded token at np=2: $red reductions, $bytes bytes reduced (one copy each)"
