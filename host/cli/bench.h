@@ -35,6 +35,7 @@ struct bench_mode {
 int bench_mul_mat(const struct bench_opts *o);
 int bench_block(const struct bench_opts *o);
 int bench_sched(const struct bench_opts *o);
+int bench_allreduce(const struct bench_opts *o);
 
 /* The streaming-read bandwidth probe: a buffer of `bytes` allocated and
  * written once, then read by n threads, each its own contiguous slice (the

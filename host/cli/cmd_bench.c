@@ -14,6 +14,7 @@ static const struct bench_mode bench_modes[] = {
     { "mul_mat", "one MUL_MAT, weights of --type times an F32 activation", bench_mul_mat },
     { "block", "decode a token through -N decoder blocks: meta(2 x dev) vs dev", bench_block },
     { "sched", "builtin:tiny: scheduler overhead on the cpu, half the layers offloaded", bench_sched },
+    { "allreduce", "under mpirun: a dist: device's all-reduce vs MPI_Allreduce", bench_allreduce },
 };
 #define N_MODES (sizeof bench_modes / sizeof bench_modes[0])
 

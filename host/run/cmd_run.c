@@ -17,6 +17,7 @@
 #include "../cli/json.h"
 #include "../cli/bench.h"
 #include "decoder.h"
+#include "dist.h"
 #include "model.h"
 #include "split.h"
 
@@ -42,7 +43,9 @@ static void help(void)
          "  --fused-qkv          store a built-in model's Q, K, V as one attn_qkv tensor\n"
          "  --device NAME        cpu, vulkan0, meta:cpu*2, ... (default: BACKPLANE_DEVICES,\n"
          "                       else the first GPU, else the CPU); ops it lacks run on\n"
-         "                       the cpu (the placement line says which)\n"
+         "                       the cpu (the placement line says which); dist:DEV under\n"
+         "                       mpirun -np N splits the model over the N ranks, each on\n"
+         "                       its DEV (cuda0 counts up by node-local rank)\n"
          "  --offload-layers N   only the first N layers' weights and KV cache on the\n"
          "                       device, the rest on the cpu (default: all)\n"
          "  --strict             fail instead of running any op on the cpu fallback\n"
@@ -70,6 +73,8 @@ struct opts {
     bool json, fused, bandwidth, strict;
     enum bp_type wtype;
     uint64_t seed;
+    struct bp_run_dist *dist;   /* dist: devices only */
+    bool root;                  /* prints and writes files: not a dist: rank above 0 */
 };
 
 static double now(void)
@@ -83,13 +88,14 @@ static double now(void)
 
 struct progress {
     double t0, last;
-    bool tty, shown;
+    bool tty, shown, mute;
 };
 
 static void progress_line(struct progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void progress_line(struct progress *p, const char *fmt, ...)
 {
     double t = now();
+    if (p->mute) return;
     /* On a terminal: always, redrawn in place. Elsewhere: only for work
      * that has already taken a second, and at most once a second. */
     if (!p->tty && (t - p->t0 < 1.0 || t - p->last < 1.0)) return;
@@ -146,7 +152,7 @@ static bool parse_type(const char *s, enum bp_type *out)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1 };
+    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1, .root = true };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -281,12 +287,41 @@ struct result {
     bool have_place;
     struct bp_sched_summary place;   /* the decode graph's placement */
     uint64_t copies;                 /* the scheduler's copies over the whole run */
+    uint64_t rank_weight_bytes[BP_META_MAX_DEVICES];  /* dist: devices */
+    uint64_t dist_reductions, dist_bytes;             /* over the decode steps */
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
 {
     /* The dump is little-endian by definition; the hosts we build for are. */
     return !f || fwrite(rows, sizeof(float), (size_t)(n * n_vocab), f) == (size_t)(n * n_vocab);
+}
+
+/* Whether this step went well on every rank (alone: on this one). In a
+ * dist: job a failure on any rank stops all, and rank 0 says which rank
+ * failed and why: one sentence for the job. */
+static bool dist_gate(const struct opts *o, bool ok, char *err)
+{
+    if (!o->dist) {
+        if (!ok) cli_error("%s", err);
+        return ok;
+    }
+    if (bp_run_dist_agree(o->dist, ok, err, ERR_CAP)) return true;
+    if (o->root) cli_error("%s", err);
+    return false;
+}
+
+/* An eval of the session under test; on a dist: device, step `step` of the
+ * job, and the logits (this rank's slices, zeros elsewhere) summed whole. */
+static bp_status eval_main(const struct opts *o, struct bp_run_session *s, int64_t step,
+                           const int32_t *tokens, int64_t n, bool all, float *lg, int64_t V,
+                           char *err, size_t cap)
+{
+    bp_run_dist_step(o->dist, step);
+    bp_status st = bp_run_session_eval(s, tokens, n, all, lg, err, cap);
+    if (st == BP_OK && o->dist && (st = bp_run_dist_gather(o->dist, lg, (size_t)((all ? n : 1) * V))) != BP_OK)
+        snprintf(err, cap, "gathering the logits across ranks failed.");
+    return st;
 }
 
 static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct bp_run_session *s,
@@ -306,13 +341,12 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     res->have_cmp = cs != NULL;
     int rc = CLI_EXIT_FAIL;
     if (!lg || (cs && !lg2) || !res->gen || !res->step_sec) { cli_error("out of memory for the logits."); goto out; }
-    if (o->dump && !(dump = fopen(o->dump, "wb"))) {
-        cli_error("cannot write '%s': %s.", o->dump, strerror(errno));
-        goto out;
-    }
+    if (o->dump && o->root && !(dump = fopen(o->dump, "wb")))
+        snprintf(err, sizeof err, "cannot write '%s': %s.", o->dump, strerror(errno));
+    if (!dist_gate(o, !o->dump || !o->root || dump, err)) goto out;
     progress_line(pr, "prefill: %" PRId64 " tokens", n_prompt);
     double t0 = now();
-    if (bp_run_session_eval(s, prompt, n_prompt, all, lg, err, sizeof err) != BP_OK) {
+    if (eval_main(o, s, 0, prompt, n_prompt, all, lg, V, err, sizeof err) != BP_OK) {
         cli_error("%s", err);
         goto out;
     }
@@ -330,10 +364,12 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     if (o->n_gen > 0) res->gen[0] = bp_run_argmax(last, V);
     res->n_gen = o->n_gen > 0 ? 1 : 0;
     t0 = now();
+    uint64_t red0 = 0, bytes0 = 0, red1, bytes1;
+    if (o->dist) bp_run_dist_counters(o->dist, &red0, &bytes0);
     for (int64_t i = 1; i < o->n_gen; i++) {
         progress_line(pr, "decode: %" PRId64 " of %" PRId64 " tokens", i + 1, o->n_gen);
         double ts = now();
-        if (bp_run_session_eval(s, &res->gen[i - 1], 1, true, lg, err, sizeof err) != BP_OK) {
+        if (eval_main(o, s, i, &res->gen[i - 1], 1, true, lg, V, err, sizeof err) != BP_OK) {
             cli_error("%s", err);
             goto out;
         }
@@ -352,6 +388,10 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         res->n_gen = i + 1;
     }
     (void)t0;
+    if (o->dist) {
+        bp_run_dist_counters(o->dist, &red1, &bytes1);
+        res->dist_reductions = red1 - red0, res->dist_bytes = bytes1 - bytes0;
+    }
     /* The median step, not the mean: one step that the OS preempted on a
      * shared machine should not decide the streaming figure. */
     if (res->n_gen > 1) res->t_step_median = bench_median(res->step_sec, (int)(res->n_gen - 1));
@@ -383,7 +423,18 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     if (r->output_copy_bytes)
         printf("         the logits read a copy of the embedding in the device's weight layout "
                "(%s more)\n", bp_format_bytes(r->output_copy_bytes, wb, sizeof wb));
-    printf("device:  %s (%s)\n", bp_device_name(dev), bp_device_description(dev));
+    printf("device:  %s (%s)\n", o->dist ? o->device : bp_device_name(dev), bp_device_description(dev));
+    if (o->dist) {
+        const int32_t n = bp_run_dist_info(o->dist)->nranks;
+        printf("ranks:   %d, reducing through %s; weights per rank:", (int)n,
+               bp_run_dist_comm_path(o->dist) ? bp_run_dist_comm_path(o->dist) : "nothing");
+        for (int32_t i = 0; i < n; i++) printf(" %s", bp_format_bytes(r->rank_weight_bytes[i], wb, sizeof wb));
+        if (r->n_gen > 1)
+            printf("\n         %.1f reductions of %s in all per decoded token",
+                   (double)r->dist_reductions / (double)(r->n_gen - 1),
+                   bp_format_bytes(r->dist_bytes / (uint64_t)(r->n_gen - 1), wb, sizeof wb));
+        printf("\n");
+    }
     if (cdev) printf("compare: %s (%s)\n", bp_device_name(cdev), bp_device_description(cdev));
     printf("prompt:  %" PRId64 " tokens:", r->n_prompt);
     for (int64_t i = 0; i < r->n_prompt && i < 32; i++) printf(" %d", prompt[i]);
@@ -461,7 +512,19 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     json_bool(&w, "tied_output", m->tied_output);
     json_uint(&w, "output_copy_bytes", r->output_copy_bytes);
     json_object_end(&w);
-    json_string(&w, "device", bp_device_name(dev));
+    json_string(&w, "device", o->dist ? o->device : bp_device_name(dev));
+    if (o->dist) {
+        json_object_begin(&w, "dist");
+        json_int(&w, "ranks", bp_run_dist_info(o->dist)->nranks);
+        json_string(&w, "comm", bp_run_dist_comm_path(o->dist) ? bp_run_dist_comm_path(o->dist) : "none");
+        json_array_begin(&w, "weight_bytes_per_rank");
+        for (int32_t i = 0; i < bp_run_dist_info(o->dist)->nranks; i++) json_uint(&w, NULL, r->rank_weight_bytes[i]);
+        json_array_end(&w);
+        const double steps = r->n_gen > 1 ? (double)(r->n_gen - 1) : 1.0;
+        json_double(&w, "reductions_per_token", (double)r->dist_reductions / steps);
+        json_double(&w, "bytes_reduced_per_token", (double)r->dist_bytes / steps);
+        json_object_end(&w);
+    }
     json_array_begin(&w, "prompt");
     for (int64_t i = 0; i < r->n_prompt; i++) json_int(&w, NULL, prompt[i]);
     json_array_end(&w);
@@ -515,9 +578,8 @@ static struct bp_device *pick_device(const char *name)
     return d;
 }
 
-static struct bp_run_model *load_model(const struct opts *o, struct progress *pr)
+static struct bp_run_model *load_model(const struct opts *o, struct progress *pr, char *err)
 {
-    char err[ERR_CAP] = "";
     struct bp_run_model *m = NULL;
     const char *name = o->model ? o->model : "builtin:tiny";
     bp_status s;
@@ -525,13 +587,16 @@ static struct bp_run_model *load_model(const struct opts *o, struct progress *pr
         struct bp_run_builtin_options bo = { .weight_type = o->wtype, .seed = o->seed,
                                              .fused_qkv = o->fused,
                                              .progress = generate_progress, .progress_user = pr };
-        s = bp_run_model_builtin(name + 8, &bo, &m, err, sizeof err);
+        s = bp_run_model_builtin(name + 8, &bo, &m, err, ERR_CAP);
     } else {
-        s = bp_run_model_load_gguf(name, &m, err, sizeof err);
+        s = bp_run_model_load_gguf(name, &m, err, ERR_CAP);
     }
     if (s != BP_OK) {
-        if (strncmp(name, "builtin:", 8)) cli_error("%s: %s", name, err);
-        else cli_error("%s", err);
+        if (strncmp(name, "builtin:", 8)) {
+            char e[ERR_CAP];
+            snprintf(e, sizeof e, "%s", err);
+            snprintf(err, ERR_CAP, "%.200s: %.800s", name, e);
+        }
         return NULL;
     }
     return m;
@@ -552,24 +617,38 @@ int cmd_run(int argc, char **argv)
     char err[ERR_CAP] = "";
     rc = CLI_EXIT_FAIL;
 
+    if (bp_run_dist_wanted(o.device)) {
+        if (bp_run_dist_open(&o.dist, err, sizeof err) != BP_OK) { cli_error("%s", err); goto out; }
+        o.root = bp_run_dist_info(o.dist)->rank == 0;
+        pr.mute = !o.root;
+    }
     progress_line(&pr, "loading %s", o.model ? o.model : "builtin:tiny");
-    if (!(m = load_model(&o, &pr))) goto out;
+    m = load_model(&o, &pr, err);
+    if (!dist_gate(&o, m != NULL, err)) goto out;
+    if (o.dist && !bp_run_dist_check_model(o.dist, m, err, sizeof err)) {
+        if (o.root) cli_error("%s", err);
+        goto out;
+    }
     progress_done(&pr);
-    if (o.save) {
+    if (o.save && o.root) {
         bp_status st = bp_run_model_save_gguf(m, o.save, 3, 32);
         if (st != BP_OK) {
             cli_error("writing '%s' failed (%s).", o.save, bp_status_name(st));
             goto out;
         }
     }
-    struct bp_device *dev = pick_device(o.device);
+    struct bp_device *dev = NULL;
+    if (o.dist && !dist_gate(&o, bp_run_dist_device(o.dist, o.device, o.threads, &dev, err,
+                                                     sizeof err) == BP_OK, err))
+        goto out;
+    if (!o.dist) dev = pick_device(o.device);
     struct bp_device *cdev = o.compare ? pick_device(o.compare) : NULL;
     if (!dev || (o.compare && !cdev)) goto out;
     int64_t n_prompt = 0;
     if (!(prompt = make_prompt(&o, m->hp.n_vocab, &n_prompt))) goto out;
     const int64_t need = n_prompt + (o.n_gen > 0 ? o.n_gen - 1 : 0);
     struct bp_run_session_options so = {
-        .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.threads,
+        .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.dist ? 0 : o.threads,
         .progress = upload_progress, .progress_user = &pr,
         .offload_layers = o.offload_layers, .strict = o.strict,
     };
@@ -579,9 +658,11 @@ int cmd_run(int argc, char **argv)
                   so.n_ctx < need ? so.n_ctx : m->hp.n_ctx_train);
         goto out;
     }
-    if (bp_run_session_new(m, dev, &so, &s, err, sizeof err) != BP_OK) {
-        progress_done(&pr);
-        cli_error("%s", err);
+    const bool made = bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK;
+    progress_done(&pr);
+    if (!dist_gate(&o, made, err)) goto out;
+    if (o.dist && bp_run_dist_weight_bytes(o.dist, s, m, res.rank_weight_bytes) != BP_OK) {
+        cli_error("rank %d: gathering the ranks' weight bytes failed.", (int)bp_run_dist_info(o.dist)->rank);
         goto out;
     }
     if (cdev && bp_run_session_new(m, cdev, &so, &cs, err, sizeof err) != BP_OK) {
@@ -620,8 +701,8 @@ int cmd_run(int argc, char **argv)
         res.bandwidth = bw_before > 0 && bw_after > 0 ? 0.5 * (bw_before + bw_after) : 0.0;
         progress_done(&pr);
     }
-    if (o.json) print_json(&o, m, dev, cdev, prompt, &res);
-    else print_text(&o, m, dev, cdev, prompt, &res);
+    if (o.json && o.root) print_json(&o, m, dev, cdev, prompt, &res);
+    else if (o.root) print_text(&o, m, dev, cdev, prompt, &res);
     if (res.have_cmp && !res.cmp.argmax_agree) rc = CLI_EXIT_FAIL;
 out:
     bench_probe_free(probe);
@@ -631,5 +712,6 @@ out:
     bp_run_session_free(cs);
     bp_run_session_free(s);
     bp_run_model_free(m);
+    bp_run_dist_free(o.dist);
     return rc;
 }

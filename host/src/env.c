@@ -27,6 +27,8 @@ const char *const bp__known_env_vars[] = {
     "BACKPLANE_SCHED_STRICT",
     "BACKPLANE_VULKAN_DEVICES",
     "BACKPLANE_VULKAN_F16_STORAGE",
+    "BACKPLANE_DIST_TIMEOUT",
+    "BACKPLANE_DIST_TEST_DIE_AT",
     NULL,
 };
 
