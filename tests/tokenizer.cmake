@@ -18,8 +18,14 @@ bp_add_check_test(test_tokenizer_input SOURCES test_tokenizer_input.c LIBS backp
 # The valgrind copies (tests/valgrind.cmake, deferred) need the fixture too:
 # deferred once more so that they exist by then.
 function(bp__tokenizer_valgrind_fixture)
-  if(TEST valgrind_test_tokenizer)
-    set_tests_properties(valgrind_test_tokenizer PROPERTIES FIXTURES_REQUIRED tokenizer_vocabs)
-  endif()
+  foreach(t valgrind_test_tokenizer valgrind_test_tokenizer_cli)
+    if(TEST ${t})
+      set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED tokenizer_vocabs)
+    endif()
+  endforeach()
 endfunction()
 cmake_language(DEFER CALL cmake_language DEFER CALL bp__tokenizer_valgrind_fixture)
+bp_add_check_test(test_sampling SOURCES test_sampling.c LIBS backplane_run)
+bp_add_check_test(test_tokenizer_cli SOURCES test_tokenizer_cli.c ENV "BP_TOKENIZER_DATA=${BP_TOKENIZER_DATA}")
+set_tests_properties(test_tokenizer_cli PROPERTIES FIXTURES_REQUIRED tokenizer_vocabs)
+add_dependencies(test_tokenizer_cli backplane_cli bp_plugin_cpu)
