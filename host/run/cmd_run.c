@@ -540,9 +540,9 @@ int cmd_run(int argc, char **argv)
     const bool text_prompt = o.text.prompt || o.text.prompt_file;
     tok = run_text_tokenizer(&o.text, o.model ? o.model : "builtin:tiny");
     if (text_prompt && !tok) goto out;
-    if (tok && bp_tokenizer_n_tokens(tok) != m->hp.n_vocab) {
-        cli_error("the tokenizer has %d tokens but the model's vocabulary %" PRId64 "; the file "
-                  "is inconsistent.", bp_tokenizer_n_tokens(tok), m->hp.n_vocab);
+    if (tok && bp_tokenizer_n_tokens(tok) > m->hp.n_vocab) {   /* fewer: padded embedding */
+        cli_error("the tokenizer has %d tokens but the model's vocabulary only %" PRId64 "; the "
+                  "file is inconsistent.", bp_tokenizer_n_tokens(tok), m->hp.n_vocab);
         goto out;
     }
     if (!(prompt = text_prompt ? run_text_prompt(&o.text, tok, &n_prompt)
@@ -590,6 +590,7 @@ int cmd_run(int argc, char **argv)
     }
     if (!run_gen_begin(&gen, &o.text, tok, m->hp.n_vocab, prompt, n_prompt, text_prompt && !o.json))
         goto out;
+    if (text_prompt) pr.tty = false;   /* the text streams to the terminal now */
     rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &gen, &res);
     run_gen_end(&gen);
     res.text = gen.text;

@@ -613,6 +613,9 @@ bp_status bp_tokenizer_encode(const struct bp_tokenizer *t, const char *text, si
     struct bp_ids out = {0};
     bp_status st = BP_ERR_OUT_OF_MEMORY;
     const bool add = flags & BP_TOKENIZE_ADD_SPECIAL;
+    if (!t || !ids || !n || (!text && len))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tokenizer_encode needs a tokenizer, the "
+                        "text and places for the ids and their count.");
     *ids = NULL;
     *n = 0;
     if (len > 0 && (!frag_push(&f, (struct frag){ 0, len, -1 }) ||

@@ -33,6 +33,9 @@ bp_status bp_tokenizer_decode(const struct bp_tokenizer *t, const int32_t *ids, 
                               size_t *len)
 {
     size_t total = 0;
+    if (!t || !text || !len || (!ids && n))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_tokenizer_decode needs a tokenizer, the ids "
+                        "and places for the text and its length.");
     *text = NULL;
     *len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -71,7 +74,7 @@ struct bp_token_stream {
 
 struct bp_token_stream *bp_token_stream_new(const struct bp_tokenizer *t)
 {
-    struct bp_token_stream *s = calloc(1, sizeof *s);
+    struct bp_token_stream *s = t ? calloc(1, sizeof *s) : NULL;
     if (s) s->t = t;
     return s;
 }

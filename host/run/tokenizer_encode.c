@@ -20,12 +20,13 @@ struct sym {
     int32_t id;        /* BPE: the token these bytes are (-1 none) */
 };
 
-/* A candidate merge of symbols left and right. */
+/* A candidate merge of symbols left and right. Symbols only grow (a merge
+ * empties the right one into the left), so a pair is outdated exactly when
+ * one side is empty or their sizes no longer add up to size. */
 struct bigram {
     float score;       /* SPM: higher first; BPE: -rank */
     int32_t left, right;
-    uint32_t size;     /* SPM: bytes the pair covered when queued */
-    int32_t lid, rid;  /* BPE: the pair's tokens when queued */
+    uint32_t size;     /* bytes the pair covered when queued */
 };
 
 struct heap {
@@ -157,7 +158,7 @@ static bool bpe_pair(const struct bp_tokenizer *t, struct syms *s, struct heap *
     const struct bp_merge *m = bp_merge_find(t, s->v[l].id, s->v[r].id);
     if (!m) return true;
     return heap_push(h, (struct bigram){ .score = -(float)m->rank, .left = l, .right = r,
-                                         .lid = s->v[l].id, .rid = s->v[r].id });
+                                         .size = s->v[l].n + s->v[r].n });
 }
 
 /* One word (raw bytes w[0..n)): its tokens appended to out. */
@@ -179,9 +180,9 @@ static bool bpe_word(const struct bp_tokenizer *t, const char *w, size_t n, stru
     while (h->n) {
         const struct bigram b = heap_pop(h);
         struct sym *l = &s->v[b.left], *r = &s->v[b.right];
-        if (l->n == 0 || r->n == 0 || l->id != b.lid || r->id != b.rid) continue;   /* outdated */
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;   /* outdated */
         l->n += r->n;
-        l->id = bp_merge_find(t, b.lid, b.rid)->result;
+        l->id = bp_merge_find(t, l->id, r->id)->result;
         r->n = 0;
         l->next = r->next;
         if (r->next >= 0) s->v[r->next].prev = b.left;

@@ -61,7 +61,8 @@ BP_API bool bp_tokenizer_is_eog(const struct bp_tokenizer *t, int32_t id);
 /* Encodes text[0..len) (any bytes; invalid UTF-8 is kept by byte tokens in
  * "llama" models, and read as U+FFFD in "gpt2" ones, as llama.cpp does) into
  * *ids, a malloc'd array the caller frees, of *n ids (NULL, 0 for none).
- * flags: enum bp_tokenize_flags. Fails only when memory runs out. */
+ * flags: enum bp_tokenize_flags. Fails (a status and bp_last_error()) only
+ * on a NULL argument or when memory runs out. */
 BP_API bp_status bp_tokenizer_encode(const struct bp_tokenizer *t, const char *text, size_t len,
                                      unsigned flags, int32_t **ids, size_t *n);
 
@@ -83,7 +84,8 @@ BP_API bp_status bp_tokenizer_decode(const struct bp_tokenizer *t, const int32_t
  * tokens is held back until complete; bytes that can never be valid UTF-8
  * come out as U+FFFD). */
 struct bp_token_stream;
-/* A stream over t (which must outlive it); NULL when memory runs out. */
+/* A stream over t (which must outlive it); NULL when t is NULL or memory
+ * runs out. */
 BP_API struct bp_token_stream *bp_token_stream_new(const struct bp_tokenizer *t);
 BP_API void bp_token_stream_free(struct bp_token_stream *s);
 /* Pushes id (an id out of range is ignored); returns the text now complete,
