@@ -122,7 +122,7 @@ static const char *drain(struct bp_token_stream *s, bool final, size_t *len)
         i++;
     }
     if (final) i = s->n_held;
-    memmove(s->held, s->held + i, s->n_held - i);
+    if (i < s->n_held) memmove(s->held, s->held + i, s->n_held - i);
     s->n_held -= i;
     s->out[o] = '\0';
     *len = o;
@@ -136,7 +136,7 @@ const char *bp_token_stream_push(struct bp_token_stream *s, int32_t id, size_t *
     size_t pl;
     const char *p = piece(s->t, id, false, &pl);
     if (!reserve(&s->held, &s->cap, s->n_held + pl)) return "";
-    memcpy(s->held + s->n_held, p, pl);
+    if (pl) memcpy(s->held + s->n_held, p, pl);
     s->n_held += pl;
     return drain(s, false, len);
 }
