@@ -106,6 +106,21 @@ START_TEST(test_tokenize_cli_bad_input_is_one_sentence)
 }
 END_TEST
 
+START_TEST(test_bench_tokenize_reports_each_model)
+{
+    char cmd[4096], out[1 << 14];
+    snprintf(cmd, sizeof cmd, CLI " bench tokenize --model builtin:test --model %s --rounds 1 --json",
+             vocab("llama3-qwen2"));
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "\"pre\": \"qwen2\""));
+    ck_assert_ptr_nonnull(strstr(out, "\"tokenizer\": \"llama\""));
+    const char *m = strstr(out, "\"mb_per_s\"");
+    ck_assert_ptr_nonnull(m);
+    ck_assert(strtod(strchr(m, ':') + 1, NULL) > 0);
+    ck_assert_int_eq(run(CLI " bench tokenize --model /nonexistent.gguf --rounds 1", out, sizeof out), 1);
+}
+END_TEST
+
 static char *tokens_of(char *json)
 {
     char *t = strstr(json, "\"tokens\"");
@@ -274,6 +289,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_tokenize_cli_file_bytes_match_llama_cpp);
     tcase_add_test(tc, test_tokenize_cli_special_text_only_when_asked);
     tcase_add_test(tc, test_tokenize_cli_bad_input_is_one_sentence);
+    tcase_add_test(tc, test_bench_tokenize_reports_each_model);
     tcase_add_test(tc, test_run_cli_prompt_streams_text_and_seed_fixes_tokens);
     tcase_add_test(tc, test_run_cli_text_refusals_are_one_sentence);
     tcase_add_test(tc, test_run_cli_stops_at_eos_where_the_seed_says);
