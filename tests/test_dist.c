@@ -310,8 +310,8 @@ END_TEST
 START_TEST(test_dist_mismatched_models_stop_every_rank_with_one_sentence)
 {
     char cmd[2048], out[32768];
-    snprintf(cmd, sizeof cmd, MPIRUN " -np 1 " CLI " run --model builtin:test --device dist:cpu --seed 1 : "
-             "-np 1 " CLI " run --model builtin:test --device dist:cpu --seed 2");
+    snprintf(cmd, sizeof cmd, MPIRUN " -np 1 " CLI " run --model builtin:test --device dist:cpu --weight-seed 1 : "
+             "-np 1 " CLI " run --model builtin:test --device dist:cpu --weight-seed 2");
     ck_assert_int_ne(run(cmd, out, sizeof out), 0);
     ck_assert_int_eq(count(out, "backplane: "), 1);
     ck_assert_msg(strstr(out, "backplane: rank 1: its model (builtin:test") != NULL, "%s", out);

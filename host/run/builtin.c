@@ -46,6 +46,13 @@ const char *const *bp_run_builtin_names(void)
     return names;
 }
 
+int64_t bp_run_builtin_n_vocab(const char *name)
+{
+    for (size_t i = 0; i < N_CONFIGS; i++)
+        if (!strcmp(configs[i].name, name)) return configs[i].hp.n_vocab;
+    return 0;
+}
+
 /* splitmix64: tiny, seedable, good enough for weights. */
 static uint64_t mix(uint64_t *s)
 {

@@ -1,7 +1,7 @@
 /*
  * cmd_run.c — `backplane run`: load a Llama model (GGUF or built-in), run a
- * prompt and greedy decoding on a device, report speed, and optionally
- * check every logit against a second device.
+ * prompt and decoding (greedy or sampled, run_text.c) on a device, report
+ * speed, and optionally check every logit against a second device.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +19,7 @@
 #include "decoder.h"
 #include "dist.h"
 #include "model.h"
+#include "run_text.h"
 #include "split.h"
 
 #define ERR_CAP 1024
@@ -26,20 +27,24 @@
 static void help(void)
 {
     puts("usage: backplane run [--model PATH|builtin:NAME] [--device NAME]\n"
-         "                     [--prompt-tokens 1,2,3 | --prompt-len N] [--n-gen N]\n"
+         "                     [--prompt TEXT | --prompt-file F | --prompt-tokens 1,2,3 |\n"
+         "                      --prompt-len N] [--n-gen N] [--temp T] [--top-k N] [--top-p P]\n"
+         "                     [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed N]\n"
+         "                     [--ignore-eos]\n"
          "                     [--threads N] [--compare DEVICE] [--json]\n"
-         "                     [--dump-logits FILE] [--weight-type T] [--seed N]\n"
+         "                     [--dump-logits FILE] [--weight-type T] [--weight-seed N]\n"
          "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
          "                     [--offload-layers N] [--strict]\n\n"
          "Runs a Llama-architecture decoder: the prompt in one graph (prefill), then\n"
-         "greedy decoding token by token with a KV cache, and prints the generated\n"
-         "token ids with prefill and decode tokens per second.\n\n"
+         "decoding token by token with a KV cache (greedy unless --temp), and prints the\n"
+         "generated text or token ids with prefill and decode tokens per second. It\n"
+         "stops at the model's end-of-generation token when it has a tokenizer.\n\n"
          "  --model PATH         a GGUF file of the llama architecture (f32, f16, bf16,\n"
          "                       q4_0, q8_0, q4_K, q6_K weights; mapped, not copied)\n"
          "  --model builtin:NAME built-in model with pseudo-random weights: 'test'\n"
          "                       (1.4 M parameters) or 'tiny' (~100 M; the default)\n"
          "  --weight-type T      storage type of a built-in model's weights (default f16)\n"
-         "  --seed N             seed of a built-in model's weights (default 1)\n"
+         "  --weight-seed N      seed of a built-in model's weights (default 1)\n"
          "  --fused-qkv          store a built-in model's Q, K, V as one attn_qkv tensor\n"
          "  --device NAME        cpu, vulkan0, meta:cpu*2, ... (default: BACKPLANE_DEVICES,\n"
          "                       else the first GPU, else the CPU); ops it lacks run on\n"
@@ -51,7 +56,7 @@ static void help(void)
          "  --strict             fail instead of running any op on the cpu fallback\n"
          "  --prompt-tokens LIST comma-separated token ids\n"
          "  --prompt-len N       N pseudo-random prompt tokens (default 8)\n"
-         "  --n-gen N            tokens to generate (default 16)\n"
+         "  --n-gen N            tokens to generate at most (default 16)\n"
          "  --n-ctx N            KV cache positions (default: prompt + n-gen)\n"
          "  --threads N          threads of a CPU device\n"
          "  --compare DEVICE     run the same tokens on DEVICE too and report the largest\n"
@@ -63,6 +68,7 @@ static void help(void)
          "                       and report the median decode step's weight streaming\n"
          "                       as a fraction of it (implied by --json on a CPU)\n"
          "  --json               machine-readable report on stdout\n");
+    fputs(run_text_help, stdout);
 }
 
 struct opts {
@@ -75,6 +81,7 @@ struct opts {
     uint64_t seed;
     struct bp_run_dist *dist;   /* dist: devices only */
     bool root;                  /* prints and writes files: not a dist: rank above 0 */
+    struct run_text_opts text;
 };
 
 static double now(void)
@@ -96,16 +103,14 @@ static void progress_line(struct progress *p, const char *fmt, ...)
 {
     double t = now();
     if (p->mute) return;
-    /* On a terminal: always, redrawn in place. Elsewhere: only for work
-     * that has already taken a second, and at most once a second. */
-    if (!p->tty && (t - p->t0 < 1.0 || t - p->last < 1.0)) return;
-    if (p->tty && t - p->last < 0.05) return;
+    /* Only on a terminal, once the work has taken a second, one line
+     * redrawn in place at most 20 times a second. */
+    if (!p->tty || t - p->t0 < 1.0 || t - p->last < 0.05) return;
     p->last = t;
     va_list ap;
     va_start(ap, fmt);
-    if (p->tty) fputs("\r\033[K", stderr);
+    fputs("\r\033[K", stderr);
     vfprintf(stderr, fmt, ap);
-    if (!p->tty) fputc('\n', stderr);
     va_end(ap);
     p->shown = true;
 }
@@ -153,10 +158,12 @@ static bool parse_type(const char *s, enum bp_type *out)
 static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1, .root = true };
+    run_text_defaults(&o->text);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t n;
+        int used;
 #define NEEDV() do { if (!v) return cli_usage_error("run", "%s needs a value.", a); i++; } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return -1; }
         else if (!strcmp(a, "--json")) o->json = true;
@@ -192,20 +199,25 @@ static int parse(int argc, char **argv, struct opts *o)
             if (!parse_i64(v, 1, 1024, &n))
                 return cli_usage_error("run", "--threads wants a number from 1 to 1024, not '%s'.", v);
             o->threads = (int)n;
-        } else if (!strcmp(a, "--seed")) {
+        } else if (!strcmp(a, "--weight-seed")) {
             NEEDV();
             if (!parse_i64(v, 0, INT64_MAX, &n))
-                return cli_usage_error("run", "--seed wants a number >= 0, not '%s'.", v);
+                return cli_usage_error("run", "--weight-seed wants a number >= 0, not '%s'.", v);
             o->seed = (uint64_t)n;
         } else if (!strcmp(a, "--weight-type")) {
             NEEDV();
             if (!parse_type(v, &o->wtype))
                 return cli_usage_error("run", "--weight-type wants f32, f16, bf16, q4_0, q8_0, "
                                        "q4_K or q6_K, not '%s'.", v);
+        } else if ((used = run_text_option(&o->text, a, v)) != 0) {
+            if (used < 0) return CLI_EXIT_USAGE;
+            i += used - 1;
         } else
             return cli_usage_error("run", "unknown option '%s'.", a);
 #undef NEEDV
     }
+    if (!!o->prompt_list + !!o->text.prompt + !!o->text.prompt_file > 1)
+        return cli_usage_error("run", "give one of --prompt, --prompt-file and --prompt-tokens.");
     return 0;
 }
 
@@ -282,6 +294,7 @@ struct result {
     double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
     double t_step_median;
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
+    const char *text;          /* the generated text, when the model has a tokenizer */
     bool have_cmp;
     struct cmp cmp;
     bool have_place;
@@ -326,7 +339,7 @@ static bp_status eval_main(const struct opts *o, struct bp_run_session *s, int64
 
 static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct bp_run_session *s,
                       struct bp_run_session *cs, const int32_t *prompt, int64_t n_prompt,
-                      struct progress *pr, struct result *res)
+                      struct progress *pr, struct run_gen *g, struct result *res)
 {
     char err[ERR_CAP] = "";
     const int64_t V = m->hp.n_vocab;
@@ -361,12 +374,13 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         compare_rows(&res->cmp, lg, lg2, n_prompt, V, 0);
     }
     if (!dump_rows(dump, lg, rows, V)) { cli_error("writing '%s' failed.", o->dump); goto out; }
-    if (o->n_gen > 0) res->gen[0] = bp_run_argmax(last, V);
+    if (o->n_gen > 0) res->gen[0] = run_gen_next(g, last);
     res->n_gen = o->n_gen > 0 ? 1 : 0;
+    bool stop = res->n_gen == 0 || run_gen_emit(g, res->gen[0]);
     t0 = now();
     uint64_t red0 = 0, bytes0 = 0, red1, bytes1;
     if (o->dist) bp_run_dist_counters(o->dist, &red0, &bytes0);
-    for (int64_t i = 1; i < o->n_gen; i++) {
+    for (int64_t i = 1; i < o->n_gen && !stop; i++) {
         progress_line(pr, "decode: %" PRId64 " of %" PRId64 " tokens", i + 1, o->n_gen);
         double ts = now();
         if (eval_main(o, s, i, &res->gen[i - 1], 1, true, lg, V, err, sizeof err) != BP_OK) {
@@ -384,8 +398,9 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
             compare_rows(&res->cmp, lg, lg2, 1, V, n_prompt + i - 1);
         }
         if (!dump_rows(dump, lg, 1, V)) { cli_error("writing '%s' failed.", o->dump); goto out; }
-        res->gen[i] = bp_run_argmax(lg, V);
+        res->gen[i] = run_gen_next(g, lg);
         res->n_gen = i + 1;
+        stop = run_gen_emit(g, res->gen[i]);
     }
     (void)t0;
     if (o->dist) {
@@ -531,6 +546,7 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     json_array_begin(&w, "tokens");
     for (int64_t i = 0; i < r->n_gen; i++) json_int(&w, NULL, r->gen[i]);
     json_array_end(&w);
+    if (r->text) json_string(&w, "text", r->text);
     json_double(&w, "prefill_seconds", r->t_prefill);
     json_double(&w, "prefill_tokens_per_s", r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0);
     json_int(&w, "decode_steps", r->n_gen > 0 ? r->n_gen - 1 : 0);
@@ -608,10 +624,12 @@ int cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? CLI_EXIT_OK : rc;
     if (!cli_load()) return CLI_EXIT_FAIL;
-    struct progress pr = { .t0 = now(), .tty = isatty(2) };
+    struct progress pr = { .t0 = now(), .tty = isatty(1) && isatty(2) && !o.json };
     struct bp_run_model *m = NULL;
     struct bp_run_session *s = NULL, *cs = NULL;
     int32_t *prompt = NULL;
+    struct bp_tokenizer *tok = NULL;
+    struct run_gen gen = {0};
     struct bench_probe *probe = NULL;
     struct result res = {0};
     char err[ERR_CAP] = "";
@@ -645,7 +663,17 @@ int cmd_run(int argc, char **argv)
     struct bp_device *cdev = o.compare ? pick_device(o.compare) : NULL;
     if (!dev || (o.compare && !cdev)) goto out;
     int64_t n_prompt = 0;
-    if (!(prompt = make_prompt(&o, m->hp.n_vocab, &n_prompt))) goto out;
+    const bool text_prompt = o.text.prompt || o.text.prompt_file;
+    tok = run_text_tokenizer(&o.text, o.model ? o.model : "builtin:tiny");
+    if (text_prompt && !tok) goto out;
+    if (tok && bp_tokenizer_n_tokens(tok) > m->hp.n_vocab) {   /* fewer: padded embedding */
+        cli_error("the tokenizer has %d tokens but the model's vocabulary only %" PRId64 "; the "
+                  "file is inconsistent.", bp_tokenizer_n_tokens(tok), m->hp.n_vocab);
+        goto out;
+    }
+    if (!(prompt = text_prompt ? run_text_prompt(&o.text, tok, &n_prompt)
+                               : make_prompt(&o, m->hp.n_vocab, &n_prompt)))
+        goto out;
     const int64_t need = n_prompt + (o.n_gen > 0 ? o.n_gen - 1 : 0);
     struct bp_run_session_options so = {
         .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.dist ? 0 : o.threads,
@@ -689,7 +717,15 @@ int cmd_run(int argc, char **argv)
         bw_before = bench_probe_run(probe, probe_threads, 3);
         progress_done(&pr);
     }
-    if ((rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &res)) != CLI_EXIT_OK) goto out;
+    /* A dist: job streams its text from rank 0 alone. */
+    if (!run_gen_begin(&gen, &o.text, tok, m->hp.n_vocab, prompt, n_prompt,
+                       text_prompt && !o.json && o.root))
+        goto out;
+    if (text_prompt) pr.tty = false;   /* the text streams to the terminal now */
+    rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &gen, &res);
+    run_gen_end(&gen);
+    res.text = gen.text;
+    if (rc != CLI_EXIT_OK) goto out;
     res.place.size = sizeof res.place;
     res.have_place = bp_run_session_placement(s, &res.place) == BP_OK;
     struct bp_run_session_stats rs;
@@ -709,6 +745,8 @@ out:
     free(res.step_sec);
     free(res.gen);
     free(prompt);
+    free(gen.text);
+    bp_tokenizer_free(tok);
     bp_run_session_free(cs);
     bp_run_session_free(s);
     bp_run_model_free(m);

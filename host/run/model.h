@@ -72,6 +72,8 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
                                struct bp_run_model **out, char *err, size_t err_cap);
 /* Names of the built-in configurations, NULL-terminated. */
 const char *const *bp_run_builtin_names(void);
+/* The vocabulary size of the built-in configuration name (0: no such one). */
+int64_t bp_run_builtin_n_vocab(const char *name);
 
 /* Write m as a GGUF file (version 3) that bp_run_model_load_gguf reads back. */
 bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path, uint32_t version,
