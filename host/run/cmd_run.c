@@ -18,6 +18,7 @@
 #include "../cli/bench.h"
 #include "decoder.h"
 #include "model.h"
+#include "profile.h"
 #include "split.h"
 
 #define ERR_CAP 1024
@@ -28,7 +29,8 @@ static void help(void)
          "                     [--prompt-tokens 1,2,3 | --prompt-len N] [--n-gen N]\n"
          "                     [--threads N] [--compare DEVICE] [--json]\n"
          "                     [--dump-logits FILE] [--weight-type T] [--seed N]\n"
-         "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n\n"
+         "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
+         "                     [--profile]\n\n"
          "Runs a Llama-architecture decoder: the prompt in one graph (prefill), then\n"
          "greedy decoding token by token with a KV cache, and prints the generated\n"
          "token ids with prefill and decode tokens per second.\n\n"
@@ -55,6 +57,9 @@ static void help(void)
          "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
          "                       and report the median decode step's weight streaming\n"
          "                       as a fraction of it (implied by --json on a CPU)\n"
+         "  --profile            time per op type of the prefill graph and of the decode\n"
+         "                       steps (CPU devices; also BACKPLANE_PROFILE=1), printed\n"
+         "                       after the report (on stderr with --json)\n"
          "  --json               machine-readable report on stdout\n");
 }
 
@@ -62,7 +67,7 @@ struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
     int64_t prompt_len, n_gen, n_ctx;
     int threads;
-    bool json, fused, bandwidth;
+    bool json, fused, bandwidth, profile;
     enum bp_type wtype;
     uint64_t seed;
 };
@@ -142,6 +147,8 @@ static bool parse_type(const char *s, enum bp_type *out)
 static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1 };
+    const char *prof = getenv("BACKPLANE_PROFILE");
+    o->profile = prof && *prof && strcmp(prof, "0") != 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -151,6 +158,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--fused-qkv")) o->fused = true;
         else if (!strcmp(a, "--bandwidth")) o->bandwidth = true;
+        else if (!strcmp(a, "--profile")) o->profile = true;
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--device")) { NEEDV(); o->device = v; }
         else if (!strcmp(a, "--compare")) { NEEDV(); o->compare = v; }
@@ -266,6 +274,8 @@ struct result {
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
     bool have_cmp;
     struct cmp cmp;
+    bool profiled;
+    struct bp_run_profile prof_prefill, prof_decode;
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
@@ -296,6 +306,12 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         goto out;
     }
     progress_line(pr, "prefill: %" PRId64 " tokens", n_prompt);
+    if (o->profile) {
+        res->profiled = bp_run_profile_attach(s, &res->prof_prefill) == BP_OK;
+        if (!res->profiled)
+            fprintf(stderr, "backplane: %s offers no per-op profile (the cpu device does); "
+                    "running without one.\n", bp_device_name(bp_run_session_device(s)));
+    }
     double t0 = now();
     if (bp_run_session_eval(s, prompt, n_prompt, all, lg, err, sizeof err) != BP_OK) {
         cli_error("%s", err);
@@ -314,6 +330,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     if (!dump_rows(dump, lg, rows, V)) { cli_error("writing '%s' failed.", o->dump); goto out; }
     if (o->n_gen > 0) res->gen[0] = bp_run_argmax(last, V);
     res->n_gen = o->n_gen > 0 ? 1 : 0;
+    if (res->profiled) bp_run_profile_attach(s, &res->prof_decode);
     t0 = now();
     for (int64_t i = 1; i < o->n_gen; i++) {
         progress_line(pr, "decode: %" PRId64 " of %" PRId64 " tokens", i + 1, o->n_gen);
@@ -344,6 +361,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     rc = CLI_EXIT_OK;
 out:
     progress_done(pr);
+    if (res->profiled) bp_run_profile_attach(s, NULL);
     if (dump && fclose(dump) != 0 && rc == CLI_EXIT_OK) {
         cli_error("writing '%s' failed.", o->dump);
         rc = CLI_EXIT_FAIL;
@@ -570,6 +588,12 @@ int cmd_run(int argc, char **argv)
     }
     if (o.json) print_json(&o, m, dev, cdev, prompt, &res);
     else print_text(&o, m, dev, cdev, prompt, &res);
+    if (res.profiled) {
+        char what[64];
+        snprintf(what, sizeof what, "prefill of %" PRId64 " tokens", res.n_prompt);
+        bp_run_profile_print(o.json ? stderr : stdout, what, &res.prof_prefill);
+        bp_run_profile_print(o.json ? stderr : stdout, "decode steps", &res.prof_decode);
+    }
     if (res.have_cmp && !res.cmp.argmax_agree) rc = CLI_EXIT_FAIL;
 out:
     bench_probe_free(probe);

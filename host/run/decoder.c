@@ -106,6 +106,8 @@ int32_t bp_run_argmax(const float *v, int64_t n)
 int64_t bp_run_session_n_past(const struct bp_run_session *s) { return s->n_past; }
 int64_t bp_run_session_n_ctx(const struct bp_run_session *s) { return s->n_ctx; }
 void bp_run_session_reset(struct bp_run_session *s) { s->n_past = 0; }
+struct bp_device *bp_run_session_device(const struct bp_run_session *s) { return s->dev; }
+struct bp_backend *bp_run_session_backend(const struct bp_run_session *s) { return s->be; }
 
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out)
 {

@@ -58,6 +58,10 @@ void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_sess
  * its buffer shows where the session placed it. */
 struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name);
 
+/* The session's device and execution stream (owned by the session). */
+struct bp_device *bp_run_session_device(const struct bp_run_session *s);
+struct bp_backend *bp_run_session_backend(const struct bp_run_session *s);
+
 /* Index of the largest value (the first of equals). */
 int32_t bp_run_argmax(const float *v, int64_t n);
 
