@@ -406,14 +406,16 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     bp_status r = build(s, p, all);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
-    if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
-        return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
-                    bp_device_name(s->dev), bp_last_error());
-    s->stats.buffers_allocated++;
     if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
         (r = bp_graph_build(p->g, p->logits)) != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
     s->stats.graphs_built++;
+    /* Intermediates share memory along the graph: a 512-token prefill of a
+     * 1B model would otherwise touch 2 GB of fresh pages (issue 15). */
+    if ((r = bp_context_alloc_graph(p->ctx, p->g, bp_device_buffer_type(s->dev), &p->buf)) != BP_OK)
+        return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
+                    bp_device_name(s->dev), bp_last_error());
+    s->stats.buffers_allocated++;
     return BP_OK;
 }
 
