@@ -133,6 +133,20 @@ START_TEST(test_run_cli_profile_names_the_ops_and_sums_within_the_graph)
 }
 END_TEST
 
+START_TEST(test_run_cli_prefill_runs_report_warm_and_keep_the_tokens)
+{
+    char a[16384], b[16384];
+    ck_assert_msg(run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
+                      "--n-gen 4 --json", a, sizeof a) == 0, "%s", a);
+    ck_assert_msg(run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
+                      "--n-gen 4 --json --prefill-runs 3", b, sizeof b) == 0, "%s", b);
+    ck_assert_ptr_null(strstr(a, "prefill_warm_tokens_per_s"));
+    ck_assert_ptr_nonnull(strstr(b, "\"prefill_warm_tokens_per_s\""));
+    ck_assert_str_eq(tokens_of(a), tokens_of(b));
+    ck_assert_int_eq(run(CLI " run --prefill-runs 0", a, sizeof a), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run_cli");
@@ -141,6 +155,7 @@ int main(void)
     tcase_add_test(tc, test_run_cli_saved_gguf_gives_same_tokens_as_builtin);
     tcase_add_test(tc, test_run_cli_bad_file_is_one_sentence_and_exit_1);
     tcase_add_test(tc, test_run_cli_profile_names_the_ops_and_sums_within_the_graph);
+    tcase_add_test(tc, test_run_cli_prefill_runs_report_warm_and_keep_the_tokens);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_set_fork_status(r, CK_NOFORK);

@@ -30,7 +30,7 @@ static void help(void)
          "                     [--threads N] [--compare DEVICE] [--json]\n"
          "                     [--dump-logits FILE] [--weight-type T] [--seed N]\n"
          "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
-         "                     [--profile]\n\n"
+         "                     [--profile] [--prefill-runs N]\n\n"
          "Runs a Llama-architecture decoder: the prompt in one graph (prefill), then\n"
          "greedy decoding token by token with a KV cache, and prints the generated\n"
          "token ids with prefill and decode tokens per second.\n\n"
@@ -57,6 +57,9 @@ static void help(void)
          "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
          "                       and report the median decode step's weight streaming\n"
          "                       as a fraction of it (implied by --json on a CPU)\n"
+         "  --prefill-runs N     prefill the prompt N times (the cache emptied between)\n"
+         "                       and report the first (cold) and the median of the\n"
+         "                       others (warm); the prefill is planned at load time\n"
          "  --profile            time per op type of the prefill graph and of the decode\n"
          "                       steps (CPU devices; also BACKPLANE_PROFILE=1), printed\n"
          "                       after the report (on stderr with --json)\n"
@@ -65,7 +68,7 @@ static void help(void)
 
 struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
-    int64_t prompt_len, n_gen, n_ctx;
+    int64_t prompt_len, n_gen, n_ctx, prefill_runs;
     int threads;
     bool json, fused, bandwidth, profile;
     enum bp_type wtype;
@@ -146,7 +149,8 @@ static bool parse_type(const char *s, enum bp_type *out)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1 };
+    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1,
+                        .prefill_runs = 1 };
     const char *prof = getenv("BACKPLANE_PROFILE");
     o->profile = prof && *prof && strcmp(prof, "0") != 0;
     for (int i = 1; i < argc; i++) {
@@ -173,6 +177,10 @@ static int parse(int argc, char **argv, struct opts *o)
             NEEDV();
             if (!parse_i64(v, 0, 1 << 20, &o->n_gen))
                 return cli_usage_error("run", "--n-gen wants a number >= 0, not '%s'.", v);
+        } else if (!strcmp(a, "--prefill-runs")) {
+            NEEDV();
+            if (!parse_i64(v, 1, 1000, &o->prefill_runs))
+                return cli_usage_error("run", "--prefill-runs wants a number from 1 to 1000, not '%s'.", v);
         } else if (!strcmp(a, "--n-ctx")) {
             NEEDV();
             if (!parse_i64(v, 1, 1 << 24, &o->n_ctx))
@@ -269,6 +277,7 @@ struct result {
     int32_t *gen;
     int64_t n_gen, n_prompt;
     double t_prefill, t_decode, bandwidth;
+    double t_prefill_warm;    /* median of the prefills after the first (--prefill-runs) */
     double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
     double t_step_median;
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
@@ -318,6 +327,19 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         goto out;
     }
     res->t_prefill = now() - t0;
+    if (o->prefill_runs > 1) {
+        double warm[1000];
+        for (int64_t r = 1; r < o->prefill_runs; r++) {
+            bp_run_session_reset(s);
+            t0 = now();
+            if (bp_run_session_eval(s, prompt, n_prompt, all, lg, err, sizeof err) != BP_OK) {
+                cli_error("%s", err);
+                goto out;
+            }
+            warm[r - 1] = now() - t0;
+        }
+        res->t_prefill_warm = bench_median(warm, (int)(o->prefill_runs - 1));
+    }
     const int64_t rows = all ? n_prompt : 1;
     const float *last = lg + (rows - 1) * V;
     if (cs) {
@@ -396,6 +418,9 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     printf("\n");
     printf("prefill: %.1f tokens/s (%" PRId64 " tokens in %.3f s)\n",
            r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0.0, r->n_prompt, r->t_prefill);
+    if (r->t_prefill_warm > 0)
+        printf("         warm: %.1f tokens/s (median of the %" PRId64 " prefills after the first)\n",
+               (double)r->n_prompt / r->t_prefill_warm, o->prefill_runs - 1);
     if (r->n_gen > 1) {
         double tps = (double)(r->n_gen - 1) / r->t_decode;
         printf("decode:  %.1f tokens/s (%" PRId64 " steps in %.3f s), %s of weights read per "
@@ -410,7 +435,6 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     if (r->have_cmp)
         printf("compare: largest |logit difference| %.3g; argmax %s\n", r->cmp.max_diff,
                r->cmp.argmax_agree ? "agrees at every position" : "DISAGREES");
-    (void)o;
 }
 
 static void print_json(const struct opts *o, const struct bp_run_model *m, struct bp_device *dev,
@@ -443,6 +467,10 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     json_array_end(&w);
     json_double(&w, "prefill_seconds", r->t_prefill);
     json_double(&w, "prefill_tokens_per_s", r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0);
+    if (r->t_prefill_warm > 0) {
+        json_double(&w, "prefill_warm_seconds_median", r->t_prefill_warm);
+        json_double(&w, "prefill_warm_tokens_per_s", (double)r->n_prompt / r->t_prefill_warm);
+    }
     json_int(&w, "decode_steps", r->n_gen > 0 ? r->n_gen - 1 : 0);
     json_double(&w, "decode_seconds", r->t_decode);
     double tps = r->n_gen > 1 && r->t_decode > 0 ? (double)(r->n_gen - 1) / r->t_decode : 0.0;
@@ -542,6 +570,7 @@ int cmd_run(int argc, char **argv)
     const int64_t need = n_prompt + (o.n_gen > 0 ? o.n_gen - 1 : 0);
     struct bp_run_session_options so = {
         .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.threads,
+        .n_prefill = n_prompt, .prefill_all = o.dump || o.compare,
         .progress = upload_progress, .progress_user = &pr,
     };
     if (need > m->hp.n_ctx_train || so.n_ctx < need) {

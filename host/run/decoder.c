@@ -28,7 +28,10 @@
  * nothing, while attention reads at most twice the positions it needs —
  * rather than all of n_ctx, which for the reference attention kernel would
  * cost more than the weights. A prefill (many tokens) gets a plan of its
- * own, freed after it.
+ * own, kept for the next prefill of the same shape; with
+ * bp_run_session_options.n_prefill it is made, and its memory touched, at
+ * load time, so the first prompt of a process runs as fast as later ones
+ * (issue 15: a first prompt paid the page faults of its plan).
  */
 #include "decoder.h"
 #include "run_error.h"
@@ -88,6 +91,8 @@ struct bp_run_session {
     struct bp_tensor **cache_k, **cache_v;
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
+    struct plan prefill;        /* the last prefill's plan, for one of the same shape */
+    bool prefill_all;           /* it computes logits at every position */
     float *mask_host;           /* n_ctx floats: a decode step's mask row */
     struct bp_run_split_table split;
     bool split_installed;
@@ -145,6 +150,7 @@ void bp_run_session_free(struct bp_run_session *s)
 {
     if (!s) return;
     for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(&s->decode[i]);
+    plan_free(&s->prefill);
     /* The device outlives the session: it must not keep our table. */
     if (s->split_installed) bp_meta_set_split_fn(s->dev, NULL, NULL);
     if (s->be) bp_backend_free(s->be);
@@ -279,6 +285,9 @@ static bp_status upload(struct bp_run_session *s, const struct bp_run_session_op
     return BP_OK;
 }
 
+static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
+                              struct plan **out, char *err, size_t cap);
+
 bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
                              const struct bp_run_session_options *opts,
                              struct bp_run_session **out, char *err, size_t cap)
@@ -316,7 +325,14 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
         }
     }
     if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
-    st = upload(s, opts, err, cap);
+    if ((st = upload(s, opts, err, cap)) != BP_OK) goto out;
+    if (opts && opts->n_prefill > 1 && opts->n_prefill <= s->n_ctx) {
+        struct plan *p;
+        if ((st = prefill_plan(s, opts->n_prefill, 0, opts->prefill_all, &p, err, cap)) == BP_OK &&
+            (st = bp_buffer_clear(p->buf, 0)) != BP_OK)
+            bp_run_fail(err, cap, st, "touching the prefill's memory on '%s' failed: %s",
+                        bp_device_name(dev), bp_last_error());
+    }
 out:
     if (st != BP_OK) {
         bp_run_session_free(s);
@@ -478,6 +494,27 @@ static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_
     return BP_OK;
 }
 
+/* The prefill plan of n tokens after n_past, the kept one when its shape
+ * matches. */
+static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
+                              struct plan **out, char *err, size_t cap)
+{
+    struct plan *p = &s->prefill;
+    if (!p->g || p->n != n || p->n_kv != n_past + n || s->prefill_all != all) {
+        plan_free(p);
+        p->n = n;
+        p->n_kv = n_past + n;
+        s->prefill_all = all;
+        bp_status r = plan_make(s, p, all, err, cap);
+        if (r != BP_OK) {
+            plan_free(p);
+            return r;
+        }
+    }
+    *out = p;
+    return BP_OK;
+}
+
 bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, int64_t n,
                               bool all_positions, float *logits, char *err, size_t cap)
 {
@@ -501,15 +538,14 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
         bp_status r = decode_plan(s, s->n_past + 1, &p, err, cap);
         return r != BP_OK ? r : run_plan(s, p, tokens, &pos, s->mask_host, logits, err, cap);
     }
-    struct plan p = { .n = n, .n_kv = s->n_past + n };
+    struct plan *p = NULL;
     int32_t *pos = malloc((size_t)n * sizeof *pos);
-    float *mask = malloc((size_t)(n * p.n_kv) * sizeof *mask);
+    float *mask = malloc((size_t)(n * (s->n_past + n)) * sizeof *mask);
     bp_status r = !pos || !mask ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
                                        "inputs of %lld tokens.", (long long)n)
-                                : plan_make(s, &p, all_positions, err, cap);
-    if (r == BP_OK) r = run_plan(s, &p, tokens, pos, mask, logits, err, cap);
+                                : prefill_plan(s, n, s->n_past, all_positions, &p, err, cap);
+    if (r == BP_OK) r = run_plan(s, p, tokens, pos, mask, logits, err, cap);
     free(pos);
     free(mask);
-    plan_free(&p);
     return r;
 }
