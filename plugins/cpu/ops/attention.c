@@ -10,11 +10,13 @@
  *    once). Every device is checked against it, so it trades speed for
  *    being obviously right.
  *  - the SIMD variants (AVX2, AVX-512, NEON) make one online-softmax pass in
- *    float: the running maximum only moves up, and when it does the
- *    accumulator is rescaled once. q.k and the v accumulation are vector
- *    loops; F16 K/V rows are widened in registers. A key whose mask is
- *    -INFINITY is skipped before its dot product: the decoder's masks hide
- *    the unused tail of its cache capacity.
+ *    float over blocks of 32 keys: the block's scores, then its maximum
+ *    (the accumulator is rescaled at most once a block, when the running
+ *    maximum moves up), then its weights and the v accumulation. q.k and
+ *    the v accumulation are vector loops; F16 K/V rows are widened in
+ *    registers. A key whose mask is -INFINITY is skipped before its dot
+ *    product: the decoder's masks hide the unused tail of its cache
+ *    capacity, and causal masks the future.
  *
  * Either way one (head, query, batch) row is one work item, whole on one
  * thread, so results do not depend on the thread count.
@@ -245,6 +247,9 @@ static void fa_accumulate(float *acc, float w, const char *vr, const struct bp_t
     }
 }
 
+/* Keys per block of the online softmax. */
+#define FA_BLOCK 32
+
 /* qf[D], tmp[max(D, Dv)], acc[Dv] floats. */
 size_t cpu_scratch_flash_attn(const struct bp_tensor *t)
 {
@@ -276,27 +281,38 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
         for (int64_t d = 0; d < Dv; d++)
             acc[d] = 0.0f;
         float mx = -INFINITY, sum = 0.0f;
-        for (int64_t j = 0; j < n_kv; j++) {
-            const float mj = mr ? cpu_load(mr + (size_t)j * m->nb[0], m->type) : 0.0f;
-            if (mj == -INFINITY)
-                continue;
-            const float s = fa_qk(qf, cpu_at(k, 0, j, kh, b), k, k_direct, tmp, D) * scale + mj;
-            if (s == -INFINITY)
-                continue; /* weight 0 also while nothing counted yet (exp(-inf + inf) is NaN) */
-            float w = 1.0f;
-            if (s > mx) {
-                /* The first key that counts has nothing to rescale. */
+        for (int64_t j0 = 0; j0 < n_kv; j0 += FA_BLOCK) {
+            const int nb = n_kv - j0 < FA_BLOCK ? (int)(n_kv - j0) : FA_BLOCK;
+            /* The block's scores first: independent dot products the core
+             * overlaps, where one key at a time waited for each score
+             * before the next. */
+            float sc[FA_BLOCK], bm = -INFINITY;
+            for (int i = 0; i < nb; i++) {
+                const float mj = mr ? cpu_load(mr + (size_t)(j0 + i) * m->nb[0], m->type) : 0.0f;
+                sc[i] = mj == -INFINITY ? -INFINITY
+                                        : fa_qk(qf, cpu_at(k, 0, j0 + i, kh, b), k, k_direct, tmp, D) *
+                                                  scale + mj;
+                bm = sc[i] > bm ? sc[i] : bm;
+            }
+            if (bm == -INFINITY)
+                continue; /* every key masked: nothing counts (exp(-inf + inf) is NaN) */
+            /* The running maximum moves at most once a block. */
+            if (bm > mx) {
                 if (mx != -INFINITY) {
-                    const float c = expf(mx - s);
+                    const float c = expf(mx - bm);
                     fa_scale(acc, c, Dv);
                     sum *= c;
                 }
-                mx = s;
-            } else {
-                w = expf(s - mx);
+                mx = bm;
             }
-            sum += w;
-            fa_accumulate(acc, w, cpu_at(v, 0, j, kh, b), v, v_direct, tmp, Dv);
+            for (int i = 0; i < nb; i++)
+                sc[i] = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx);
+            for (int i = 0; i < nb; i++) {
+                if (sc[i] == 0.0f)
+                    continue;
+                sum += sc[i];
+                fa_accumulate(acc, sc[i], cpu_at(v, 0, j0 + i, kh, b), v, v_direct, tmp, Dv);
+            }
         }
         if (mx == -INFINITY) {
             for (int64_t d = 0; d < Dv; d++)
