@@ -249,6 +249,38 @@ static void fa_accumulate(float *acc, float w, const char *vr, const struct bp_t
 
 /* Keys per block of the online softmax. */
 #define FA_BLOCK 32
+/* A head of this many values keeps its accumulator in registers across a
+ * block (Llama's 64: 4 zmm, 8 ymm, 16 NEON q registers), instead of a load,
+ * fma and store per key that each wait for the one before. */
+#define FA_HEAD 64
+#define FA_HEAD_VECS (FA_HEAD / FA_W)
+
+/* acc[FA_HEAD] += w[i] * row i of v for the block's nb keys (w[i] == 0:
+ * skipped), the products and sums of fa_axpy_* in the same order. */
+static void fa_accumulate_head(float *acc, const float *w, int nb, const struct bp_tensor *v,
+                               int64_t j0, int64_t kh, int64_t b)
+{
+    fa_vec a[FA_HEAD_VECS];
+    for (int u = 0; u < FA_HEAD_VECS; u++)
+        a[u] = fa_load(acc + u * FA_W);
+    for (int i = 0; i < nb; i++) {
+        if (w[i] == 0.0f)
+            continue;
+        const fa_vec vw = fa_splat(w[i]);
+        const char *vr = cpu_at(v, 0, j0 + i, kh, b);
+        if (v->type == BP_TYPE_F16) {
+            const uint16_t *h = (const uint16_t *)(const void *)vr;
+            for (int u = 0; u < FA_HEAD_VECS; u++)
+                a[u] = fa_fma(vw, fa_load_h(h + u * FA_W), a[u]);
+        } else {
+            const float *f = (const float *)(const void *)vr;
+            for (int u = 0; u < FA_HEAD_VECS; u++)
+                a[u] = fa_fma(vw, fa_load(f + u * FA_W), a[u]);
+        }
+    }
+    for (int u = 0; u < FA_HEAD_VECS; u++)
+        fa_store(acc + u * FA_W, a[u]);
+}
 
 /* qf[D], tmp[max(D, Dv)], acc[Dv] floats. */
 size_t cpu_scratch_flash_attn(const struct bp_tensor *t)
@@ -264,6 +296,7 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
     const int64_t D = q->ne[0], Dv = v->ne[0], n_kv = k->ne[1];
     const int64_t group = q->ne[2] / k->ne[2];
     const bool k_direct = fa_direct(k), v_direct = fa_direct(v);
+    const bool head = v_direct && Dv == FA_HEAD;
     float *qf = p->wdata;
     float *tmp = qf + D;
     float *acc = tmp + (D > Dv ? D : Dv);
@@ -305,14 +338,17 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
                 }
                 mx = bm;
             }
-            for (int i = 0; i < nb; i++)
-                sc[i] = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx);
             for (int i = 0; i < nb; i++) {
-                if (sc[i] == 0.0f)
-                    continue;
+                sc[i] = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx);
                 sum += sc[i];
-                fa_accumulate(acc, sc[i], cpu_at(v, 0, j0 + i, kh, b), v, v_direct, tmp, Dv);
             }
+            if (head) {
+                fa_accumulate_head(acc, sc, nb, v, j0, kh, b);
+                continue;
+            }
+            for (int i = 0; i < nb; i++)
+                if (sc[i] != 0.0f)
+                    fa_accumulate(acc, sc[i], cpu_at(v, 0, j0 + i, kh, b), v, v_direct, tmp, Dv);
         }
         if (mx == -INFINITY) {
             for (int64_t d = 0; d < Dv; d++)
