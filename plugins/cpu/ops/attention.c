@@ -14,8 +14,9 @@
  *    (the accumulator is rescaled at most once a block, when the running
  *    maximum moves up), then its weights and the v accumulation. q.k and
  *    the v accumulation are vector loops; F16 K/V rows are widened in
- *    registers. A key whose mask is -INFINITY is skipped before its dot
- *    product: the decoder's masks hide the unused tail of its cache
+ *    registers, and a 64-value head's accumulator stays in registers for
+ *    the whole block. A key whose mask is -INFINITY is skipped before its
+ *    dot product: the decoder's masks hide the unused tail of its cache
  *    capacity, and causal masks the future.
  *
  * Either way one (head, query, batch) row is one work item, whole on one
