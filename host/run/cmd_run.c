@@ -20,6 +20,7 @@
 #include "dist.h"
 #include "model.h"
 #include "run_text.h"
+#include "profile.h"
 #include "split.h"
 
 #define ERR_CAP 1024
@@ -34,7 +35,7 @@ static void help(void)
          "                     [--threads N] [--compare DEVICE] [--json]\n"
          "                     [--dump-logits FILE] [--weight-type T] [--weight-seed N]\n"
          "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
-         "                     [--offload-layers N] [--strict]\n\n"
+         "                     [--offload-layers N] [--strict] [--profile] [--prefill-runs N]\n\n"
          "Runs a Llama-architecture decoder: the prompt in one graph (prefill), then\n"
          "decoding token by token with a KV cache (greedy unless --temp), and prints the\n"
          "generated text or token ids with prefill and decode tokens per second. It\n"
@@ -42,7 +43,8 @@ static void help(void)
          "  --model PATH         a GGUF file of the llama architecture (f32, f16, bf16,\n"
          "                       q4_0, q8_0, q4_K, q6_K weights; mapped, not copied)\n"
          "  --model builtin:NAME built-in model with pseudo-random weights: 'test'\n"
-         "                       (1.4 M parameters) or 'tiny' (~100 M; the default)\n"
+         "                       (1.4 M parameters), 'tiny' (~100 M; the default) or\n"
+         "                       '1b' (TinyLlama-1.1B's shape)\n"
          "  --weight-type T      storage type of a built-in model's weights (default f16)\n"
          "  --weight-seed N      seed of a built-in model's weights (default 1)\n"
          "  --fused-qkv          store a built-in model's Q, K, V as one attn_qkv tensor\n"
@@ -67,16 +69,22 @@ static void help(void)
          "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
          "                       and report the median decode step's weight streaming\n"
          "                       as a fraction of it (implied by --json on a CPU)\n"
+         "  --prefill-runs N     prefill the prompt N times (the cache emptied between)\n"
+         "                       and report the first (cold) and the median of the\n"
+         "                       others (warm); the prefill is planned at load time\n"
+         "  --profile            time per op type of the prefill graph and of the decode\n"
+         "                       steps (CPU devices; also BACKPLANE_PROFILE=1), printed\n"
+         "                       after the report (on stderr with --json)\n"
          "  --json               machine-readable report on stdout\n");
     fputs(run_text_help, stdout);
 }
 
 struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
-    int64_t prompt_len, n_gen, n_ctx;
+    int64_t prompt_len, n_gen, n_ctx, prefill_runs;
     int threads;
     int64_t offload_layers;
-    bool json, fused, bandwidth, strict;
+    bool json, fused, bandwidth, strict, profile;
     enum bp_type wtype;
     uint64_t seed;
     struct bp_run_dist *dist;   /* dist: devices only */
@@ -157,8 +165,11 @@ static bool parse_type(const char *s, enum bp_type *out)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1, .root = true };
+    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1, .root = true,
+                        .prefill_runs = 1 };
     run_text_defaults(&o->text);
+    const char *prof = getenv("BACKPLANE_PROFILE");
+    o->profile = prof && *prof && strcmp(prof, "0") != 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -176,6 +187,7 @@ static int parse(int argc, char **argv, struct opts *o)
                 return cli_usage_error("run", "--offload-layers wants a number of layers >= 1, not '%s' "
                                        "(for none, run on --device cpu).", v);
         }
+        else if (!strcmp(a, "--profile")) o->profile = true;
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--device")) { NEEDV(); o->device = v; }
         else if (!strcmp(a, "--compare")) { NEEDV(); o->compare = v; }
@@ -190,6 +202,10 @@ static int parse(int argc, char **argv, struct opts *o)
             NEEDV();
             if (!parse_i64(v, 0, 1 << 20, &o->n_gen))
                 return cli_usage_error("run", "--n-gen wants a number >= 0, not '%s'.", v);
+        } else if (!strcmp(a, "--prefill-runs")) {
+            NEEDV();
+            if (!parse_i64(v, 1, 1000, &o->prefill_runs))
+                return cli_usage_error("run", "--prefill-runs wants a number from 1 to 1000, not '%s'.", v);
         } else if (!strcmp(a, "--n-ctx")) {
             NEEDV();
             if (!parse_i64(v, 1, 1 << 24, &o->n_ctx))
@@ -291,6 +307,7 @@ struct result {
     int32_t *gen;
     int64_t n_gen, n_prompt;
     double t_prefill, t_decode, bandwidth;
+    double t_prefill_warm;    /* median of the prefills after the first (--prefill-runs) */
     double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
     double t_step_median;
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
@@ -302,6 +319,8 @@ struct result {
     uint64_t copies;                 /* the scheduler's copies over the whole run */
     uint64_t rank_weight_bytes[BP_META_MAX_DEVICES];  /* dist: devices */
     uint64_t dist_reductions, dist_bytes;             /* over the decode steps */
+    bool profiled;
+    struct bp_run_profile prof_prefill, prof_decode;
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
@@ -358,12 +377,31 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         snprintf(err, sizeof err, "cannot write '%s': %s.", o->dump, strerror(errno));
     if (!dist_gate(o, !o->dump || !o->root || dump, err)) goto out;
     progress_line(pr, "prefill: %" PRId64 " tokens", n_prompt);
+    if (o->profile) {
+        res->profiled = bp_run_profile_attach(s, &res->prof_prefill) == BP_OK;
+        if (!res->profiled)
+            fprintf(stderr, "backplane: %s offers no per-op profile (the cpu device does); "
+                    "running without one.\n", bp_device_name(bp_run_session_device(s)));
+    }
     double t0 = now();
     if (eval_main(o, s, 0, prompt, n_prompt, all, lg, V, err, sizeof err) != BP_OK) {
         cli_error("%s", err);
         goto out;
     }
     res->t_prefill = now() - t0;
+    if (o->prefill_runs > 1) {
+        double warm[1000];
+        for (int64_t r = 1; r < o->prefill_runs; r++) {
+            bp_run_session_reset(s);
+            t0 = now();
+            if (bp_run_session_eval(s, prompt, n_prompt, all, lg, err, sizeof err) != BP_OK) {
+                cli_error("%s", err);
+                goto out;
+            }
+            warm[r - 1] = now() - t0;
+        }
+        res->t_prefill_warm = bench_median(warm, (int)(o->prefill_runs - 1));
+    }
     const int64_t rows = all ? n_prompt : 1;
     const float *last = lg + (rows - 1) * V;
     if (cs) {
@@ -377,6 +415,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     if (o->n_gen > 0) res->gen[0] = run_gen_next(g, last);
     res->n_gen = o->n_gen > 0 ? 1 : 0;
     bool stop = res->n_gen == 0 || run_gen_emit(g, res->gen[0]);
+    if (res->profiled) bp_run_profile_attach(s, &res->prof_decode);
     t0 = now();
     uint64_t red0 = 0, bytes0 = 0, red1, bytes1;
     if (o->dist) bp_run_dist_counters(o->dist, &red0, &bytes0);
@@ -414,6 +453,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     rc = CLI_EXIT_OK;
 out:
     progress_done(pr);
+    if (res->profiled) bp_run_profile_attach(s, NULL);
     if (dump && fclose(dump) != 0 && rc == CLI_EXIT_OK) {
         cli_error("writing '%s' failed.", o->dump);
         rc = CLI_EXIT_FAIL;
@@ -459,6 +499,9 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     printf("\n");
     printf("prefill: %.1f tokens/s (%" PRId64 " tokens in %.3f s)\n",
            r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0.0, r->n_prompt, r->t_prefill);
+    if (r->t_prefill_warm > 0)
+        printf("         warm: %.1f tokens/s (median of the %" PRId64 " prefills after the first)\n",
+               (double)r->n_prompt / r->t_prefill_warm, o->prefill_runs - 1);
     if (r->n_gen > 1) {
         double tps = (double)(r->n_gen - 1) / r->t_decode;
         printf("decode:  %.1f tokens/s (%" PRId64 " steps in %.3f s), %s of weights read per "
@@ -478,7 +521,6 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     if (r->have_cmp)
         printf("compare: largest |logit difference| %.3g; argmax %s\n", r->cmp.max_diff,
                r->cmp.argmax_agree ? "agrees at every position" : "DISAGREES");
-    (void)o;
 }
 
 static void print_json_placement(struct json_writer *w, const struct bp_sched_summary *p, uint64_t copies)
@@ -549,6 +591,10 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     if (r->text) json_string(&w, "text", r->text);
     json_double(&w, "prefill_seconds", r->t_prefill);
     json_double(&w, "prefill_tokens_per_s", r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0);
+    if (r->t_prefill_warm > 0) {
+        json_double(&w, "prefill_warm_seconds_median", r->t_prefill_warm);
+        json_double(&w, "prefill_warm_tokens_per_s", (double)r->n_prompt / r->t_prefill_warm);
+    }
     json_int(&w, "decode_steps", r->n_gen > 0 ? r->n_gen - 1 : 0);
     json_double(&w, "decode_seconds", r->t_decode);
     double tps = r->n_gen > 1 && r->t_decode > 0 ? (double)(r->n_gen - 1) / r->t_decode : 0.0;
@@ -677,6 +723,7 @@ int cmd_run(int argc, char **argv)
     const int64_t need = n_prompt + (o.n_gen > 0 ? o.n_gen - 1 : 0);
     struct bp_run_session_options so = {
         .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.dist ? 0 : o.threads,
+        .n_prefill = n_prompt, .prefill_all = o.dump || o.compare,
         .progress = upload_progress, .progress_user = &pr,
         .offload_layers = o.offload_layers, .strict = o.strict,
     };
@@ -739,6 +786,12 @@ int cmd_run(int argc, char **argv)
     }
     if (o.json && o.root) print_json(&o, m, dev, cdev, prompt, &res);
     else if (o.root) print_text(&o, m, dev, cdev, prompt, &res);
+    if (res.profiled && o.root) {
+        char what[64];
+        snprintf(what, sizeof what, "prefill of %" PRId64 " tokens", res.n_prompt);
+        bp_run_profile_print(o.json ? stderr : stdout, what, &res.prof_prefill);
+        bp_run_profile_print(o.json ? stderr : stdout, "decode steps", &res.prof_decode);
+    }
     if (res.have_cmp && !res.cmp.argmax_agree) rc = CLI_EXIT_FAIL;
 out:
     bench_probe_free(probe);

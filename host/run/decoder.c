@@ -28,12 +28,17 @@
  * nothing, while attention reads at most twice the positions it needs —
  * rather than all of n_ctx, which for the reference attention kernel would
  * cost more than the weights. A prefill (many tokens) gets a plan of its
- * own, freed after it.
+ * own, kept for the next prefill of the same shape; with
+ * bp_run_session_options.n_prefill it is made, and its memory touched, at
+ * load time, so the first prompt of a process runs as fast as later ones
+ * (issue 15: a first prompt paid the page faults of its plan).
  *
  * Plans are computed through the scheduler (bp_sched) over the device and,
  * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
  * tensors (a buffer per backend) and runs what the device declines on the
- * cpu; `direct` sessions (the benchmark's reference) skip it.
+ * cpu; `direct` sessions (the benchmark's reference) skip it. With one
+ * backend the plan's tensors are placed before the scheduler sees them,
+ * sharing memory along the graph (bp_context_alloc_graph).
  */
 #include "decoder.h"
 #include "run_error.h"
@@ -103,6 +108,8 @@ struct bp_run_session {
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
     struct plan *last_decode;
+    struct plan prefill;        /* the last prefill's plan, for one of the same shape */
+    bool prefill_all;           /* it computes logits at every position */
     float *mask_host;           /* n_ctx floats: a decode step's mask row */
     struct bp_run_split_table split;
     bool split_installed;
@@ -121,6 +128,8 @@ int32_t bp_run_argmax(const float *v, int64_t n)
 int64_t bp_run_session_n_past(const struct bp_run_session *s) { return s->n_past; }
 int64_t bp_run_session_n_ctx(const struct bp_run_session *s) { return s->n_ctx; }
 void bp_run_session_reset(struct bp_run_session *s) { s->n_past = 0; }
+struct bp_device *bp_run_session_device(const struct bp_run_session *s) { return s->dev; }
+struct bp_backend *bp_run_session_backend(const struct bp_run_session *s) { return s->be; }
 
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out)
 {
@@ -182,6 +191,7 @@ void bp_run_session_free(struct bp_run_session *s)
 {
     if (!s) return;
     for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(s, &s->decode[i]);
+    plan_free(s, &s->prefill);
     bp_sched_free(s->sched);
     /* The device outlives the session: it must not keep our table. */
     if (s->split_installed) bp_meta_set_split_fn(s->dev, NULL, NULL);
@@ -441,6 +451,9 @@ static bp_status set_threads(struct bp_run_session *s, int n, char *err, size_t 
     return BP_OK;
 }
 
+static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
+                              struct plan **out, char *err, size_t cap);
+
 bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
                              const struct bp_run_session_options *opts,
                              struct bp_run_session **out, char *err, size_t cap)
@@ -470,7 +483,14 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     if ((st = set_threads(s, opts ? opts->n_threads : 0, err, cap)) != BP_OK) goto out;
     if ((st = choose_homes(s, opts ? opts->offload_layers : 0, err, cap)) != BP_OK) goto out;
     if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
-    st = upload(s, opts, err, cap);
+    if ((st = upload(s, opts, err, cap)) != BP_OK) goto out;
+    if (opts && opts->n_prefill > 1 && opts->n_prefill <= s->n_ctx) {
+        struct plan *p;
+        if ((st = prefill_plan(s, opts->n_prefill, 0, opts->prefill_all, &p, err, cap)) == BP_OK && p->buf &&
+            (st = bp_buffer_clear(p->buf, 0)) != BP_OK)
+            bp_run_fail(err, cap, st, "touching the prefill's memory on '%s' failed: %s",
+                        bp_device_name(dev), bp_last_error());
+    }
 out:
     if (st != BP_OK) {
         bp_run_session_free(s);
@@ -564,16 +584,19 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     bp_status r = build(s, p, all);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
-    if (!s->sched) {
-        if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
-            return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
-                               bp_device_name(s->dev), bp_last_error());
-        s->stats.buffers_allocated++;
-    }
     if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
         (r = bp_graph_build(p->g, p->logits)) != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
     s->stats.graphs_built++;
+    /* Intermediates share memory along the graph: a 512-token prefill of a
+     * 1B model would otherwise touch 2 GB of fresh pages (issue 15). With a
+     * fallback the scheduler places them per backend instead. */
+    if (!s->fb) {
+        if ((r = bp_context_alloc_graph(p->ctx, p->g, bp_device_buffer_type(s->dev), &p->buf)) != BP_OK)
+            return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
+                               bp_device_name(s->dev), bp_last_error());
+        s->stats.buffers_allocated++;
+    }
     if (s->sched && (r = bp_sched_alloc_graph(s->sched, p->g)) != BP_OK)
         return bp_run_fail(err, cap, r, "scheduling the decoder graph on '%s' failed: %s",
                            bp_device_name(s->dev), bp_last_error());
@@ -643,6 +666,27 @@ static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_
     return BP_OK;
 }
 
+/* The prefill plan of n tokens after n_past, the kept one when its shape
+ * matches. */
+static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
+                              struct plan **out, char *err, size_t cap)
+{
+    struct plan *p = &s->prefill;
+    if (!p->g || p->n != n || p->n_kv != n_past + n || s->prefill_all != all) {
+        plan_free(s, p);
+        p->n = n;
+        p->n_kv = n_past + n;
+        s->prefill_all = all;
+        bp_status r = plan_make(s, p, all, err, cap);
+        if (r != BP_OK) {
+            plan_free(s, p);
+            return r;
+        }
+    }
+    *out = p;
+    return BP_OK;
+}
+
 bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, int64_t n,
                               bool all_positions, float *logits, char *err, size_t cap)
 {
@@ -667,15 +711,14 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
         if (r == BP_OK) s->last_decode = p;
         return r != BP_OK ? r : run_plan(s, p, tokens, &pos, s->mask_host, logits, err, cap);
     }
-    struct plan p = { .n = n, .n_kv = s->n_past + n };
+    struct plan *p = NULL;
     int32_t *pos = malloc((size_t)n * sizeof *pos);
-    float *mask = malloc((size_t)(n * p.n_kv) * sizeof *mask);
+    float *mask = malloc((size_t)(n * (s->n_past + n)) * sizeof *mask);
     bp_status r = !pos || !mask ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
                                        "inputs of %lld tokens.", (long long)n)
-                                : plan_make(s, &p, all_positions, err, cap);
-    if (r == BP_OK) r = run_plan(s, &p, tokens, pos, mask, logits, err, cap);
+                                : prefill_plan(s, n, s->n_past, all_positions, &p, err, cap);
+    if (r == BP_OK) r = run_plan(s, p, tokens, pos, mask, logits, err, cap);
     free(pos);
     free(mask);
-    plan_free(s, &p);
     return r;
 }

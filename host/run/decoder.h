@@ -19,6 +19,11 @@ struct bp_run_session;
 struct bp_run_session_options {
     int64_t n_ctx;              /* KV cache positions; 0: 512 (capped by the model's) */
     int n_threads;              /* 0: the backend's default */
+    /* > 1: the first prefill's token count, planned and its memory touched
+     * at load time (with logits at every position when prefill_all), so
+     * the first prompt runs at the speed of later ones. */
+    int64_t n_prefill;
+    bool prefill_all;
     /* Called after each weight upload: done and total bytes. May be NULL. */
     void (*progress)(void *user, size_t done, size_t total);
     void *progress_user;
@@ -55,7 +60,8 @@ void bp_run_session_reset(struct bp_run_session *s);
 
 /* What a session has built and allocated so far: a decode step reuses the
  * plan of its capacity, so after the first step of each capacity (32, 64,
- * ... positions) these stop growing; a prefill adds one of each. */
+ * ... positions) these stop growing; a prefill adds one of each unless the
+ * one before had the same shape (tokens, past positions, logits wanted). */
 struct bp_run_session_stats {
     uint64_t evals;             /* bp_run_session_eval calls that ran */
     uint64_t graphs_built;
@@ -75,6 +81,10 @@ bp_status bp_run_session_placement(const struct bp_run_session *s, struct bp_sch
 
 /* Bytes of the session's weight and cache buffers on dev. */
 size_t bp_run_session_device_bytes(const struct bp_run_session *s, const struct bp_device *dev);
+
+/* The session's device and execution stream (owned by the session). */
+struct bp_device *bp_run_session_device(const struct bp_run_session *s);
+struct bp_backend *bp_run_session_backend(const struct bp_run_session *s);
 
 /* Index of the largest value (the first of equals). */
 int32_t bp_run_argmax(const float *v, int64_t n);

@@ -204,6 +204,16 @@ struct bp_alloc_options {
 BP_API bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type *buft,
                                           const struct bp_alloc_options *opts,
                                           struct bp_buffer **out);
+/* As bp_context_alloc_tensors (no guard bytes), but the bytes of a tensor
+ * that graph g computes are reused by later nodes once the last node of g
+ * that reads it (directly or through a view) has been computed, so the
+ * buffer holds what is alive at once rather than every intermediate: the
+ * tensors of one g, computed as one graph, in the order of its nodes.
+ * Tensors that no node of g computes (inputs, leaves) and nodes flagged
+ * BP_TENSOR_FLAG_OUTPUT keep their bytes for the buffer's life; any other
+ * intermediate's value is unspecified after the compute. */
+BP_API bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *g,
+                                        struct bp_buffer_type *buft, struct bp_buffer **out);
 /* Bytes bp_context_alloc_tensors would need. */
 BP_API size_t bp_context_alloc_size(struct bp_context *ctx, struct bp_buffer_type *buft,
                                     const struct bp_alloc_options *opts);
