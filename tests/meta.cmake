@@ -1,8 +1,9 @@
 # Meta plugin suites: tensor-parallel equivalence against the CPU device,
 # meta buffers (split states, scatter/gather), all-reduce paths, refusals.
 if(TARGET bp_plugin_meta)
-  bp_add_check_test(test_meta_block SOURCES test_meta_block.c)
+  bp_add_check_test(test_meta_block SOURCES test_meta_block.c device_gate.c)
   add_dependencies(test_meta_block bp_plugin_meta bp_plugin_cpu)
+  bp_add_device_cases(test_meta_block vulkan0 bp_plugin_vulkan)
 endif()
 if(TARGET bp_plugin_meta)
   bp_add_check_test(test_meta SOURCES test_meta.c meta_test_util.c)

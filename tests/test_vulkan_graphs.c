@@ -15,6 +15,8 @@
 
 #include <backplane/backplane.h>
 
+#include "device_gate.h"
+
 static struct bp_device *vk0(void)
 {
     struct bp_device *dev = bp_device_by_name("vulkan0");
@@ -322,14 +324,9 @@ END_TEST
 int main(void)
 {
     setenv("BACKPLANE_LOG", "warn", 0);
-    bp_load_plugins(NULL);
-    bool have = bp_registry_by_name("vulkan") && bp_device_by_name("vulkan0");
-    bp_unload();
-    if (!have) {
-        fprintf(stderr, "no Vulkan device (install mesa-vulkan-drivers for lavapipe); the Vulkan "
-                "graph tests are skipped.\n");
-        return 77;
-    }
+    /* 77 without a Vulkan device (install mesa-vulkan-drivers for lavapipe). */
+    const int gate = device_gate("vulkan", "vulkan0");
+    if (gate) return gate;
     Suite *s = suite_create("vulkan_graphs");
     TCase *tc = tcase_create("vulkan_graphs");
     tcase_set_timeout(tc, 120);
