@@ -12,6 +12,20 @@
  * so a whole graph can be built and checked once (bp_context_status, or the
  * status of bp_graph_build).
  *
+ * The three error channels, each for one thing:
+ * - bp_last_error(): why the call this thread just made into libbackplane
+ *   failed. Read it right after the failing call; the next failure on the
+ *   thread overwrites it.
+ * - A caller's `char *err, size_t cap` (the runner, host/run): why a
+ *   runner call failed, for a caller that reports it later or elsewhere. The
+ *   runner writes one sentence there and returns the status; when the cause
+ *   is a libbackplane call it quotes that call's bp_last_error(). It does not
+ *   log the failure as well: reporting it is the caller's choice.
+ * - Log lines (bp_set_log_callback, else stderr): what no return value
+ *   carries: a plugin refused at load, a variable ignored, a fallback taken,
+ *   and the detail behind a plugin's status (which op, which tensor, which
+ *   limit), since a plugin cannot set the host's last error.
+ *
  * Threads (tests/test_host_threads.c; ThreadSanitizer runs the cpu, meta and
  * loader suites in CI):
  * - Any thread may make the first call; discovery runs once, under a lock,
@@ -55,6 +69,20 @@ BP_API const char *bp_version_string(void);
 
 /* Sentence describing the last failure on this thread ("" if none). */
 BP_API const char *bp_last_error(void);
+
+/* ------------------------------------------------------------------- log */
+
+/* Receives one log line: its level, who logged it ("backplane", or a
+ * plugin's family such as "meta"), and the sentence without a newline; the
+ * strings live only for the call. */
+typedef void (*bp_log_fn)(void *user, enum bp_log_level level, const char *who,
+                          const char *message);
+/* Send the lines that pass BACKPLANE_LOG (default: warn) from the host and
+ * every plugin to fn instead of stderr; fn == NULL restores stderr. fn runs
+ * on whichever thread logs, several at once, so it must be thread-safe and
+ * must not call libbackplane. Set it before other threads use the library:
+ * a line logged while it changes may still reach the previous callback. */
+BP_API void bp_set_log_callback(bp_log_fn fn, void *user);
 
 /* ---------------------------------------------------------------- loader */
 
