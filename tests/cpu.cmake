@@ -14,7 +14,7 @@ target_include_directories(test_cpu_task_claim PRIVATE ${CMAKE_SOURCE_DIR}/plugi
 
 # Quantized mul_mat / get_rows, chunking regimes, the pool, variant choice:
 # one registration per variant (a variant this CPU cannot run is skipped).
-add_executable(test_cpu_fast test_cpu_fast.c cpu_test_util.c)
+add_executable(test_cpu_fast test_cpu_fast.c cpu_test_util.c cpu_variant_util.c)
 target_compile_definitions(test_cpu_fast PRIVATE _GNU_SOURCE
   BP_TEST_PLUGIN_DIR="${BP_PLUGIN_OUTPUT_DIR}")
 target_include_directories(test_cpu_fast PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
@@ -114,7 +114,7 @@ endif()
 # FLASH_ATTN_EXT against a double-precision reference, once per variant (the
 # SIMD ones accumulate in float; a variant this CPU cannot run is skipped).
 # The scalar registration carries the target's name, so valgrind wraps it.
-bp_add_check_test(test_cpu_attention SOURCES test_cpu_attention.c cpu_test_util.c
+bp_add_check_test(test_cpu_attention SOURCES test_cpu_attention.c cpu_test_util.c cpu_variant_util.c
   LIBS ${CMAKE_DL_LIBS} ENV BACKPLANE_CPU_VARIANT=scalar BP_TEST_EXPECT_VARIANT=scalar)
 add_dependencies(test_cpu_attention bp_plugin_cpu)
 set_tests_properties(test_cpu_attention PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,11 +1,12 @@
 # Meta plugin suites: tensor-parallel equivalence against the CPU device,
 # meta buffers (split states, scatter/gather), all-reduce paths, refusals.
 if(TARGET bp_plugin_meta)
-  bp_add_check_test(test_meta_block SOURCES test_meta_block.c)
+  bp_add_check_test(test_meta_block SOURCES test_meta_block.c device_gate.c)
   add_dependencies(test_meta_block bp_plugin_meta bp_plugin_cpu)
+  bp_add_device_cases(test_meta_block vulkan0 bp_plugin_vulkan)
 endif()
 if(TARGET bp_plugin_meta)
-  bp_add_check_test(test_meta SOURCES test_meta.c meta_test_util.c)
+  bp_add_check_test(test_meta SOURCES test_meta.c meta_test_util.c log_capture.c)
   add_dependencies(test_meta bp_plugin_meta bp_plugin_cpu)
 endif()
 
@@ -25,7 +26,7 @@ endif()
 # BACKPLANE_DEVICES=meta:cpu*4 end to end, `backplane info meta0`, and
 # BACKPLANE_META_SPLIT parsing.
 if(TARGET bp_plugin_meta AND TARGET backplane_cli)
-  bp_add_check_test(test_meta_env SOURCES test_meta_env.c
+  bp_add_check_test(test_meta_env SOURCES test_meta_env.c log_capture.c
     ENV "BACKPLANE_DEVICES=meta:cpu*4" "BACKPLANE_META_SPLIT=3,1,1,1")
   target_compile_definitions(test_meta_env PRIVATE BP_CLI_PATH="$<TARGET_FILE:backplane_cli>")
   add_dependencies(test_meta_env bp_plugin_meta bp_plugin_cpu backplane_cli)
@@ -34,6 +35,6 @@ endif()
 # Views of segment-split tensors (fused QKV), refused views, SET_ROWS with
 # i32 ids in graphs rebuilt every step (the decoder runner's patterns).
 if(TARGET bp_plugin_meta)
-  bp_add_check_test(test_meta_views SOURCES test_meta_views.c meta_test_util.c)
+  bp_add_check_test(test_meta_views SOURCES test_meta_views.c meta_test_util.c log_capture.c)
   add_dependencies(test_meta_views bp_plugin_meta bp_plugin_cpu)
 endif()

@@ -1,7 +1,8 @@
 # `backplane run`: the decoder against a forward pass written in the test,
 # the GGUF reader/writer and its refusals, and the CLI end to end.
-bp_add_check_test(test_run_decoder SOURCES test_run_decoder.c LIBS backplane_run)
+bp_add_check_test(test_run_decoder SOURCES test_run_decoder.c device_gate.c LIBS backplane_run)
 add_dependencies(test_run_decoder bp_plugin_cpu)
+bp_add_device_cases(test_run_decoder vulkan0 bp_plugin_vulkan)
 bp_add_check_test(test_run_gguf SOURCES test_run_gguf.c LIBS backplane_run)
 # builtin:1b generated three times: 1.1 G values each, minutes under
 # valgrind; the generator itself runs there in test_run_decoder (builtin:test).

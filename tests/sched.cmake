@@ -30,7 +30,7 @@ endif()
 
 # --offload-layers 1 on vulkan0 (lavapipe in CI); 77 = skipped without Vulkan.
 if(TARGET bp_plugin_vulkan)
-  bp_add_check_test(test_sched_vulkan SOURCES test_sched_vulkan.c LIBS backplane_run
+  bp_add_check_test(test_sched_vulkan SOURCES test_sched_vulkan.c device_gate.c LIBS backplane_run
     ENV "BACKPLANE_SCHED_STRICT=")
   add_dependencies(test_sched_vulkan bp_plugin_cpu bp_plugin_vulkan)
   set_tests_properties(test_sched_vulkan PROPERTIES SKIP_RETURN_CODE 77)

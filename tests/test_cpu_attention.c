@@ -1,7 +1,8 @@
 /*
  * test_cpu_attention.c — FLASH_ATTN_EXT of the cpu variant being tested
  * (BACKPLANE_CPU_VARIANT; a variant this machine cannot run exits 77,
- * "skipped") against a double-precision softmax(q.k^T * scale + mask) . v
+ * "skipped"; one whose .so is missing fails) against a double-precision
+ * softmax(q.k^T * scale + mask) . v
  * computed here, at shapes like a decoder's: GQA (H = 8, H_kv = 2), one and
  * seven query rows, 1 / 17 / 300 keys, D != Dv and neither a multiple of
  * the vector width (and Dv = 64, which the SIMD kernels hold in registers), F32 / F16 / BF16 K and V, caches viewed through a
@@ -11,13 +12,13 @@
  * must be exact zeros, and 1 and 3 threads must agree bit for bit.
  */
 #include <check.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_test_util.h"
+#include "cpu_variant_util.h"
 
 enum kv_layout { KV_PLAIN, KV_PERMUTED, KV_TRANSPOSED };
 enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY };
@@ -219,37 +220,16 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 }
 END_TEST
 
-/* What the variant's own score entry says about this machine. */
-static int variant_score(const char *variant)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/libbackplane-cpu-%s.so", BP_TEST_PLUGIN_DIR, variant);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
-    bp_plugin_score_fn score;
-    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
-    memcpy(&score, &p, sizeof p);
-    int s = score ? score() : -2;
-    dlclose(h);
-    return s;
-}
-
 START_TEST(test_forced_variant_is_the_one_tested)
 {
-    const char *want = getenv("BP_TEST_EXPECT_VARIANT");
-    if (!want) return;
-    ck_assert_ptr_nonnull(cpu_device()->reg->variant);
-    ck_assert_str_eq(cpu_device()->reg->variant, want);
+    expect_loaded_variant_is_the_chosen_one();
 }
 END_TEST
 
 int main(void)
 {
-    const char *want = getenv("BP_TEST_EXPECT_VARIANT");
-    if (want && variant_score(want) <= 0) {
-        printf("SKIP: the %s variant cannot run on this machine (its score entry says 0).\n", want);
-        return 77;
-    }
+    const int gate = variant_gate();
+    if (gate) return gate;
     Suite *s = suite_create("cpu_attention");
     TCase *tc = tcase_create("attention");
     tcase_set_timeout(tc, 300);

@@ -1,7 +1,7 @@
 /*
  * test_cpu_fast.c — the fast CPU paths through the public API, run once per
  * variant (BACKPLANE_CPU_VARIANT set by tests/cpu.cmake; a variant this
- * machine cannot run exits 77, "skipped"):
+ * machine cannot run exits 77, "skipped"; one whose .so is missing fails):
  *  - the forced variant is the one loaded, and every variant's score entry
  *    agrees with the compiler's own CPUID/XCR0 probe;
  *  - quantized MUL_MAT equals a double-precision product of the weights as
@@ -33,6 +33,7 @@
 
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
+#include "cpu_variant_util.h"
 
 static unsigned long long seed = 0x9E3779B97F4A7C15ull;
 static unsigned long long rnd64(void)
@@ -234,11 +235,9 @@ END_TEST
 
 START_TEST(test_forced_variant_is_the_one_loaded)
 {
-    const char *want = getenv("BP_TEST_EXPECT_VARIANT");
-    if (!want) return;
+    expect_loaded_variant_is_the_chosen_one();
     struct bp_device *dev = cpu_device();
-    ck_assert_ptr_nonnull(dev->reg->variant);
-    ck_assert_str_eq(dev->reg->variant, want);
+    const char *want = dev->reg->variant;
     bp_get_features_fn gf = (bp_get_features_fn)bp_device_proc_address(dev, BP_PROC_GET_FEATURES);
     ck_assert_ptr_nonnull(gf);
     bool seen = false;
@@ -262,20 +261,6 @@ static bool machine_runs(const char *variant)
                __builtin_cpu_supports("avx512vnni");
 #endif
     return false;
-}
-
-static int variant_score(const char *variant)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/libbackplane-cpu-%s.so", BP_TEST_PLUGIN_DIR, variant);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
-    bp_plugin_score_fn score;
-    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
-    memcpy(&score, &p, sizeof p);
-    int s = score ? score() : -2;
-    dlclose(h);
-    return s;
 }
 
 START_TEST(test_score_entries_agree_with_the_machine)
@@ -571,11 +556,8 @@ END_TEST
 
 int main(void)
 {
-    const char *want = getenv("BP_TEST_EXPECT_VARIANT");
-    if (want && variant_score(want) <= 0) {
-        printf("SKIP: the %s variant cannot run on this machine (its score entry says 0).\n", want);
-        return 77;
-    }
+    const int gate = variant_gate();
+    if (gate) return gate;
     Suite *s = suite_create("cpu_fast");
     TCase *tc = tcase_create("fast");
     tcase_set_timeout(tc, 300);

@@ -481,6 +481,45 @@ START_TEST(test_loader_plugin_side_check_refuses_an_older_host)
 }
 END_TEST
 
+/* What the application's callback received. */
+struct log_seen {
+    int lines;
+    enum bp_log_level level;
+    char who[64];
+    char message[512];
+};
+
+static void remember_line(void *user, enum bp_log_level level, const char *who, const char *message)
+{
+    struct log_seen *seen = user;
+    if (strstr(message, "BACKPLANE_FAKEVAR_VARIANT") == NULL) return;
+    seen->lines++;
+    seen->level = level;
+    snprintf(seen->who, sizeof seen->who, "%s", who);
+    snprintf(seen->message, sizeof seen->message, "%s", message);
+}
+
+START_TEST(test_log_callback_gets_level_who_and_the_bare_sentence_until_removed)
+{
+    struct log_seen seen = {0};
+    fresh(FAULT "/variants", "fakevar");
+    setenv("BACKPLANE_FAKEVAR_VARIANT", "nosuch", 1);
+    bp_set_log_callback(remember_line, &seen);
+    ck_assert_int_eq(bp_load_plugins(NULL), BP_OK);
+    ck_assert_int_eq(seen.lines, 1);
+    ck_assert_int_eq(seen.level, BP_LOG_WARN);
+    ck_assert_str_eq(seen.who, "backplane");
+    ck_assert_str_eq(seen.message, "BACKPLANE_FAKEVAR_VARIANT=nosuch names no variant of fakevar "
+                                   "that can run here; choosing by score instead.");
+    /* Removed: the same warning on the next load goes to stderr, not here. */
+    bp_set_log_callback(NULL, NULL);
+    bp_unload();
+    ck_assert_int_eq(bp_load_plugins(NULL), BP_OK);
+    ck_assert_int_eq(seen.lines, 1);
+    fresh(NULL, NULL);
+}
+END_TEST
+
 START_TEST(test_loader_plugin_stays_resident_after_unload_and_reloads)
 {
     fresh(SAFE("fakegood"), "fakegood");
@@ -584,6 +623,7 @@ static Suite *loader_suite(void)
     tcase_add_test(tc, test_loader_refused_plugin_whose_init_succeeded_stays_resident);
     tcase_add_test(tc, test_loader_lists_a_device_not_named_after_its_family_under_the_family);
     tcase_add_test(tc, test_loader_refuses_a_plugin_repeating_a_device_name);
+    tcase_add_test(tc, test_log_callback_gets_level_who_and_the_bare_sentence_until_removed);
     suite_add_tcase(s, tc);
     return s;
 }

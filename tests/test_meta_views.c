@@ -13,27 +13,17 @@
 #include <backplane/bp_meta.h>
 
 #include "meta_test_util.h"
+#include "log_capture.h"
 
-/* Compute g on a fresh backend of dev with stderr captured into text. */
+/* Compute g on a fresh backend of dev with the log lines captured into text. */
 static bp_status compute_capturing(struct bp_device *dev, struct bp_graph *g, char *text, size_t cap)
 {
     struct bp_backend *be;
     ck_assert_int_eq(bp_backend_init(dev, "n_threads=1", &be), BP_OK);
-    char path[] = "/tmp/bp_meta_viewsXXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
+    log_capture_begin();
     bp_status st = bp_backend_graph_compute(be, g);
     if (st == BP_OK) st = bp_backend_synchronize(be);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    memset(text, 0, cap);
-    ck_assert_int_ge(pread(fd, text, cap - 1, 0), 0);
-    close(fd);
-    unlink(path);
+    snprintf(text, cap, "%s", log_capture_end());
     bp_backend_free(be);
     return st;
 }

@@ -19,6 +19,7 @@
 #include "decoder.h"
 #include "model.h"
 #include "split.h"
+#include "device_gate.h"
 
 #define N_PROMPT 5
 #define N_DECODE 3
@@ -164,10 +165,9 @@ static struct bp_run_model *builtin(enum bp_type t, bool fused)
 }
 
 /* Prefill N_PROMPT tokens (all positions), then decode N_DECODE tokens one
- * by one; logits of all N_TOK positions into out. BP_ERR_UNSUPPORTED when
- * the device declines a node and may (the caller skips), BP_OK otherwise. */
-static bp_status run_on_device(const struct bp_run_model *m, struct bp_device *dev, float *out,
-                               bool may_decline)
+ * by one; logits of all N_TOK positions into out. Every device tested here
+ * computes the whole decoder, so a declined node fails the test. */
+static bp_status run_on_device(const struct bp_run_model *m, struct bp_device *dev, float *out)
 {
     char err[1024] = "";
     struct bp_run_session *s = NULL;
@@ -179,17 +179,13 @@ static bp_status run_on_device(const struct bp_run_model *m, struct bp_device *d
                                  out + (N_PROMPT + i) * m->hp.n_vocab, err, sizeof err);
     if (st == BP_OK) ck_assert_int_eq(bp_run_session_n_past(s), N_TOK);
     bp_run_session_free(s);
-    if (st == BP_ERR_UNSUPPORTED && may_decline) {
-        fprintf(stderr, "skipped on %s: %s\n", bp_device_name(dev), err);
-        return st;
-    }
     ck_assert_msg(st == BP_OK, "%s on %s: %s", m->name, bp_device_name(dev), err);
     return st;
 }
 
 static bp_status run_on(const struct bp_run_model *m, struct bp_device *dev, float *out)
 {
-    return run_on_device(m, dev, out, true);
+    return run_on_device(m, dev, out);
 }
 
 /* Largest |a - b| over n, and the largest |b| (the scale). */
@@ -303,7 +299,7 @@ static void check_q4_0_placement(struct bp_run_model *m, bool fused)
 
     const int64_t V = m->hp.n_vocab;
     float *got = malloc((size_t)(N_TOK * V) * sizeof *got);
-    ck_assert_int_eq(run_on_device(m, cpu, got, false), BP_OK);
+    ck_assert_int_eq(run_on_device(m, cpu, got), BP_OK);
     double *want = reference(m, tokens, N_TOK), scale;
     double d = max_diff(got, want, N_TOK * V, &scale);
     ck_assert_msg(d <= tolerance(BP_TYPE_Q4_0) * scale, "q4_0%s%s: logits differ by %g (scale %g)",
@@ -376,17 +372,14 @@ static void check_device_against_cpu(const char *name, bool fused)
 {
     char err[512] = "";
     struct bp_device *cpu = bp_device_by_name("cpu"), *dev = bp_run_find_device(name, err, sizeof err);
-    if (!dev) {
-        fprintf(stderr, "skipped: device %s is absent (%s)\n", name, err);
-        return;
-    }
+    ck_assert_msg(dev != NULL, "device %s is absent (%s)", name, err);
     struct bp_run_model *m = builtin(BP_TYPE_F32, fused);
     const int64_t V = m->hp.n_vocab;
     float *a = malloc((size_t)(N_TOK * V) * 4), *b = malloc((size_t)(N_TOK * V) * 4);
     ck_assert_int_eq(run_on(m, cpu, a), BP_OK);
-    /* A meta device over CPUs computes whatever the cpu device does: its
-     * split rules must cover the whole decoder, so declining is a failure. */
-    if (run_on_device(m, dev, b, strncmp(name, "meta:", 5) != 0) == BP_OK) {
+    /* A meta device over CPUs computes whatever the cpu device does (its
+     * split rules cover the whole decoder), and vulkan0 has every op. */
+    if (run_on_device(m, dev, b) == BP_OK) {
         double d = 0;
         for (int64_t i = 0; i < N_TOK * V; i++) d = fmax(d, fabs((double)a[i] - b[i]));
         ck_assert_msg(d < 1e-3, "%s: logits differ from cpu by %g", name, d);
@@ -609,6 +602,8 @@ END_TEST
 
 int main(void)
 {
+    const int gate = device_gate_for_tag("vulkan", "vulkan0");
+    if (gate) return gate;
     Suite *s = suite_create("run_decoder");
     TCase *tc = tcase_create("decoder");
     tcase_set_timeout(tc, 600);
@@ -627,8 +622,12 @@ int main(void)
     tcase_add_test(tc, test_run_find_device_refuses_bad_meta_specs_with_a_sentence);
     tcase_add_test(tc, test_run_meta_over_two_cpus_matches_cpu);
     tcase_add_test(tc, test_run_meta_over_three_cpus_with_a_zero_slice_matches_cpu);
-    tcase_add_test(tc, test_run_vulkan0_matches_cpu);
     suite_add_tcase(s, tc);
+    TCase *vk = tcase_create("vulkan0");
+    tcase_set_tags(vk, "vulkan0");
+    tcase_set_timeout(vk, 600);
+    tcase_add_test(vk, test_run_vulkan0_matches_cpu);
+    suite_add_tcase(s, vk);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched_run_util.h"
+#include "device_gate.h"
 
 START_TEST(test_offload_one_layer_to_vulkan_gives_cpu_tokens_with_layer0_there_only)
 {
@@ -55,14 +56,8 @@ END_TEST
 
 int main(void)
 {
-    /* Probed, then unloaded before check forks: a Vulkan driver's threads
-     * do not survive fork. */
-    bool have = bp_device_by_name("vulkan0") != NULL;
-    bp_unload();
-    if (!have) {
-        printf("no vulkan0 device: skipped\n");
-        return 77;
-    }
+    const int gate = device_gate("vulkan", "vulkan0");
+    if (gate) return gate;
     Suite *s = suite_create("sched_vulkan");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 600);

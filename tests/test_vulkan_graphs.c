@@ -15,6 +15,9 @@
 
 #include <backplane/backplane.h>
 
+#include "device_gate.h"
+#include "log_capture.h"
+
 static struct bp_device *vk0(void)
 {
     struct bp_device *dev = bp_device_by_name("vulkan0");
@@ -285,25 +288,13 @@ START_TEST(test_vulkan_buffer_beyond_storage_range_binds_each_tensor)
                       av[i] + bvals[i + 1]);
 
     /* Declining is all supports_op can say; the log says why. */
-    char path[] = "/tmp/bp_vk_range_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
+    log_capture_begin();
     bool accepted = bp_device_supports_op(dev, z);
     struct bp_graph *g;
     ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
     ck_assert_int_eq(bp_graph_build(g, z), BP_OK);
     bp_status st = bp_backend_graph_compute(be, g);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    char log[4096] = "";
-    ssize_t n = pread(fd, log, sizeof log - 1, 0);
-    close(fd);
-    unlink(path);
-    log[n > 0 ? n : 0] = '\0';
+    const char *log = log_capture_end();
     ck_assert_msg(!accepted, "vulkan0 accepts a %zu-byte tensor, more than one binding (%zu bytes)",
                   bp_nbytes(big), range);
     ck_assert_int_eq(st, BP_ERR_UNSUPPORTED);
@@ -322,14 +313,9 @@ END_TEST
 int main(void)
 {
     setenv("BACKPLANE_LOG", "warn", 0);
-    bp_load_plugins(NULL);
-    bool have = bp_registry_by_name("vulkan") && bp_device_by_name("vulkan0");
-    bp_unload();
-    if (!have) {
-        fprintf(stderr, "no Vulkan device (install mesa-vulkan-drivers for lavapipe); the Vulkan "
-                "graph tests are skipped.\n");
-        return 77;
-    }
+    /* 77 without a Vulkan device (install mesa-vulkan-drivers for lavapipe). */
+    const int gate = device_gate("vulkan", "vulkan0");
+    if (gate) return gate;
     Suite *s = suite_create("vulkan_graphs");
     TCase *tc = tcase_create("vulkan_graphs");
     tcase_set_timeout(tc, 120);

@@ -57,10 +57,8 @@ END_TEST
 START_TEST(test_device_without_the_proc_gets_its_default_buffer_type)
 {
     struct bp_device *subs[2] = { cpu(), cpu() }, *meta = NULL;
-    if (bp_meta_device_new(subs, 2, NULL, NULL, NULL, &meta) != BP_OK || !meta) {
-        fprintf(stderr, "skipped: no meta device (%s)\n", bp_last_error());
-        return;
-    }
+    ck_assert_msg(bp_meta_device_new(subs, 2, NULL, NULL, NULL, &meta) == BP_OK && meta,
+                  "no meta device (is the meta plugin built?): %s", bp_last_error());
     ck_assert_ptr_null(bp_device_proc_address(meta, BP_PROC_WEIGHT_BUFFER_TYPE));
     ck_assert_ptr_eq(bp_device_weight_buffer_type(meta, BP_TYPE_Q4_0), bp_device_buffer_type(meta));
 }

@@ -1,6 +1,8 @@
 /* run_error.h — how the runner's functions report a failure: one sentence
  * into the caller's buffer, and the status returned, so a failing path reads
- * `return bp_run_fail(err, cap, BP_ERR_IO, "...", ...);`. */
+ * `return bp_run_fail(err, cap, BP_ERR_IO, "...", ...);`. The sentence quotes
+ * bp_last_error() when a library call failed, and is not logged as well
+ * (backplane.h, "The three error channels"). */
 #ifndef BP_RUN_ERROR_H
 #define BP_RUN_ERROR_H
 

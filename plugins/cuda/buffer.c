@@ -172,10 +172,13 @@ static const char *buft_get_name(struct bp_buffer_type *bt)
 
 static bp_status alloc_common(struct bp_buffer_type *bt, size_t size, struct bp_buffer **out, bool host)
 {
-    if (!out)
-        return BP_ERR_INVALID_ARGUMENT;
-    *out = NULL;
     struct cuda_device *cd = bt->context;
+    if (!out) {
+        cuda_log(cd->pl, BP_LOG_ERROR, "alloc_buffer on %s was given no place for the buffer (out is "
+                 "NULL).", cd->name);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    *out = NULL;
     struct cuda_buffer *cb = calloc(1, sizeof *cb);
     if (!cb) {
         cuda_log(cd->pl, BP_LOG_ERROR, "could not allocate a buffer record; free memory.");

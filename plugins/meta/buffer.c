@@ -21,6 +21,23 @@ bool meta_buft_is_meta(const struct bp_buffer_type *buft)
     return buft && buft->iface == &meta_buft_iface;
 }
 
+/* The failures below return a status to the host, which cannot know which
+ * slice or sub-device was at fault: each logs that first, in one sentence. */
+
+static bp_status no_host_memory(size_t bytes, const char *what, const char *name)
+{
+    meta_log(BP_LOG_ERROR, "out of host memory: %zu bytes for %s '%s' could not be allocated.", bytes,
+             what, name);
+    return BP_ERR_OUT_OF_MEMORY;
+}
+
+static bp_status no_record(const struct bp_tensor *t)
+{
+    meta_log(BP_LOG_ERROR, "tensor '%s' is in a meta buffer but has no meta record; place it with "
+             "bp_context_alloc_tensors (or view a tensor placed that way).", t->name);
+    return BP_ERR_INVALID_ARGUMENT;
+}
+
 struct meta_tensor *meta_tensor_of(const struct bp_tensor *t)
 {
     if (!t || !t->buffer || !meta_buft_is_meta(t->buffer->buft)) return NULL;
@@ -89,7 +106,7 @@ static bp_status arena_new(struct meta_buffer *mb, size_t d, size_t bytes)
     if (mb->n_arenas[d] == mb->cap_arenas[d]) {
         size_t cap = mb->cap_arenas[d] ? mb->cap_arenas[d] * 2 : 2;
         struct meta_arena *v = realloc(mb->arenas[d], cap * sizeof *v);
-        if (!v) return BP_ERR_OUT_OF_MEMORY;
+        if (!v) return no_host_memory(cap * sizeof *v, "the sub-buffer list of", meta_sub_name(s));
         mb->arenas[d] = v;
         mb->cap_arenas[d] = cap;
     }
@@ -103,6 +120,8 @@ static bp_status arena_new(struct meta_buffer *mb, size_t d, size_t bytes)
         return st;
     }
     if (mb->clear_value && (st = meta_sub_clear(b, mb->clear_value)) != BP_OK) {
+        meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not clear its new %zu-byte sub-buffer (%s).", d,
+                 meta_sub_name(s), bytes, bp_status_name(st));
         meta_sub_free_buffer(b);
         return st;
     }
@@ -205,7 +224,7 @@ static bp_status buf_init_tensor(struct bp_buffer *buf, struct bp_tensor *t)
 {
     struct meta_buffer *mb = buf->context;
     struct meta_tensor *mt = calloc(1, sizeof *mt);
-    if (!mt) return BP_ERR_OUT_OF_MEMORY;
+    if (!mt) return no_host_memory(sizeof *mt, "the meta record of tensor", t->name);
     mt->serial = next_serial();
     mt->slice_src = -1;
     pthread_mutex_lock(&mb->lock);
@@ -218,7 +237,10 @@ static bp_status buf_init_tensor(struct bp_buffer *buf, struct bp_tensor *t)
     }
     if (ok) mb->recs[mb->n_recs++] = mt;
     pthread_mutex_unlock(&mb->lock);
-    if (!ok) { free(mt); return BP_ERR_OUT_OF_MEMORY; }
+    if (!ok) {
+        free(mt);
+        return no_host_memory(2 * mb->cap_recs * sizeof *mb->recs, "the record list holding", t->name);
+    }
     t->extra = mt;
     mt->offset = offset_of(t);
     meta_layout_simple(&mt->layout, BP_META_SPLIT_MIRRORED);
@@ -279,13 +301,21 @@ static void shuffle(const struct bp_tensor *t, const struct meta_layout *l, size
 static bp_status sub_set(struct bp_tensor *l, const void *src, size_t off, size_t size)
 {
     if (size == 0) return BP_OK;
-    return l->buffer->iface->set_tensor(l->buffer, l, src, off, size);
+    bp_status st = l->buffer->iface->set_tensor(l->buffer, l, src, off, size);
+    if (st != BP_OK)
+        meta_log(BP_LOG_ERROR, "a sub-device buffer refused to write %zu bytes at %zu of the slice of '%s' "
+                 "(%s).", size, off, l->name, bp_status_name(st));
+    return st;
 }
 
 static bp_status sub_get(const struct bp_tensor *l, void *dst, size_t off, size_t size)
 {
     if (size == 0) return BP_OK;
-    return l->buffer->iface->get_tensor(l->buffer, l, dst, off, size);
+    bp_status st = l->buffer->iface->get_tensor(l->buffer, l, dst, off, size);
+    if (st != BP_OK)
+        meta_log(BP_LOG_ERROR, "a sub-device buffer refused to read %zu bytes at %zu of the slice of '%s' "
+                 "(%s).", size, off, l->name, bp_status_name(st));
+    return st;
 }
 
 static bp_status gather_whole(struct meta_buffer *mb, const struct bp_tensor *t, struct meta_tensor *mt,
@@ -298,7 +328,7 @@ static bp_status gather_whole(struct meta_buffer *mb, const struct bp_tensor *t,
     for (size_t d = 0; d < n_dev && st == BP_OK; d++) {
         size_t n = bp_nbytes(&mt->local[d]);
         local[d] = malloc(n ? n : 1);
-        if (!local[d]) st = BP_ERR_OUT_OF_MEMORY;
+        if (!local[d]) st = no_host_memory(n, "gathering a slice of", t->name);
         else st = sub_get(&mt->local[d], local[d], 0, n);
     }
     if (st == BP_OK) shuffle(t, &mt->layout, n_dev, whole, local, false);
@@ -323,7 +353,7 @@ static bp_status scatter_whole(struct meta_buffer *mb, struct bp_tensor *t, stru
             return BP_ERR_UNSUPPORTED;
         }
         float *part = malloc(n ? n : 1);
-        if (!part) return BP_ERR_OUT_OF_MEMORY;
+        if (!part) return no_host_memory(n, "the partial sums of", t->name);
         const float *v = (const float *)whole;
         for (size_t i = 0; i < n / 4; i++) part[i] = v[i] / (float)n_dev;
         for (size_t d = 0; d < n_dev && st == BP_OK; d++) st = sub_set(&mt->local[d], part, 0, n);
@@ -334,7 +364,7 @@ static bp_status scatter_whole(struct meta_buffer *mb, struct bp_tensor *t, stru
     for (size_t d = 0; d < n_dev && st == BP_OK; d++) {
         size_t ln = bp_nbytes(&mt->local[d]);
         local[d] = malloc(ln ? ln : 1);
-        if (!local[d]) st = BP_ERR_OUT_OF_MEMORY;
+        if (!local[d]) st = no_host_memory(ln, "scattering a slice of", t->name);
     }
     if (st == BP_OK) {
         shuffle(t, &mt->layout, n_dev, whole, local, true);
@@ -377,7 +407,7 @@ static bp_status set_whole_range(struct meta_buffer *mb, struct bp_tensor *t, st
     }
     size_t n = bp_nbytes(t);
     char *whole = malloc(n ? n : 1);
-    if (!whole) return BP_ERR_OUT_OF_MEMORY;
+    if (!whole) return no_host_memory(n, "a whole copy of", t->name);
     if (offset != 0 || size != n) {
         if (mt->layout.state == BP_META_SPLIT_PARTIAL) {
             meta_log(BP_LOG_ERROR, "tensor '%s' is PARTIAL: write it whole, not %zu bytes at %zu.", t->name,
@@ -407,7 +437,7 @@ static bp_status get_whole_range(struct meta_buffer *mb, const struct bp_tensor 
     if (mt->layout.state == BP_META_SPLIT_MIRRORED) return sub_get(&mt->local[0], dst, offset, size);
     size_t n = bp_nbytes(t);
     char *whole = malloc(n ? n : 1);
-    if (!whole) return BP_ERR_OUT_OF_MEMORY;
+    if (!whole) return no_host_memory(n, "a whole copy of", t->name);
     bp_status st = gather_whole(mb, t, mt, whole);
     if (st == BP_OK) memcpy(dst, whole + offset, size);
     free(whole);
@@ -443,7 +473,7 @@ static bp_status buf_set_tensor(struct bp_buffer *buf, struct bp_tensor *t, cons
     size_t rel = 0;
     struct bp_tensor *o = (struct bp_tensor *)view_owner(t, &rel);
     struct meta_tensor *mt = meta_tensor_of(o);
-    if (!mt) return BP_ERR_INVALID_ARGUMENT;
+    if (!mt) return no_record(o);
     if ((st = io_check(o, mt, "write")) != BP_OK) return st;
     return set_whole_range(mb, o, mt, src, rel + offset, size);
 }
@@ -458,7 +488,7 @@ static bp_status buf_get_tensor(struct bp_buffer *buf, const struct bp_tensor *t
     size_t rel = 0;
     const struct bp_tensor *o = view_owner(t, &rel);
     struct meta_tensor *mt = meta_tensor_of(o);
-    if (!mt) return BP_ERR_INVALID_ARGUMENT;
+    if (!mt) return no_record(o);
     if ((st = io_check(o, mt, "read")) != BP_OK) return st;
     return get_whole_range(mb, o, mt, dst, rel + offset, size);
 }
@@ -470,7 +500,9 @@ static bp_status buf_clear(struct bp_buffer *buf, uint8_t value)
     mb->clear_value = value;
     for (size_t d = 0; d < mb->md->n && st == BP_OK; d++)
         for (size_t k = 0; k < mb->n_arenas[d] && st == BP_OK; k++)
-            st = meta_sub_clear(mb->arenas[d][k].buf, value);
+            if ((st = meta_sub_clear(mb->arenas[d][k].buf, value)) != BP_OK)
+                meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not clear its sub-buffer %zu (%s).", d,
+                         meta_sub_name(mb->md->sub[d]), k, bp_status_name(st));
     return st;
 }
 
@@ -494,7 +526,11 @@ static bp_status buft_alloc(struct bp_buffer_type *buft, size_t size, struct bp_
     struct meta_device *md = buft_md(buft);
     struct bp_buffer *buf = calloc(1, sizeof *buf);
     struct meta_buffer *mb = calloc(1, sizeof *mb);
-    if (!buf || !mb) { free(buf); free(mb); return BP_ERR_OUT_OF_MEMORY; }
+    if (!buf || !mb) {
+        free(buf);
+        free(mb);
+        return no_host_memory(sizeof *buf + sizeof *mb, "a buffer of", "meta");
+    }
     mb->md = md;
     pthread_mutex_init(&mb->lock, NULL);
     /* No device memory yet: each device's sub-buffer is sized from the
@@ -578,12 +614,17 @@ bp_status meta_copy_tensor(const struct bp_tensor *src, struct bp_tensor *dst)
         BP_IFACE_GET(dst->buffer->iface, copy_tensor);
     if (copy) {
         bp_status st = copy(dst->buffer, src, dst);
-        if (st != BP_ERR_UNSUPPORTED) return st;
+        if (st != BP_ERR_UNSUPPORTED) {
+            if (st != BP_OK)
+                meta_log(BP_LOG_ERROR, "a sub-device failed to copy '%s' into '%s' (%s).", src->name,
+                         dst->name, bp_status_name(st));
+            return st;
+        }
     }
     if (meta_sub_buft_is_host(sbt)) return sub_set(dst, src->data, 0, n);
     if (meta_sub_buft_is_host(dbt)) return sub_get(src, dst->data, 0, n);
     void *tmp = malloc(n);
-    if (!tmp) return BP_ERR_OUT_OF_MEMORY;
+    if (!tmp) return no_host_memory(n, "copying", src->name);
     bp_status st = sub_get(src, tmp, 0, n);
     if (st == BP_OK) st = sub_set(dst, tmp, 0, n);
     free(tmp);
@@ -602,7 +643,7 @@ bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, s
     size_t rel = 0;
     const struct bp_tensor *o = view_owner(t, &rel);
     struct meta_tensor *mt = meta_tensor_of(o);
-    if (!mt) return BP_ERR_INVALID_ARGUMENT;
+    if (!mt) return no_record(o);
     if ((st = io_check(o, mt, "read")) != BP_OK) return st;
     if (d >= mb->md->n || mt->layout.state != BP_META_SPLIT_MIRRORED || rel + offset + size > bp_nbytes(o)) {
         meta_log(BP_LOG_ERROR, "bp_meta_tensor_get_copy: tensor '%s' is %s and its device has %zu sub-devices; "

@@ -63,6 +63,7 @@ bp_status vk_tensor_bind(const struct vk_dev *d, const struct bp_tensor *t, stru
     const struct vk_buffer *vb;
     VkBuffer buf;
     size_t off;
+    /* The caller names the node in its sentence (backend.c, check_node). */
     if (!vk_tensor_loc(d, t, &buf, &off, &vb)) return BP_ERR_INVALID_ARGUMENT;
     const size_t n = bp_nbytes(t);
     *out = (struct vk_binding){ .serial = vb->serial, .buf = buf, .abs = off };
@@ -256,8 +257,11 @@ static bp_status buft_alloc_buffer(struct bp_buffer_type *buft, size_t size, str
 {
     struct vk_dev *d = buft->context;
     const struct vk_fns *f = &d->pl->fn;
-    if (!out)
+    if (!out) {
+        vk_log(d->pl, BP_LOG_ERROR, "alloc_buffer on %s was given no place for the buffer (out is NULL).",
+               d->name);
         return BP_ERR_INVALID_ARGUMENT;
+    }
     *out = NULL;
     if (size > d->max_alloc) {
         vk_log(d->pl, BP_LOG_ERROR,

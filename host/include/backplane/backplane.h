@@ -12,6 +12,20 @@
  * so a whole graph can be built and checked once (bp_context_status, or the
  * status of bp_graph_build).
  *
+ * The three error channels, each for one thing:
+ * - bp_last_error(): why the call this thread just made into libbackplane
+ *   failed. Read it right after the failing call; the next failure on the
+ *   thread overwrites it.
+ * - A caller's `char *err, size_t cap` (the runner, host/run): why a
+ *   runner call failed, for a caller that reports it later or elsewhere. The
+ *   runner writes one sentence there and returns the status; when the cause
+ *   is a libbackplane call it quotes that call's bp_last_error(). It does not
+ *   log the failure as well: reporting it is the caller's choice.
+ * - Log lines (bp_set_log_callback, else stderr): what no return value
+ *   carries: a plugin refused at load, a variable ignored, a fallback taken,
+ *   and the detail behind a plugin's status (which op, which tensor, which
+ *   limit), since a plugin cannot set the host's last error.
+ *
  * Threads (tests/test_host_threads.c; ThreadSanitizer runs the cpu, meta and
  * loader suites in CI):
  * - Any thread may make the first call; discovery runs once, under a lock,
@@ -56,6 +70,20 @@ BP_API const char *bp_version_string(void);
 /* Sentence describing the last failure on this thread ("" if none). */
 BP_API const char *bp_last_error(void);
 
+/* ------------------------------------------------------------------- log */
+
+/* Receives one log line: its level, who logged it ("backplane", or a
+ * plugin's family such as "meta"), and the sentence without a newline; the
+ * strings live only for the call. */
+typedef void (*bp_log_fn)(void *user, enum bp_log_level level, const char *who,
+                          const char *message);
+/* Send the lines that pass BACKPLANE_LOG (default: warn) from the host and
+ * every plugin to fn instead of stderr; fn == NULL restores stderr. fn runs
+ * on whichever thread logs, several at once, so it must be thread-safe and
+ * must not call libbackplane. Set it before other threads use the library:
+ * a line logged while it changes may still reach the previous callback. */
+BP_API void bp_set_log_callback(bp_log_fn fn, void *user);
+
 /* ---------------------------------------------------------------- loader */
 
 /* Loading options; zero-initialise and set what you need. `size` (1.1):
@@ -89,7 +117,10 @@ struct bp_plugin_info {
     size_t      n_devices;
     struct bp_registry *reg;
 };
+/* Number of loaded plugins (loads them on first use). Any thread. */
 BP_API size_t bp_plugin_count(void);
+/* Record of loaded plugin number index, owned by the library until
+ * bp_unload; NULL past the end. Any thread. */
 BP_API const struct bp_plugin_info *bp_plugin_get(size_t index);
 /* The registry of a loaded family, or NULL. */
 BP_API struct bp_registry *bp_registry_by_name(const char *family);
@@ -120,14 +151,20 @@ struct bp_plugin_failure {
     const char *reason;       /* one sentence: what was wrong */
     const char *remedy;       /* one sentence: what to do */
 };
+/* Number of candidate plugins refused while loading. Any thread. */
 BP_API size_t bp_plugin_failure_count(void);
+/* Refusal record number index, owned by the library until bp_unload; NULL
+ * past the end. Any thread. */
 BP_API const struct bp_plugin_failure *bp_plugin_failure_get(size_t index);
 /* "ABI_MAJOR", "CRASHED", ... */
 BP_API const char *bp_plugin_failure_code_name(enum bp_plugin_failure_code code);
 
 /* --------------------------------------------------------------- devices */
 
+/* Number of devices of all loaded plugins (loads them on first use). */
 BP_API size_t bp_device_count(void);
+/* Device number index, owned by its plugin until bp_unload; NULL (and the
+ * last error) past the end. Any thread. */
 BP_API struct bp_device *bp_device_get(size_t index);
 /* Exact name match ("cpu", "vulkan0"); NULL and last error when absent. */
 BP_API struct bp_device *bp_device_by_name(const char *name);
@@ -136,50 +173,80 @@ BP_API struct bp_device *bp_device_by_name(const char *name);
  * the first CPU device. Fills up to cap pointers; *n_out gets the count. */
 BP_API bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out);
 
+/* The device's unique short name ("cpu", "vulkan0"), owned by it. */
 BP_API const char *bp_device_name(struct bp_device *dev);
+/* The plugin's one-line description of the device; "" when it has none. */
 BP_API const char *bp_device_description(struct bp_device *dev);
+/* CPU, GPU, IGPU, ACCEL or META; ACCEL when the plugin does not say. */
 BP_API enum bp_device_type bp_device_type(struct bp_device *dev);
+/* "CPU", "GPU", ... for type; "unknown" for a value outside the enum. */
 BP_API const char *bp_device_type_name(enum bp_device_type type);
+/* Free and total bytes of the device's memory as its plugin reports them
+ * (0 and 0 when it does not); either pointer may be NULL. */
 BP_API void bp_device_memory(struct bp_device *dev, size_t *free, size_t *total);
 /* Set caps->size = sizeof *caps first: only the fields it covers are
  * written (false when the device does not say), never caps->size itself. */
 BP_API void bp_device_caps(struct bp_device *dev, struct bp_device_caps *caps);
+/* The device's default buffer type, owned by the device; NULL when the
+ * device is NULL or has none. Any thread. */
 BP_API struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev);
 /* Where to put a tensor used only as a MUL_MAT weight (src[0]) of this type:
  * the device's BP_PROC_WEIGHT_BUFFER_TYPE answer (which may store it in a
  * layout only MUL_MAT reads, e.g. the CPU's CPU_REPACK for Q4_0/Q8_0), else
  * its default buffer type. NULL only when the device has no buffer type. */
 BP_API struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev, enum bp_type type);
+/* Whether the device computes node (op, types, shapes) as it stands; false
+ * for NULL. The plugin may log why it declines. Any thread. */
 BP_API bool bp_device_supports_op(struct bp_device *dev, const struct bp_tensor *node);
 /* Proc address from the device's registry, or NULL. */
 BP_API void *bp_device_proc_address(struct bp_device *dev, const char *name);
 
 /* -------------------------------------------------------------- backends */
 
+/* A new stream on dev into *out (NULL on failure), which the caller frees
+ * with bp_backend_free. params ("n_threads=4") are the plugin's; NULL for
+ * its defaults. Fails when dev is NULL or the plugin refuses (see the log). */
 BP_API bp_status bp_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
+/* Frees b (NULL is ignored). Synchronize first if work may be queued. */
 BP_API void bp_backend_free(struct bp_backend *b);
+/* Computes every node of g, in order, on b. Asynchronous on devices that
+ * queue work (GPUs): it may return before the results are written; call
+ * bp_backend_synchronize before reading them or touching the buffers. A
+ * node the device declines fails the call before anything runs (UNSUPPORTED). */
 BP_API bp_status bp_backend_graph_compute(struct bp_backend *b, struct bp_graph *g);
+/* Waits until everything queued on b has finished; BP_OK at once on
+ * devices that compute synchronously. An error of queued work shows here. */
 BP_API bp_status bp_backend_synchronize(struct bp_backend *b);
 /* Uses the backend's set_n_threads proc when it has one; BP_ERR_UNSUPPORTED otherwise. */
 BP_API bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads);
 
 /* --------------------------------------------------------------- buffers */
 
+/* A buffer of size bytes of buft into *out (NULL on failure), freed by the
+ * caller with bp_buffer_free. Fails on a NULL buft, a broken plugin table,
+ * or memory the device does not have (the plugin logs how much). */
 BP_API bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out);
+/* Frees buf (NULL is ignored); tensors placed in it are unusable after. */
 BP_API void bp_buffer_free(struct bp_buffer *buf);
+/* buf's size in bytes; 0 for NULL. */
 BP_API size_t bp_buffer_size(const struct bp_buffer *buf);
 /* Fill every byte of buf with value: the plugin's clear, or its set_tensor
  * when the buffer has no clear (1.1). */
 BP_API bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value);
 /* Raw byte access to a buffer (for guard checks and debugging). */
 BP_API bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size);
+/* Write counterpart of bp_buffer_read: [offset, offset+size) must lie in
+ * buf; INVALID_ARGUMENT otherwise. */
 BP_API bp_status bp_buffer_write(struct bp_buffer *buf, size_t offset, const void *src, size_t size);
 
 /* -------------------------------------------------------------- contexts */
 
 /* A context owns tensor metadata (not data). */
 struct bp_context;
+/* A context for up to max_tensors tensors into *out, freed by the caller
+ * with bp_context_free; NULL and BP_ERR_OUT_OF_MEMORY when memory runs out. */
 BP_API bp_status bp_context_new(size_t max_tensors, struct bp_context **out);
+/* Frees ctx and its tensors' metadata (not their buffers); NULL is ignored. */
 BP_API void bp_context_free(struct bp_context *ctx);
 /* BP_OK, or the first error an op constructor hit in this context. */
 BP_API bp_status bp_context_status(const struct bp_context *ctx);
@@ -219,49 +286,74 @@ BP_API size_t bp_context_alloc_size(struct bp_context *ctx, struct bp_buffer_typ
                                     const struct bp_alloc_options *opts);
 /* Tensor number i of the context in creation order, NULL past the end. */
 BP_API struct bp_tensor *bp_context_tensor(struct bp_context *ctx, size_t i);
+/* Number of tensors made in ctx so far; 0 for NULL. */
 BP_API size_t bp_context_tensor_count(const struct bp_context *ctx);
+/* The tensor of ctx named name (owned by ctx); NULL and BP_ERR_NOT_FOUND as
+ * the last error when there is none. */
 BP_API struct bp_tensor *bp_context_find(struct bp_context *ctx, const char *name);
 
 /* --------------------------------------------------------------- tensors */
 
-/* New leaf tensor, contiguous. n_dims 1..4; missing dims are 1. */
+/* New leaf tensor, contiguous, owned by ctx. n_dims 1..4; missing dims are
+ * 1. NULL, with the context marked failed, on a bad shape or a full ctx. */
 BP_API struct bp_tensor *bp_tensor_new(struct bp_context *ctx, enum bp_type type, int n_dims,
                                        const int64_t *ne);
+/* bp_tensor_new with the dims as arguments: 1 dim. */
 BP_API struct bp_tensor *bp_tensor_new_1d(struct bp_context *ctx, enum bp_type type, int64_t ne0);
+/* bp_tensor_new with 2 dims as arguments. */
 BP_API struct bp_tensor *bp_tensor_new_2d(struct bp_context *ctx, enum bp_type type, int64_t ne0,
                                           int64_t ne1);
+/* bp_tensor_new with 3 dims as arguments. */
 BP_API struct bp_tensor *bp_tensor_new_3d(struct bp_context *ctx, enum bp_type type, int64_t ne0,
                                           int64_t ne1, int64_t ne2);
+/* bp_tensor_new with 4 dims as arguments. */
 BP_API struct bp_tensor *bp_tensor_new_4d(struct bp_context *ctx, enum bp_type type, int64_t ne0,
                                           int64_t ne1, int64_t ne2, int64_t ne3);
 /* Sets the name (truncated to BP_MAX_NAME-1 bytes); returns t. */
 BP_API struct bp_tensor *bp_tensor_set_name(struct bp_tensor *t, const char *name);
 
-/* Copy bytes [offset, offset+size) of the tensor's storage from/to host memory.
- * The tensor must be allocated; the range must lie within bp_nbytes(t). */
+/* Copy bytes [offset, offset+size) of the tensor's storage from host memory.
+ * The tensor must be allocated; the range must lie within bp_nbytes(t);
+ * INVALID_ARGUMENT otherwise. Synchronous: src may be reused on return. */
 BP_API bp_status bp_tensor_set(struct bp_tensor *t, const void *src, size_t offset, size_t size);
+/* The read counterpart of bp_tensor_set, into dst; same rules. Synchronize
+ * a backend computing t first (bp_backend_synchronize). */
 BP_API bp_status bp_tensor_get(const struct bp_tensor *t, void *dst, size_t offset, size_t size);
 
 /* ------------------------------------------------ op constructors (bp_ops.h) */
 /* Where bp_ops.h says "F", the constructors also accept bf16: whether a
- * device computes it is for its supports_op to say at compute time. */
+ * device computes it is for its supports_op to say at compute time.
+ * Each returns a new tensor owned by ctx that computes nothing until a
+ * backend computes a graph holding it; bp_ops.h states each op's shapes and
+ * types. A shape or type it breaks gives NULL (see the top of this file). */
 
+/* GET_ROWS: rows ids (I32) of table, dequantized to F32. */
 BP_API struct bp_tensor *bp_get_rows(struct bp_context *ctx, struct bp_tensor *table,
                                      struct bp_tensor *ids);
+/* MUL_MAT: W (any type, [K, N]) times x (F, [K, M]) -> F32 [N, M]. */
 BP_API struct bp_tensor *bp_mul_mat(struct bp_context *ctx, struct bp_tensor *w,
                                     struct bp_tensor *x);
+/* ADD: a + b elementwise, b repeating over a. */
 BP_API struct bp_tensor *bp_add(struct bp_context *ctx, struct bp_tensor *a, struct bp_tensor *b);
+/* MUL: a * b elementwise, b repeating over a. */
 BP_API struct bp_tensor *bp_mul(struct bp_context *ctx, struct bp_tensor *a, struct bp_tensor *b);
+/* SCALE: x * s + b. */
 BP_API struct bp_tensor *bp_scale(struct bp_context *ctx, struct bp_tensor *x, float s, float b);
+/* RMS_NORM: each row of x over sqrt(mean(x^2) + eps). */
 BP_API struct bp_tensor *bp_rms_norm(struct bp_context *ctx, struct bp_tensor *x, float eps);
 /* mask may be NULL. */
 BP_API struct bp_tensor *bp_soft_max(struct bp_context *ctx, struct bp_tensor *x,
                                      struct bp_tensor *mask, float scale);
+/* ROPE: x rotated by positions pos (I32) over its first n_dims values. */
 BP_API struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
                                  int n_dims, int mode, float freq_base, float freq_scale);
+/* SILU: x * sigmoid(x). */
 BP_API struct bp_tensor *bp_silu(struct bp_context *ctx, struct bp_tensor *x);
+/* GELU, the tanh approximation. */
 BP_API struct bp_tensor *bp_gelu(struct bp_context *ctx, struct bp_tensor *x);
+/* CPY: src copied (and converted) into dst; the result is a view of dst. */
 BP_API struct bp_tensor *bp_cpy(struct bp_context *ctx, struct bp_tensor *src, struct bp_tensor *dst);
+/* CONT: a contiguous copy of x (any strides). */
 BP_API struct bp_tensor *bp_cont(struct bp_context *ctx, struct bp_tensor *x);
 /* n_dims 1..4; element count must match; x must be contiguous. */
 BP_API struct bp_tensor *bp_reshape(struct bp_context *ctx, struct bp_tensor *x, int n_dims,
@@ -277,7 +369,9 @@ BP_API struct bp_tensor *bp_view(struct bp_context *ctx, struct bp_tensor *x, in
 /* axis[i] is the position source dim i takes in the result (a permutation). */
 BP_API struct bp_tensor *bp_permute(struct bp_context *ctx, struct bp_tensor *x, int a0, int a1,
                                     int a2, int a3);
+/* A view of x with dims 0 and 1 swapped (bp_permute(x, 1, 0, 2, 3)). */
 BP_API struct bp_tensor *bp_transpose(struct bp_context *ctx, struct bp_tensor *x);
+/* SET_ROWS: values written into rows ids (I32) of dst; a view of dst. */
 BP_API struct bp_tensor *bp_set_rows(struct bp_context *ctx, struct bp_tensor *dst,
                                      struct bp_tensor *values, struct bp_tensor *ids);
 /* mask may be NULL. */
@@ -298,6 +392,7 @@ BP_API struct bp_tensor *bp_custom(struct bp_context *ctx, const char *name,
 
 /* A graph of up to capacity nodes, owned by the caller (bp_graph_free). */
 BP_API bp_status bp_graph_new(size_t capacity, struct bp_graph **out);
+/* Frees g (not its tensors, which belong to their contexts); NULL ignored. */
 BP_API void bp_graph_free(struct bp_graph *g);
 /* Append every node needed to compute t that is not yet in g, sources first
  * (views are included: they are free). Fails when the context of t has a

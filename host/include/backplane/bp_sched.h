@@ -113,6 +113,8 @@ struct bp_sched_stats {
     uint64_t copies;
     uint64_t bytes_copied;
 };
+/* Copies the counters into *out, as far as out->size covers (set it to
+ * sizeof *out first); all zero when s is NULL. Same thread rules as s. */
 BP_API void bp_sched_get_stats(const struct bp_sched *s, struct bp_sched_stats *out);
 
 #ifdef __cplusplus

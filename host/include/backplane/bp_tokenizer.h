@@ -47,12 +47,15 @@ BP_API bp_status bp_tokenizer_load_memory(const void *gguf, size_t size, struct 
 /* Frees t (NULL is fine). */
 BP_API void bp_tokenizer_free(struct bp_tokenizer *t);
 
-/* "llama" or "gpt2"; and the pre-tokenizer family ("" for "llama"). */
+/* "llama" or "gpt2", owned by t. */
 BP_API const char *bp_tokenizer_model(const struct bp_tokenizer *t);
+/* The pre-tokenizer family, owned by t ("" for "llama"). */
 BP_API const char *bp_tokenizer_pre(const struct bp_tokenizer *t);
-/* Number of tokens; the BOS and EOS ids (-1 when the model has none). */
+/* Number of tokens in the vocabulary. */
 BP_API int32_t bp_tokenizer_n_tokens(const struct bp_tokenizer *t);
+/* The BOS id; -1 when the model has none. */
 BP_API int32_t bp_tokenizer_bos(const struct bp_tokenizer *t);
+/* The EOS id; -1 when the model has none. */
 BP_API int32_t bp_tokenizer_eos(const struct bp_tokenizer *t);
 /* True when id ends a generation: EOS, or an end-of-turn control token
  * ("<|eot_id|>", "<|im_end|>", "<|endoftext|>", ...). */
@@ -87,6 +90,7 @@ struct bp_token_stream;
 /* A stream over t (which must outlive it); NULL when t is NULL or memory
  * runs out. */
 BP_API struct bp_token_stream *bp_token_stream_new(const struct bp_tokenizer *t);
+/* Frees s and any bytes it still holds back (NULL is ignored). */
 BP_API void bp_token_stream_free(struct bp_token_stream *s);
 /* Pushes id (an id out of range is ignored); returns the text now complete,
  * *len bytes, valid until the next call on s. */
