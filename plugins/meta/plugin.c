@@ -48,6 +48,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
     if (!name) return NULL;
     static const struct { const char *name; void *fn; } procs[] = {
         {BP_PROC_META_DEVICE_FROM_SPEC, (void *)(bp_meta_device_from_spec_fn)meta_device_from_spec},
+        {BP_PROC_DEVICE_FROM_SPEC, (void *)(bp_device_from_spec_fn)meta_device_from_spec},
         {BP_PROC_META_DEVICE_NEW, (void *)(bp_meta_device_new_fn)meta_device_new},
         {BP_PROC_META_SET_SPLIT_FN, (void *)(bp_meta_set_split_fn_fn)meta_set_split_fn},
         {BP_PROC_META_TENSOR_SPLIT, (void *)(bp_meta_tensor_split_fn)meta_tensor_split_query},
@@ -110,3 +111,4 @@ static bp_status meta_init(const struct bp_host_services *host, struct bp_regist
 }
 
 BP_PLUGIN_DEFINE(meta_init)
+BP_PLUGIN_DEFINE_COMPOSES()
