@@ -214,21 +214,6 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 }
 END_TEST
 
-/* What the variant's own score entry says about this machine. */
-static int variant_score(const char *variant)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/libbackplane-cpu-%s.so", BP_TEST_PLUGIN_DIR, variant);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
-    bp_plugin_score_fn score;
-    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
-    memcpy(&score, &p, sizeof p);
-    int s = score ? score() : -2;
-    dlclose(h);
-    return s;
-}
-
 START_TEST(test_forced_variant_is_the_one_tested)
 {
     const char *want = getenv("BP_TEST_EXPECT_VARIANT");
@@ -241,7 +226,7 @@ END_TEST
 int main(void)
 {
     const char *want = getenv("BP_TEST_EXPECT_VARIANT");
-    if (want && variant_score(want) <= 0) {
+    if (want && variant_file_score(BP_TEST_PLUGIN_DIR, want) <= 0) {
         printf("SKIP: the %s variant cannot run on this machine (its score entry says 0).\n", want);
         return 77;
     }

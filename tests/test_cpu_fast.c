@@ -264,26 +264,12 @@ static bool machine_runs(const char *variant)
     return false;
 }
 
-static int variant_score(const char *variant)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/libbackplane-cpu-%s.so", BP_TEST_PLUGIN_DIR, variant);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
-    bp_plugin_score_fn score;
-    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
-    memcpy(&score, &p, sizeof p);
-    int s = score ? score() : -2;
-    dlclose(h);
-    return s;
-}
-
 START_TEST(test_score_entries_agree_with_the_machine)
 {
     const char *variants[] = { "scalar", "avx2", "avx512" };
     int prev = 0;
     for (int i = 0; i < 3; i++) {
-        int s = variant_score(variants[i]);
+        int s = variant_file_score(BP_TEST_PLUGIN_DIR, variants[i]);
         if (s == -1) continue; /* not built on this architecture */
         ck_assert_msg(s != -2, "libbackplane-cpu-%s.so exports no bp_plugin_score", variants[i]);
         ck_assert_msg((s > 0) == machine_runs(variants[i]), "variant %s scores %d here",
@@ -572,7 +558,7 @@ END_TEST
 int main(void)
 {
     const char *want = getenv("BP_TEST_EXPECT_VARIANT");
-    if (want && variant_score(want) <= 0) {
+    if (want && variant_file_score(BP_TEST_PLUGIN_DIR, want) <= 0) {
         printf("SKIP: the %s variant cannot run on this machine (its score entry says 0).\n", want);
         return 77;
     }
