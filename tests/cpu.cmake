@@ -55,12 +55,12 @@ set(BP_CPU_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_x86.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_neon.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_x86.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx512.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_float_x86.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx2.c)
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
-  add_executable(test_cpu_kernels_${v} cpu_kernels_test.c ${BP_CPU_KERNEL_SOURCES}
+  add_executable(test_cpu_kernels_${v} test_cpu_kernels.c ${BP_CPU_KERNEL_SOURCES}
     ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c)
   target_include_directories(test_cpu_kernels_${v} PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
   target_compile_definitions(test_cpu_kernels_${v} PRIVATE _GNU_SOURCE)
@@ -75,7 +75,7 @@ endforeach()
 # rows, output stride) against a double dot, once per variant.
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
-  add_executable(test_cpu_x8_${v} cpu_x8_test.c ${BP_CPU_KERNEL_SOURCES}
+  add_executable(test_cpu_x8_${v} test_cpu_x8.c ${BP_CPU_KERNEL_SOURCES}
     ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c)
   target_include_directories(test_cpu_x8_${v} PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
   target_compile_definitions(test_cpu_x8_${v} PRIVATE _GNU_SOURCE)
@@ -95,9 +95,9 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
     add_custom_command(OUTPUT ${neon_exe}
       COMMAND ${BP_AARCH64_CC} -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE
         -march=armv8.2-a+dotprod -I${CMAKE_SOURCE_DIR}/abi -I${CMAKE_SOURCE_DIR}/plugins/cpu
-        -o ${neon_exe} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_kernels_test.c ${BP_CPU_KERNEL_SOURCES}
+        -o ${neon_exe} ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_kernels.c ${BP_CPU_KERNEL_SOURCES}
         ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c -lm
-      DEPENDS cpu_kernels_test.c ${BP_CPU_KERNEL_SOURCES} ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c
+      DEPENDS test_cpu_kernels.c ${BP_CPU_KERNEL_SOURCES} ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c
         ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/kernels.h ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/simd.h
         ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.h
       COMMENT "Cross-compiling the NEON kernel test for aarch64")

@@ -10,9 +10,9 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND BP_AARCH64_CC AND BP_
   add_custom_command(OUTPUT ${neon_fa_exe}
     COMMAND ${BP_AARCH64_CC} -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE
       -march=armv8.2-a+dotprod -I${CMAKE_SOURCE_DIR}/abi -I${CMAKE_SOURCE_DIR}/plugins/cpu
-      -o ${neon_fa_exe} ${CMAKE_CURRENT_SOURCE_DIR}/cpu_attention_isa_test.c
+      -o ${neon_fa_exe} ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_attention_isa.c
       ${CMAKE_SOURCE_DIR}/plugins/cpu/ops/attention.c -lm
-    DEPENDS cpu_attention_isa_test.c ${CMAKE_SOURCE_DIR}/plugins/cpu/ops/attention.c
+    DEPENDS test_cpu_attention_isa.c ${CMAKE_SOURCE_DIR}/plugins/cpu/ops/attention.c
       ${CMAKE_SOURCE_DIR}/plugins/cpu/ops.h
     COMMENT "Cross-compiling the NEON attention test for aarch64")
   add_custom_target(test_cpu_attention_neon_build ALL DEPENDS ${neon_fa_exe})

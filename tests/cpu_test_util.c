@@ -1,5 +1,7 @@
 /* cpu_test_util.c — see cpu_test_util.h. */
 #include <check.h>
+#include <dlfcn.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +142,18 @@ double type_atol(enum bp_type t)
 double type_rtol(enum bp_type t)
 {
     return t == BP_TYPE_F32 ? 1e-6 : t == BP_TYPE_F16 ? 1e-3 : 8e-3;
+}
+
+int variant_file_score(const char *dir, const char *variant)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/libbackplane-cpu-%s.so", dir, variant);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return -1;
+    bp_plugin_score_fn score;
+    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
+    memcpy(&score, &p, sizeof p);
+    int s = score ? score() : -2;
+    dlclose(h);
+    return s;
 }

@@ -28,6 +28,11 @@ void fx_alloc(struct fx *f);
 bp_status fx_compute(struct fx *f, struct bp_tensor *out);
 void fx_free(struct fx *f);
 
+/* What the score entry of dir/libbackplane-cpu-<variant>.so says about this
+ * machine (0: cannot run); -1 when the file does not load, -2 when it has no
+ * score entry. */
+int variant_file_score(const char *dir, const char *variant);
+
 /* Deterministic pseudo-random value in [-1, 1). */
 double rnd(unsigned *seed);
 /* v rounded to what a tensor of type t stores. */

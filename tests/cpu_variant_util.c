@@ -16,16 +16,7 @@
 
 int variant_score(const char *variant)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/" CPU_PREFIX "%s.so", BP_TEST_PLUGIN_DIR, variant);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
-    bp_plugin_score_fn score;
-    void *p = dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
-    memcpy(&score, &p, sizeof p);
-    int s = score ? score() : -2;
-    dlclose(h);
-    return s;
+    return variant_file_score(BP_TEST_PLUGIN_DIR, variant);
 }
 
 int variant_gate(void)

@@ -38,3 +38,10 @@ if(TARGET bp_plugin_meta)
   bp_add_check_test(test_meta_views SOURCES test_meta_views.c meta_test_util.c log_capture.c)
   add_dependencies(test_meta_views bp_plugin_meta bp_plugin_cpu)
 endif()
+
+# The meta plugin's shared state under threads (one device per spec, the
+# feature table while devices are added); a tsan suite.
+if(TARGET bp_plugin_meta)
+  bp_add_check_test(test_meta_threads SOURCES test_meta_threads.c)
+  add_dependencies(test_meta_threads bp_plugin_meta bp_plugin_cpu)
+endif()

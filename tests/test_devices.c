@@ -86,7 +86,7 @@ START_TEST(test_devices_meta_spec_without_meta_plugin_is_not_found)
     struct bp_device *out[2] = {0};
     size_t n = 0;
     ck_assert_int_eq(bp_default_devices(out, 2, &n), BP_ERR_NOT_FOUND);
-    ck_assert_ptr_nonnull(strstr(bp_last_error(), "meta plugin is not loaded"));
+    ck_assert_ptr_nonnull(strstr(bp_last_error(), "no plugin of family 'meta' is loaded"));
 }
 END_TEST
 

@@ -328,6 +328,30 @@ START_TEST(test_loader_meta_family_loads_after_the_others)
 }
 END_TEST
 
+/* Load position of family, -1 when it did not load. */
+static int plugin_index(const char *family)
+{
+    for (size_t i = 0; i < bp_plugin_count(); i++)
+        if (!strcmp(bp_plugin_get(i)->family, family)) return (int)i;
+    return -1;
+}
+
+START_TEST(test_loader_any_composing_family_loads_after_the_others)
+{
+    /* "acomposer" sorts first and is no family the host knows: it goes last
+     * because it exports bp_plugin_composes, and it parses its own specs. */
+    fresh(FAULT "/composer:" SAFE("fakegood"), NULL);
+    ck_assert_int_gt(plugin_index("acomposer"), plugin_index("fakegood"));
+    ck_assert_int_ge(plugin_index("fakegood"), 0);
+    struct bp_device *d = bp_device_by_name("acomposer:fakegood0*2");
+    ck_assert_msg(d != NULL, "%s", bp_last_error());
+    ck_assert_str_eq(bp_device_name(d), "acomposer0");
+    /* Under an explicit order the order is kept. */
+    fresh(FAULT "/composer:" SAFE("fakegood"), "acomposer,fakegood");
+    ck_assert_str_eq(bp_plugin_get(0)->family, "acomposer");
+}
+END_TEST
+
 START_TEST(test_loader_failure_code_names_are_stable)
 {
     static const struct {
@@ -611,6 +635,7 @@ static Suite *loader_suite(void)
     tcase_add_test(tc, test_loader_backends_filters_and_orders_families);
     tcase_add_test(tc, test_loader_ignores_relative_plugin_path_entries);
     tcase_add_test(tc, test_loader_meta_family_loads_after_the_others);
+    tcase_add_test(tc, test_loader_any_composing_family_loads_after_the_others);
     tcase_add_test(tc, test_loader_failure_code_names_are_stable);
     tcase_add_test(tc, test_loader_host_services_show_devices_loaded_so_far);
     tcase_add_test(tc, test_loader_out_of_range_queries_fail_cleanly);

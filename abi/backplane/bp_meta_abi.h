@@ -72,6 +72,16 @@ static_assert(offsetof(struct bp_meta_split, granularity) == 8 + 24 * BP_META_MA
 /* The application's split-state callback, asked once per leaf tensor (weights,
  * KV caches, inputs) when it is placed in a meta buffer. Fill *out and return
  * 1, or return 0 for MIRRORED. Called from the allocating thread. */
+/* Why the state travels application -> meta -> application at placement
+ * (meta/buffer.c calls the callback, often the host's bp_meta_rules_split_fn
+ * in split_rules.c): the rule belongs to the model (tensor names and
+ * hyper-parameters that only the application knows), the placement belongs
+ * to the plugin (which buffer, which sub-device, what slice), and the
+ * tensor is complete only when it is placed. A callback asked at that
+ * moment lets each side keep its own fact; a table pushed in advance would
+ * make the plugin parse model names, and a state set per tensor afterwards
+ * would need a second pass over every buffer. The plugin calls only the
+ * function pointer it was given, so it never links against the host. */
 typedef int (*bp_meta_split_fn)(void *user, const struct bp_tensor *t, struct bp_meta_split *out);
 
 /* Traffic and structure counters of a meta backend (cumulative). */

@@ -422,6 +422,16 @@ typedef uint32_t (*bp_plugin_min_host_version_fn)(void);
         return BP_ABI_VERSION_MAKE(BP_ABI_MAJOR, min_minor);                  \
     }
 
+/* Optional (1.1): the plugin composes other plugins' devices (meta). Without
+ * an explicit BACKPLANE_BACKENDS order the host initialises such a family
+ * after every other one, so that its init sees every real device; an
+ * explicit order is kept as given. The host asks this of any plugin, so it
+ * never needs to know a composing family by name. */
+#define BP_PLUGIN_COMPOSES_SYMBOL "bp_plugin_composes"
+typedef int (*bp_plugin_composes_fn)(void);
+#define BP_PLUGIN_DEFINE_COMPOSES() \
+    BP_PLUGIN_EXPORT int bp_plugin_composes(void) { return 1; }
+
 /* ---- optional features: proc-address names, typedefs and contracts ----
  * A name is an ABI symbol: when a signature changes the name gets a _v2
  * suffix and the old name keeps its old meaning. */
@@ -443,6 +453,15 @@ typedef bp_status (*bp_comm_allreduce_tensor_fn)(void *comm, struct bp_tensor *c
 /* Release a communicator from comm_init (NULL is a no-op). */
 #define BP_PROC_COMM_FREE "bp_comm_free"
 typedef void (*bp_comm_free_fn)(void *comm);
+
+/* (1.1) A device from a spec "<family>:<rest>" that this registry parses
+ * (meta: "meta:cpu*2", "meta:cpu,vulkan0"). The host routes a
+ * BACKPLANE_DEVICES entry or bp_device_by_name name that begins with the
+ * registry's family and is no listed device here. *out belongs to the
+ * plugin; thread-safe; an unknown spec is BP_ERR_NOT_FOUND or
+ * BP_ERR_INVALID_ARGUMENT, logged by the plugin. */
+#define BP_PROC_DEVICE_FROM_SPEC "bp_device_from_spec"
+typedef bp_status (*bp_device_from_spec_fn)(const char *spec, struct bp_device **out);
 
 /* Set the number of worker threads a backend of this registry uses (>= 1). */
 #define BP_PROC_SET_N_THREADS "bp_set_n_threads"

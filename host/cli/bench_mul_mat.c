@@ -77,24 +77,19 @@ static void *make_weights(enum bp_type type, int64_t K, int64_t N, size_t bytes)
     return w;
 }
 
-/* The device's weight buffer type: the cpu plugin's CPU_REPACK (its own
- * interleaved layout, plugins/cpu/bp_cpu.h) unless BACKPLANE_BENCH_REPACK=0,
- * else the default one. */
-static struct bp_buffer_type *weight_buffer_type(struct bp_device *dev, const char **name)
+/* The device's weight buffer type for the weight type (bp_device_weight_buffer_type:
+ * CPU_REPACK on the cpu device) unless BACKPLANE_BENCH_REPACK=0, else the
+ * default one; *name is the buffer type's own name or "default". */
+static struct bp_buffer_type *weight_buffer_type(struct bp_device *dev, enum bp_type type,
+                                                 const char **name)
 {
     *name = "default";
+    struct bp_buffer_type *def = bp_device_buffer_type(dev);
     const char *e = getenv("BACKPLANE_BENCH_REPACK");
-    void *p = (e && !strcmp(e, "0")) ? NULL : bp_device_proc_address(dev, "bp_cpu_repack_buffer_type");
-    if (p) {
-        struct bp_buffer_type *(*fn)(struct bp_device *);
-        memcpy(&fn, &p, sizeof p);
-        struct bp_buffer_type *bt = fn(dev);
-        if (bt) {
-            *name = "CPU_REPACK";
-            return bt;
-        }
-    }
-    return bp_device_buffer_type(dev);
+    struct bp_buffer_type *bt = (e && !strcmp(e, "0")) ? def : bp_device_weight_buffer_type(dev, type);
+    const char *(*get_name)(struct bp_buffer_type *) = bt ? BP_IFACE_GET(bt->iface, get_name) : NULL;
+    if (bt && bt != def && get_name) *name = get_name(bt);
+    return bt;
 }
 
 static const char *variant_of(struct bp_device *dev)
@@ -145,7 +140,7 @@ static bool mm_bench_setup(struct bp_device *dev, const struct bench_opts *o, in
                   bp_type_name(o->type));
         goto out;
     }
-    if (bp_context_alloc_tensors(b->ctx, weight_buffer_type(dev, &b->buffer_type), NULL, &b->buf)
+    if (bp_context_alloc_tensors(b->ctx, weight_buffer_type(dev, o->type, &b->buffer_type), NULL, &b->buf)
         != BP_OK) {
         cli_error("could not allocate %.0f MB on %s: %s", (double)wbytes * (double)nmat / MB,
                   bp_device_name(dev), bp_last_error());

@@ -18,7 +18,7 @@ int cmd_info(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int cmd_run(int argc, char **argv); /* host/run/cmd_run.c */
+int cmd_run(int argc, char **argv); /* cmd_run.c, on host/run/ */
 int cmd_tokenize(int argc, char **argv);
 
 /* Loads plugins with crash/hang isolation so one bad plugin is reported,

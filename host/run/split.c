@@ -97,51 +97,8 @@ bp_status bp_run_split_install(struct bp_device *dev, const struct bp_run_split_
 
 struct bp_device *bp_run_find_device(const char *name, char *err, size_t cap)
 {
-    if (strncmp(name, "meta:", 5) != 0) {
-        struct bp_device *d = bp_device_by_name(name);
-        if (!d) snprintf(err, cap, "%s", bp_last_error());
-        return d;
-    }
-    struct bp_device *devs[BP_META_MAX_DEVICES];
-    size_t n = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", name + 5);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long times = 1;
-        char *star = strchr(tok, '*');
-        if (star) {
-            char *end;
-            *star = '\0';
-            times = strtol(star + 1, &end, 10);
-            if (*end || end == star + 1 || times < 1 || times > BP_META_MAX_DEVICES) {
-                snprintf(err, cap, "'%s' wants a count from 1 to %d after '*' (as in meta:cpu*2).",
-                         name, BP_META_MAX_DEVICES);
-                return NULL;
-            }
-        }
-        struct bp_device *d = bp_device_by_name(tok);
-        if (!d) {
-            snprintf(err, cap, "%s", bp_last_error());
-            return NULL;
-        }
-        for (long k = 0; k < times; k++) {
-            if (n == BP_META_MAX_DEVICES) {
-                snprintf(err, cap, "'%s' lists more than %d sub-devices.", name, BP_META_MAX_DEVICES);
-                return NULL;
-            }
-            devs[n++] = d;
-        }
-    }
-    if (n == 0) {
-        snprintf(err, cap, "'%s' names no sub-device; write e.g. meta:cpu*2 or meta:cpu,vulkan0.",
-                 name);
-        return NULL;
-    }
-    struct bp_device *d = NULL;
-    if (bp_meta_device_new(devs, n, NULL, NULL, NULL, &d) != BP_OK) {
-        snprintf(err, cap, "%s", bp_last_error());
-        return NULL;
-    }
+    /* "meta:..." is parsed by the meta plugin, behind bp_device_by_name. */
+    struct bp_device *d = bp_device_by_name(name);
+    if (!d) snprintf(err, cap, "%s", bp_last_error());
     return d;
 }

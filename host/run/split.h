@@ -30,9 +30,10 @@ void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_m
 bp_status bp_run_split_install(struct bp_device *dev, const struct bp_run_split_table *t,
                                char *err, size_t err_cap);
 
-/* A device by name. "meta:A,B" and "meta:A*N" make a new meta device over
- * those devices (bp_meta_device_new); ratios come from BACKPLANE_META_SPLIT
- * or are even. NULL and a sentence in err when a name is unknown. */
+/* A device by name (bp_device_by_name: "meta:A,B" and "meta:A*N" are the
+ * meta plugin's device for that spec, made on first use; ratios come from
+ * BACKPLANE_META_SPLIT or are even). NULL and a sentence in err when a name
+ * is unknown. */
 struct bp_device *bp_run_find_device(const char *name, char *err, size_t err_cap);
 
 #endif /* BP_RUN_SPLIT_H */

@@ -15,11 +15,6 @@ struct listed {
 static struct listed *devices;
 static size_t n_devices, cap_devices;
 
-/* What bp_meta_device_from_spec looks like; the meta plugin exports it
- * through its registry's get_proc_address. */
-typedef bp_status (*meta_device_from_spec_fn)(const char *spec, struct bp_device **out);
-#define META_FAMILY "meta"
-#define META_FROM_SPEC "bp_meta_device_from_spec"
 
 /* The plugin's own name for dev, "" when it has none. */
 static const char *plugin_name(struct bp_device *dev)
@@ -154,6 +149,31 @@ static const char *available_names(char *buf, size_t cap)
     return buf;
 }
 
+/* The registry's spec parser when spec is "<family>:..." and that family's
+ * registry offers BP_PROC_DEVICE_FROM_SPEC (meta), else NULL. */
+static bp_device_from_spec_fn spec_parser(const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    return colon ? (bp_device_from_spec_fn)bp__family_proc(spec, (size_t)(colon - spec),
+                                                           BP_PROC_DEVICE_FROM_SPEC)
+                 : NULL;
+}
+
+static bp_status device_from_spec(bp_device_from_spec_fn fn, const char *spec,
+                                  struct bp_device **out)
+{
+    *out = NULL;
+    /* The plugin logs why it refused: quote that sentence in the error. */
+    bp__plugin_log_capture_begin();
+    bp_status s = fn(spec, out);
+    const char *why = bp__plugin_log_capture_end();
+    if (s != BP_OK)
+        return bp__fail(s, "the device spec '%s' was refused (%s): %s", spec, bp_status_name(s),
+                        *why ? why : "check the names of its sub-devices.");
+    if (!*out) return bp__fail(BP_ERR_PLUGIN, "the plugin returned no device for '%s'.", spec);
+    return BP_OK;
+}
+
 struct bp_device *bp_device_by_name(const char *name)
 {
     bp__ensure_loaded();
@@ -162,31 +182,15 @@ struct bp_device *bp_device_by_name(const char *name)
         return NULL;
     }
     struct bp_device *d = bp__devices_find_loaded(name);
-    if (!d) {
+    bp_device_from_spec_fn parse = d ? NULL : spec_parser(name);
+    if (parse) {
+        if (device_from_spec(parse, name, &d) != BP_OK) return NULL;
+    } else if (!d) {
         char names[512];
         bp__fail(BP_ERR_NOT_FOUND, "no device is named '%s'; available devices: %s.", name,
                  available_names(names, sizeof names));
     }
     return d;
-}
-
-static bp_status meta_device(const char *spec, struct bp_device **out)
-{
-    struct bp_registry *reg = bp_registry_by_name(META_FAMILY);
-    void *(*proc)(struct bp_registry *, const char *) = reg ? BP_IFACE_GET(reg->iface, get_proc_address) : NULL;
-    meta_device_from_spec_fn fn = proc ? (meta_device_from_spec_fn)proc(reg, META_FROM_SPEC) : NULL;
-    if (!fn)
-        return bp__fail(BP_ERR_NOT_FOUND,
-                        "BACKPLANE_DEVICES asks for '%s' but the meta plugin is not loaded; "
-                        "install libbackplane-meta.so or drop the meta: entry.", spec);
-    *out = NULL;
-    bp_status s = fn(spec, out);
-    if (s != BP_OK)
-        return bp__fail(s, "the meta plugin refused BACKPLANE_DEVICES entry '%s' (%s); check "
-                           "the names of its sub-devices.", spec, bp_status_name(s));
-    if (!*out)
-        return bp__fail(BP_ERR_PLUGIN, "the meta plugin returned no device for '%s'.", spec);
-    return BP_OK;
 }
 
 static char *trim(char *s)
@@ -214,12 +218,13 @@ static bp_status devices_from_env(const char *list, struct bp_device **out, size
     while (p && st == BP_OK) {
         char *comma = strchr(p, ',');
         char *item = p;
-        /* A meta spec lists its own sub-devices with commas
+        /* A spec a registry parses lists its own sub-devices with commas
          * ("meta:cuda0,cuda1"): it takes the rest of the list. */
         char *t = trim(item);
-        if (!strncmp(t, META_FAMILY ":", strlen(META_FAMILY ":"))) {
+        bp_device_from_spec_fn parse = spec_parser(t);
+        if (parse) {
             struct bp_device *d = NULL;
-            st = meta_device(t, &d);
+            st = device_from_spec(parse, t, &d);
             if (st == BP_OK) put(out, cap, n, d);
             break;
         }
@@ -228,6 +233,14 @@ static bp_status devices_from_env(const char *list, struct bp_device **out, size
         t = trim(item);
         if (!*t) continue;
         struct bp_device *d = bp__devices_find_loaded(t);
+        const char *colon = d ? NULL : strchr(t, ':');
+        if (colon && !bp__family_loaded(t, (size_t)(colon - t))) {
+            st = bp__fail(BP_ERR_NOT_FOUND,
+                          "BACKPLANE_DEVICES asks for '%s' but no plugin of family '%.*s' is "
+                          "loaded; install libbackplane-%.*s.so or drop the entry.", t,
+                          (int)(colon - t), t, (int)(colon - t), t);
+            break;
+        }
         if (!d) {
             char names[512];
             st = bp__fail(BP_ERR_NOT_FOUND,

@@ -6,6 +6,7 @@
 #define BP_HOST_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <backplane/backplane.h>
@@ -37,6 +38,13 @@ BP_HIDDEN const char *bp__getenv(const char *name);
 /* loader.c — load plugins on first use (idempotent, thread-safe). Every
  * public entry point that touches plugins or devices calls it. */
 BP_HIDDEN void bp__ensure_loaded(void);
+/* Proc-address lookups on loaded registries, without loading or logging
+ * (NULL when absent): the registry of `family` (its first len bytes), or
+ * the first registry that offers `name`. The host finds a plugin's
+ * features by what it offers, never by a family it knows by name. */
+BP_HIDDEN bool bp__family_loaded(const char *family, size_t len);
+BP_HIDDEN void *bp__family_proc(const char *family, size_t len, const char *name);
+BP_HIDDEN void *bp__any_proc(const char *name);
 
 /* devices.c — whether dev's backends read buffers of buft: its
  * supports_buft, or (without one) only buffer types of dev itself. */

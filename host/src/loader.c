@@ -131,8 +131,12 @@ static void close_slot(struct slot *s)
 }
 
 /* Open every candidate of one family from one search location, then load
- * the best variant that can run. Returns the index of the winner or -1. */
-static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_options *opts)
+ * the best variant that can run. Returns the index of the winner or -1.
+ * With defer_composing, a group whose plugin composes others' devices is
+ * closed unloaded and *deferred set: the caller loads it again once every
+ * other family is in. */
+static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_options *opts,
+                            bool defer_composing, bool *deferred)
 {
     const char *family = g[0].c->family;
     size_t cannot_run = 0;
@@ -160,6 +164,11 @@ static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_optio
             continue;
         }
         g[i].viable = true;
+        if (defer_composing && g[i].o.composes) *deferred = true;
+    }
+    if (*deferred) {
+        for (size_t i = 0; i < n; i++) close_slot(&g[i]);
+        return -1;
     }
 
     /* BACKPLANE_<FAMILY>_VARIANT picks one by name, among those that can run. */
@@ -230,7 +239,8 @@ static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_optio
 }
 
 static bp_status load_family(const char *family, const struct bp__candidates *all,
-                             const struct bp_load_options *opts)
+                             const struct bp_load_options *opts, bool defer_composing,
+                             bool *deferred)
 {
     struct slot *g = calloc(all->n ? all->n : 1, sizeof *g);
     if (!g) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory while loading plugins.");
@@ -262,7 +272,8 @@ static bp_status load_family(const char *family, const struct bp__candidates *al
             }
             continue;
         }
-        ptrdiff_t w = load_group(g, n, opts);
+        ptrdiff_t w = load_group(g, n, opts, defer_composing, deferred);
+        if (*deferred) break;
         if (w >= 0) winner_path = g[w].c->path;
     }
     free(g);
@@ -303,19 +314,21 @@ static bp_status load_all(const struct bp_load_options *opts)
         }
     }
 
-    /* The meta family composes other plugins' devices: without an explicit
-     * order it comes last, so that its init sees every real device. */
-    for (size_t i = 0; !filtering && i + 1 < families.n; i++) {
-        if (strcmp(families.v[i], "meta") != 0) continue;
-        char *meta = families.v[i];
-        memmove(&families.v[i], &families.v[i + 1], (families.n - i - 1) * sizeof families.v[0]);
-        families.v[families.n - 1] = meta;
-        break;
-    }
-
+    /* A composing family (bp_plugin_composes) goes last unless the order is
+     * explicit, so that its init sees every real device. */
     const struct strlist *fams = filtering ? &order : &families;
-    for (size_t i = 0; st == BP_OK && i < fams->n; i++)
-        if (strlist_has(&families, fams->v[i])) st = load_family(fams->v[i], &cands, opts);
+    struct strlist later = {0};
+    for (size_t i = 0; st == BP_OK && i < fams->n; i++) {
+        if (!strlist_has(&families, fams->v[i])) continue;
+        bool deferred = false;
+        st = load_family(fams->v[i], &cands, opts, !filtering, &deferred);
+        if (st == BP_OK && deferred) st = strlist_push(&later, fams->v[i]);
+    }
+    for (size_t i = 0; st == BP_OK && i < later.n; i++) {
+        bool deferred = false;
+        st = load_family(later.v[i], &cands, opts, false, &deferred);
+    }
+    strlist_free(&later);
 
     strlist_free(&families);
     strlist_free(&order);
@@ -410,5 +423,39 @@ struct bp_registry *bp_registry_by_name(const char *family)
         if (!strcmp(plugins[i].info.family, family)) return plugins[i].info.reg;
     bp__fail(BP_ERR_NOT_FOUND, "no plugin of family '%s' is loaded; `backplane devices` lists "
                                "the plugins and why any were refused.", family);
+    return NULL;
+}
+
+static void *registry_proc(struct bp_registry *reg, const char *name)
+{
+    void *(*proc)(struct bp_registry *, const char *) = BP_IFACE_GET(reg->iface, get_proc_address);
+    return proc ? proc(reg, name) : NULL;
+}
+
+static struct plugin *family_plugin(const char *family, size_t len)
+{
+    for (size_t i = 0; i < n_plugins; i++)
+        if (strlen(plugins[i].info.family) == len && !strncmp(plugins[i].info.family, family, len))
+            return &plugins[i];
+    return NULL;
+}
+
+bool bp__family_loaded(const char *family, size_t len)
+{
+    return family_plugin(family, len) != NULL;
+}
+
+void *bp__family_proc(const char *family, size_t len, const char *name)
+{
+    struct plugin *p = family_plugin(family, len);
+    return p ? registry_proc(p->info.reg, name) : NULL;
+}
+
+void *bp__any_proc(const char *name)
+{
+    for (size_t i = 0; i < n_plugins; i++) {
+        void *fn = registry_proc(plugins[i].info.reg, name);
+        if (fn) return fn;
+    }
     return NULL;
 }

@@ -98,6 +98,7 @@ struct bp__opened {
     int score;
     struct bp_registry *reg;
     size_t n_devices;
+    bool composes;   /* exports bp_plugin_composes() returning nonzero */
 };
 /* dlopen, entry symbols, ABI major, score. On failure r is filled and
  * nothing stays open. */

@@ -116,6 +116,8 @@ bool bp__open_plugin(const struct bp__candidate *c, struct bp__opened *o, struct
                 (unsigned)BP_ABI_MINOR);
 
     bp_plugin_score_fn score = (bp_plugin_score_fn)dlsym(h, BP_PLUGIN_SCORE_SYMBOL);
+    bp_plugin_composes_fn composes = (bp_plugin_composes_fn)dlsym(h, BP_PLUGIN_COMPOSES_SYMBOL);
+    o->composes = composes && composes();
     o->handle = h;
     o->abi_version = v;
     o->score = score ? score() : 1;

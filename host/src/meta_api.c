@@ -1,5 +1,5 @@
 /* meta_api.c — the application side of tensor parallelism: each call looks
- * its function up on the "meta" registry by proc name. */
+ * its function up by proc name on whichever registry offers it. */
 #include <stdio.h>
 
 #include <backplane/bp_meta.h>
@@ -9,12 +9,10 @@
 static void *meta_proc(const char *name, const char *what)
 {
     bp__ensure_loaded();
-    struct bp_registry *reg = bp_registry_by_name("meta");
-    void *(*proc)(struct bp_registry *, const char *) = reg ? BP_IFACE_GET(reg->iface, get_proc_address) : NULL;
-    void *fn = proc ? proc(reg, name) : NULL;
+    void *fn = bp__any_proc(name);
     if (!fn)
-        bp__fail(BP_ERR_NOT_FOUND, "%s needs the meta plugin (libbackplane-meta.so with %s), which is not "
-                 "loaded; see `backplane devices`.", what, name);
+        bp__fail(BP_ERR_NOT_FOUND, "%s needs a plugin that offers %s (libbackplane-meta.so), which "
+                 "is not loaded; see `backplane devices`.", what, name);
     return fn;
 }
 

@@ -1,7 +1,7 @@
 /*
  * quantize.c — bp_quantize / bp_dequantize: argument checks and dispatch to
- * the per-format converters (quantize_q4_0.c, quantize_q8.c, quantize_k.c,
- * dequantize_k.c). The plain float types are handled here.
+ * the per-format converters (quantize_q4_0.c, quantize_k.c, and the shared
+ * reference in <backplane/bp_quant_ref.h>). The plain float types are handled here.
  */
 #include <backplane/bp_quantize.h>
 
@@ -92,10 +92,10 @@ size_t bp_quantize(enum bp_type type, const float *src, void *dst, int64_t nrows
         for (int64_t i = 0; i < k; i++) ((uint16_t *)dst)[i] = bp_f32_to_bf16(src[i]);
         break;
     case BP_TYPE_Q4_0: bp__quantize_q4_0(src, dst, k); break;
-    case BP_TYPE_Q8_0: bp__quantize_q8_0(src, dst, k); break;
+    case BP_TYPE_Q8_0: bp_quantize_q8_0_ref(src, dst, k); break;
     case BP_TYPE_Q4_K: bp__quantize_q4_K(src, dst, k); break;
     case BP_TYPE_Q6_K: bp__quantize_q6_K(src, dst, k); break;
-    case BP_TYPE_Q8_K: bp__quantize_q8_K(src, dst, k); break;
+    case BP_TYPE_Q8_K: bp_quantize_q8_K_ref(src, dst, k); break;
     default: type_error(type, "bp_quantize"); return 0;
     }
     return total;
@@ -125,11 +125,11 @@ bp_status bp_dequantize(enum bp_type type, const void *src, float *dst, int64_t 
     case BP_TYPE_BF16:
         for (int64_t i = 0; i < n; i++) dst[i] = bp_bf16_to_f32(((const uint16_t *)src)[i]);
         break;
-    case BP_TYPE_Q4_0: bp__dequantize_q4_0(src, dst, n); break;
-    case BP_TYPE_Q8_0: bp__dequantize_q8_0(src, dst, n); break;
-    case BP_TYPE_Q4_K: bp__dequantize_q4_K(src, dst, n); break;
-    case BP_TYPE_Q6_K: bp__dequantize_q6_K(src, dst, n); break;
-    case BP_TYPE_Q8_K: bp__dequantize_q8_K(src, dst, n); break;
+    case BP_TYPE_Q4_0: bp_dequantize_q4_0_ref(src, dst, n); break;
+    case BP_TYPE_Q8_0: bp_dequantize_q8_0_ref(src, dst, n); break;
+    case BP_TYPE_Q4_K: bp_dequantize_q4_K_ref(src, dst, n); break;
+    case BP_TYPE_Q6_K: bp_dequantize_q6_K_ref(src, dst, n); break;
+    case BP_TYPE_Q8_K: bp_dequantize_q8_K_ref(src, dst, n); break;
     default: type_error(type, "bp_dequantize"); return BP_ERR_UNSUPPORTED;
     }
     return BP_OK;

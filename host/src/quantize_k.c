@@ -8,7 +8,7 @@
  * (ggml's weights favour the large elements, |x| + rms for Q4_K and x^2 for
  * Q6_K, which is not what the plain squared error rewards; on long-tailed
  * data either start may win). The better refinement replaces ggml's encoding
- * only when the squared error of its dequantized values (dequantize_k.c's
+ * only when the squared error of its dequantized values (bp_quant_ref.h's
  * arithmetic, summed in double in element order) is strictly smaller, so
  * the result is never worse than ggml's on any block.
  *
@@ -99,9 +99,9 @@ static inline v4f vmin(v4f f, v4f b)
 }
 #endif
 
-/* (float)clampi(bp__nearest_int(f), lo, hi) lane by lane, for integer
+/* (float)clampi(bp_nearest_int(f), lo, hi) lane by lane, for integer
  * bounds: clamping first makes adding and removing 1.5 * 2^23 round half to
- * even, as bp__nearest_int does. The two agree wherever bp__nearest_int is
+ * even, as bp_nearest_int does. The two agree wherever bp_nearest_int is
  * exact (|f| < 2^22), which covers every finite input whose range does not
  * overflow a float; there the searches below match ggml to the bit. */
 static inline v4f vlevel(v4f f, float lo, float hi)
@@ -232,7 +232,7 @@ static void qkx2_search(const q4_K_lanes xt, const q4_K_lanes wt, float scale[Q4
             scale[j] = scl[h][k];
             const float bis = best_is[h][k], bmin = best_min[h][k];
             for (int i = 0; i < Q4K_SUB; i++)
-                Lj[i] = (uint8_t)clampi(bp__nearest_int(bis * (xt[i][h][k] - bmin)), 0, nmax);
+                Lj[i] = (uint8_t)clampi(bp_nearest_int(bis * (xt[i][h][k] - bmin)), 0, nmax);
         }
     }
 }
@@ -296,8 +296,8 @@ static void q4_K_search(const float *x, const q4_K_lanes xt, bool unit_weights,
     const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
     const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
     for (int j = 0; j < Q4K_NSUB; j++) {
-        s->ls[j] = (uint8_t)clampi(bp__nearest_int(inv_scale * scales[j]), 0, 63);
-        s->lm[j] = (uint8_t)clampi(bp__nearest_int(inv_min * mins[j]), 0, 63);
+        s->ls[j] = (uint8_t)clampi(bp_nearest_int(inv_scale * scales[j]), 0, 63);
+        s->lm[j] = (uint8_t)clampi(bp_nearest_int(inv_min * mins[j]), 0, 63);
     }
     s->d = bp_f16_to_f32(bp_f32_to_f16(max_scale / 63.0f));
     s->dmin = bp_f16_to_f32(bp_f32_to_f16(max_min / 63.0f));
@@ -307,7 +307,7 @@ static void q4_K_search(const float *x, const q4_K_lanes xt, bool unit_weights,
         const float *xj = x + Q4K_SUB * j;
         uint8_t *Lj = s->L + Q4K_SUB * j;
         for (int l = 0; l < Q4K_SUB; l++)
-            Lj[l] = (uint8_t)clampi(bp__nearest_int((xj[l] + m1) / d1), 0, 15);
+            Lj[l] = (uint8_t)clampi(bp_nearest_int((xj[l] + m1) / d1), 0, 15);
     }
 }
 
@@ -472,7 +472,7 @@ static float q4_K_refine(const q4_K_lanes xt, const v4f sx[Q4K_NV], struct q4_K_
             const float id = d1 > 0 ? 1.0f / d1 : 0.0f;
             for (int i = 0; i < Q4K_SUB; i++)
                 st->L[Q4K_SUB * j + i] =
-                    (uint8_t)clampi(bp__nearest_int((xt[i][h][k] + m1) * id), 0, 15);
+                    (uint8_t)clampi(bp_nearest_int((xt[i][h][k] + m1) * id), 0, 15);
         }
     }
     return q4_K_total(err);
@@ -481,7 +481,7 @@ static float q4_K_refine(const q4_K_lanes xt, const v4f sx[Q4K_NV], struct q4_K_
 static double q4_K_error(const float *x, const struct bp_block_q4_K *y)
 {
     float back[BP_QK_K];
-    bp__dequantize_q4_K(y, back, BP_QK_K);
+    bp_dequantize_q4_K_ref(y, back, BP_QK_K);
     return block_error(x, back);
 }
 
@@ -595,7 +595,7 @@ static void qx_search(const q6_K_lanes xt, bool unit_weights, float scale[Q6K_NS
             scale[j] = scl[h][k];
             const float bis = best_is[h][k];
             for (int i = 0; i < Q6K_SUB; i++)
-                Lj[i] = (int8_t)(nmax + clampi(bp__nearest_int(bis * xt[i][h][k]), -nmax, nmax - 1));
+                Lj[i] = (int8_t)(nmax + clampi(bp_nearest_int(bis * xt[i][h][k]), -nmax, nmax - 1));
         }
     }
 }
@@ -651,13 +651,13 @@ static void q6_K_search(const float *x, const q6_K_lanes xt, bool unit_weights,
     const float iscale = -128.0f / max_scale;
     s->d = bp_f16_to_f32(bp_f32_to_f16(1 / iscale));
     for (int ib = 0; ib < Q6K_NSUB; ib++)
-        s->sc[ib] = (int8_t)clampi(bp__nearest_int(iscale * scales[ib]), -128, 127);
+        s->sc[ib] = (int8_t)clampi(bp_nearest_int(iscale * scales[ib]), -128, 127);
     for (int j = 0; j < Q6K_NSUB; j++) {
         const float d1 = s->d * s->sc[j];
         if (d1 == 0.0f) continue; /* ggml keeps the search's quants here */
         for (int l = 0; l < Q6K_SUB; l++)
             s->L[Q6K_SUB * j + l] =
-                (int8_t)(clampi(bp__nearest_int(x[Q6K_SUB * j + l] / d1), -32, 31) + 32);
+                (int8_t)(clampi(bp_nearest_int(x[Q6K_SUB * j + l] / d1), -32, 31) + 32);
     }
 }
 
@@ -775,7 +775,7 @@ static float q6_K_refine(const q6_K_lanes xt, struct q6_K_state *st)
             const float id = d1 != 0.0f ? 1.0f / d1 : 0.0f;
             for (int i = 0; i < Q6K_SUB; i++)
                 st->L[Q6K_SUB * j + i] =
-                    (int8_t)(clampi(bp__nearest_int(xt[i][h][k] * id), -32, 31) + 32);
+                    (int8_t)(clampi(bp_nearest_int(xt[i][h][k] * id), -32, 31) + 32);
         }
     }
     return q6_K_total(err);
@@ -784,7 +784,7 @@ static float q6_K_refine(const q6_K_lanes xt, struct q6_K_state *st)
 static double q6_K_error(const float *x, const struct bp_block_q6_K *y)
 {
     float back[BP_QK_K];
-    bp__dequantize_q6_K(y, back, BP_QK_K);
+    bp_dequantize_q6_K_ref(y, back, BP_QK_K);
     return block_error(x, back);
 }
 

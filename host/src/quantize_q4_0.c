@@ -31,17 +31,3 @@ void bp__quantize_q4_0(const float *x, struct bp_block_q4_0 *y, int64_t k)
         }
     }
 }
-
-void bp__dequantize_q4_0(const struct bp_block_q4_0 *x, float *y, int64_t k)
-{
-    const int64_t nb = k / BP_QK4_0;
-    for (int64_t i = 0; i < nb; i++, y += BP_QK4_0) {
-        const float d = bp_f16_to_f32(x[i].d);
-        for (int j = 0; j < BP_QK4_0 / 2; j++) {
-            const int q0 = (x[i].qs[j] & 0x0F) - 8;
-            const int q1 = (x[i].qs[j] >> 4) - 8;
-            y[j] = (float)q0 * d;
-            y[j + BP_QK4_0 / 2] = (float)q1 * d;
-        }
-    }
-}

@@ -34,9 +34,23 @@
 #include "cuda_internal.h"
 #include "kernels/kernels.h"
 
+/* The plugin, for the entries that get no backend or communicator to find
+ * it through (cuda_comm_get_unique_id, comm_init's first checks). Set by
+ * init before the registry is handed out and cleared by shutdown after it
+ * is dead, so it never changes while an entry can run; atomic so that a
+ * thread other than the loader's sees it published. Everything that has a
+ * communicator uses c->pl. */
 static struct cuda_plugin *g_pl;
 
-void cuda_comm_set_plugin(struct cuda_plugin *pl) { g_pl = pl; }
+void cuda_comm_set_plugin(struct cuda_plugin *pl)
+{
+    __atomic_store_n(&g_pl, pl, __ATOMIC_RELEASE);
+}
+
+static struct cuda_plugin *plugin(void)
+{
+    return __atomic_load_n(&g_pl, __ATOMIC_ACQUIRE);
+}
 
 /* ---- libnccl.so.2, loaded once ---- */
 
@@ -93,6 +107,7 @@ static bool nccl_load(void *ctx)
 /* ---- the communicator ---- */
 
 struct cuda_comm {
+    struct cuda_plugin *pl;
     size_t n;
     enum cuda_allreduce_mode mode;
     int64_t bf16_min;
@@ -105,7 +120,7 @@ struct cuda_comm {
 
 bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **out_comm)
 {
-    struct cuda_plugin *pl = g_pl;
+    struct cuda_plugin *pl = plugin();
     if (!out_comm)
         return BP_ERR_INVALID_ARGUMENT;
     *out_comm = NULL;
@@ -143,6 +158,7 @@ bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **ou
     struct cuda_comm *c = calloc(1, sizeof *c);
     if (!c)
         return BP_ERR_OUT_OF_MEMORY;
+    c->pl = pl;
     c->n = n;
     c->mode = mode;
     c->bf16_min = bf16_min;
@@ -199,7 +215,7 @@ static bp_status scratch(struct cuda_comm *c, size_t i, size_t bytes, void **out
         if (c->scratch[i]) (void)cudaFree(c->scratch[i]);
         c->scratch[i] = NULL;
         c->scratch_size[i] = 0;
-        bp_status st = cuda_check(g_pl, cudaMalloc(&c->scratch[i], bytes), "allocating all-reduce scratch");
+        bp_status st = cuda_check(c->pl, cudaMalloc(&c->scratch[i], bytes), "allocating all-reduce scratch");
         if (st != BP_OK)
             return st;
         c->scratch_size[i] = bytes;
@@ -222,7 +238,7 @@ static bp_status allreduce_nccl(struct cuda_comm *c, struct bp_tensor *const *t,
             return st;
         (void)cudaSetDevice(c->be[i]->cd->id);
         if (cuda_launch_f32_to_bf16(t[i]->data, buf[i], ne, c->be[i]->stream))
-            return cuda_check(g_pl, cudaGetLastError(), "converting to bf16 for the all-reduce");
+            return cuda_check(c->pl, cudaGetLastError(), "converting to bf16 for the all-reduce");
     }
     const ncclDataType_t dt = bf16 || type == BP_TYPE_BF16 ? ncclBfloat16
                               : type == BP_TYPE_F16 ? ncclFloat16 : ncclFloat32;
@@ -233,13 +249,13 @@ static bp_status allreduce_nccl(struct cuda_comm *c, struct bp_tensor *const *t,
     ncclResult_t r2 = g_nccl.group_end();
     if (r == ncclSuccess) r = r2;
     if (r != ncclSuccess) {
-        cuda_log(g_pl, BP_LOG_ERROR, "ncclAllReduce failed: %s.", g_nccl.error_string(r));
+        cuda_log(c->pl, BP_LOG_ERROR, "ncclAllReduce failed: %s.", g_nccl.error_string(r));
         return BP_ERR_INTERNAL;
     }
     for (size_t i = 0; bf16 && i < c->n; i++) {
         (void)cudaSetDevice(c->be[i]->cd->id);
         if (cuda_launch_bf16_to_f32(buf[i], t[i]->data, ne, c->be[i]->stream))
-            return cuda_check(g_pl, cudaGetLastError(), "converting back from bf16");
+            return cuda_check(c->pl, cudaGetLastError(), "converting back from bf16");
     }
     return BP_OK;
 }
@@ -274,18 +290,18 @@ static bp_status allreduce_internal(struct cuda_comm *c, struct bp_tensor *const
     (void)cudaSetDevice(d0);
     e = e ? e : cudaStreamWaitEvent(b0->stream, c->ev[1], 0);
     if (e != cudaSuccess)
-        return cuda_check(g_pl, e, "queueing the internal all-reduce");
+        return cuda_check(c->pl, e, "queueing the internal all-reduce");
     int k = cuda_launch_add_inplace(t[0]->data, s[0], t[0]->type, ne, b0->stream);
     (void)cudaSetDevice(d1);
     if (!k) k = cuda_launch_add_inplace(t[1]->data, s[1], t[1]->type, ne, b1->stream);
-    return k ? cuda_check(g_pl, (cudaError_t)k, "launching the all-reduce add") : BP_OK;
+    return k ? cuda_check(c->pl, (cudaError_t)k, "launching the all-reduce add") : BP_OK;
 }
 
 bp_status cuda_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensors, size_t n)
 {
     struct cuda_comm *c = comm;
     if (!c || !tensors || n != c->n) {
-        cuda_log(g_pl, BP_LOG_ERROR, "all-reduce was given %zu tensors for a communicator of %zu; "
+        cuda_log(c ? c->pl : plugin(), BP_LOG_ERROR, "all-reduce was given %zu tensors for a communicator of %zu; "
                  "pass one tensor per backend of comm_init.", n, c ? c->n : (size_t)0);
         return BP_ERR_INVALID_ARGUMENT;
     }
@@ -297,7 +313,7 @@ bp_status cuda_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensor
                   bp_nelements(t) == bp_nelements(t0) && bp_is_contiguous(t) &&
                   (t->type == BP_TYPE_F32 || t->type == BP_TYPE_F16 || t->type == BP_TYPE_BF16);
         if (!ok) {
-            cuda_log(g_pl, BP_LOG_INFO, "all-reduce declines tensor %zu ('%s'): it must be a "
+            cuda_log(c->pl, BP_LOG_INFO, "all-reduce declines tensor %zu ('%s'): it must be a "
                      "contiguous F32/F16/BF16 tensor in the memory of backend %zu, shaped like the "
                      "others.", i, t ? t->name : "(null)", i);
             return BP_ERR_UNSUPPORTED;
@@ -335,11 +351,11 @@ static bool rank_comm_wanted(struct cuda_plugin *pl)
 bp_status cuda_comm_get_unique_id(void *id, size_t cap, size_t *len)
 {
     if (!id || !len || cap < sizeof(ncclUniqueId)) return BP_ERR_INVALID_ARGUMENT;
-    if (!rank_comm_wanted(g_pl)) return BP_ERR_UNSUPPORTED;
+    if (!rank_comm_wanted(plugin())) return BP_ERR_UNSUPPORTED;
     ncclUniqueId u;
     ncclResult_t r = g_nccl.get_unique_id(&u);
     if (r != ncclSuccess) {
-        cuda_log(g_pl, BP_LOG_WARN, "ncclGetUniqueId failed: %s.", g_nccl.error_string(r));
+        cuda_log(plugin(), BP_LOG_WARN, "ncclGetUniqueId failed: %s.", g_nccl.error_string(r));
         return BP_ERR_UNSUPPORTED;
     }
     memcpy(id, &u, sizeof u);
@@ -355,13 +371,14 @@ bp_status cuda_comm_init_rank(struct bp_backend *b, int32_t nranks, int32_t rank
     if (!cuda_is_our_backend(b) || nranks < 1 || rank < 0 || rank >= nranks || !id ||
         id_len != sizeof(ncclUniqueId))
         return BP_ERR_INVALID_ARGUMENT;
-    if (!rank_comm_wanted(g_pl)) return BP_ERR_UNSUPPORTED;
+    if (!rank_comm_wanted(plugin())) return BP_ERR_UNSUPPORTED;
     struct cuda_comm *c = calloc(1, sizeof *c);
     if (!c) return BP_ERR_OUT_OF_MEMORY;
+    c->pl = ((struct cuda_backend *)b->context)->cd->pl;
     c->n = 1;
     c->mode = CUDA_ALLREDUCE_NCCL;
     char why[256];
-    c->bf16_min = cuda_parse_bf16_min_env(cuda_getenv(g_pl, "BACKPLANE_CUDA_ALLREDUCE_BF16_MIN"), why,
+    c->bf16_min = cuda_parse_bf16_min_env(cuda_getenv(c->pl, "BACKPLANE_CUDA_ALLREDUCE_BF16_MIN"), why,
                                           sizeof why);
     c->be[0] = b->context;
     ncclUniqueId u;
@@ -369,12 +386,12 @@ bp_status cuda_comm_init_rank(struct bp_backend *b, int32_t nranks, int32_t rank
     (void)cudaSetDevice(c->be[0]->cd->id);
     ncclResult_t r = g_nccl.init_rank(&c->nccl[0], nranks, u, rank);
     if (r != ncclSuccess) {
-        cuda_log(g_pl, BP_LOG_WARN, "ncclCommInitRank (rank %d of %d) failed: %s.", (int)rank,
+        cuda_log(c->pl, BP_LOG_WARN, "ncclCommInitRank (rank %d of %d) failed: %s.", (int)rank,
                  (int)nranks, g_nccl.error_string(r));
         free(c);
         return BP_ERR_UNSUPPORTED;
     }
-    cuda_log(g_pl, BP_LOG_INFO, "rank %d of %d reduces through NCCL on cuda%d.", (int)rank, (int)nranks,
+    cuda_log(c->pl, BP_LOG_INFO, "rank %d of %d reduces through NCCL on cuda%d.", (int)rank, (int)nranks,
              c->be[0]->cd->id);
     *out_comm = c;
     return BP_OK;

@@ -11,6 +11,18 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct meta_device **list;
 static size_t n_list, cap_list;
 
+/* Feature tables, newest first; each is immutable once published, and kept
+ * until shutdown because a caller may still be reading an older one. */
+struct feature_snapshot {
+    struct feature_snapshot *older;
+    struct bp_feature f[];
+};
+static struct feature_snapshot *features;  /* under list_lock */
+
+/* Serialises meta_device_from_spec: look-up and creation are one step, so
+ * two threads asking for one spec get one device. */
+static pthread_mutex_t spec_lock = PTHREAD_MUTEX_INITIALIZER;
+
 extern struct bp_registry meta_registry;
 
 const char *meta_sub_name(struct bp_device *d)
@@ -156,6 +168,51 @@ bad:
     return BP_ERR_INVALID_ARGUMENT;
 }
 
+static void write_features(struct meta_device *md)
+{
+    static const char *const suffix[3] = {"sub_devices", "split_ratios", "allreduce"};
+    for (int j = 0; j < 3; j++)
+        snprintf(md->feat_name[j], sizeof md->feat_name[j], "%s.%s", md->name, suffix[j]);
+    size_t u0 = 0, u1 = 0, cap = sizeof md->feat_text[0];
+    for (size_t d = 0; d < md->n; d++) {
+        u0 += (size_t)snprintf(md->feat_text[0] + u0, cap - u0, "%s%s", d ? "," : "",
+                               meta_sub_name(md->sub[d]));
+        u1 += (size_t)snprintf(md->feat_text[1] + u1, cap - u1, "%s%g", d ? "," : "",
+                               (double)md->ratio[d]);
+        if (u0 >= cap) u0 = cap - 1;
+        if (u1 >= cap) u1 = cap - 1;
+    }
+    snprintf(md->feat_text[2], cap, "%s", md->allreduce);
+}
+
+/* A new snapshot of every listed device's features (list_lock held). Out of
+ * memory keeps the older one: `info` then misses the newest device. */
+static void publish_features(void)
+{
+    struct feature_snapshot *snap = malloc(sizeof *snap + (3 * n_list + 1) * sizeof snap->f[0]);
+    if (!snap) {
+        meta_log(BP_LOG_WARN, "out of memory listing %s's features; `backplane info` omits it.",
+                 list[n_list - 1]->name);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n_list; i++)
+        for (int j = 0; j < 3; j++)
+            snap->f[k++] = (struct bp_feature){list[i]->feat_name[j], list[i]->feat_text[j]};
+    snap->f[k] = (struct bp_feature){NULL, NULL};
+    snap->older = features;
+    features = snap;
+}
+
+const struct bp_feature *meta_devices_features(void)
+{
+    static const struct bp_feature none[1] = {{NULL, NULL}};
+    pthread_mutex_lock(&list_lock);
+    const struct bp_feature *f = features ? features->f : none;
+    pthread_mutex_unlock(&list_lock);
+    return f;
+}
+
 bp_status meta_device_create(struct bp_device *const *devs, size_t n, const float *ratios,
                              bp_meta_split_fn cb, void *user, const char *spec,
                              struct meta_device **out)
@@ -246,7 +303,9 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
     }
     if (st == BP_OK) {
         snprintf(md->name, sizeof md->name, "meta%zu", n_list);
+        write_features(md);
         list[n_list++] = md;
+        publish_features();
     }
     pthread_mutex_unlock(&list_lock);
     if (st != BP_OK) { free(md); return st; }
@@ -309,18 +368,21 @@ bp_status meta_device_from_spec(const char *spec, struct bp_device **out)
     *out = NULL;
     const char *body = strncmp(spec, "meta:", 5) == 0 ? spec + 5 : spec;
     /* The same spec names the same device (the one made at load time). */
+    pthread_mutex_lock(&spec_lock);
     pthread_mutex_lock(&list_lock);
     for (size_t i = 0; i < n_list; i++)
         if (!strcmp(list[i]->spec, body)) *out = &list[i]->dev;
     pthread_mutex_unlock(&list_lock);
-    if (*out) return BP_OK;
-    struct bp_device *devs[META_MAX_DEV];
-    size_t n = 0;
-    bp_status st = parse_spec(body, devs, &n);
-    if (st != BP_OK) return st;
-    struct meta_device *md = NULL;
-    st = meta_device_create(devs, n, NULL, NULL, NULL, body, &md);
-    if (st == BP_OK) *out = &md->dev;
+    bp_status st = BP_OK;
+    if (!*out) {
+        struct bp_device *devs[META_MAX_DEV];
+        size_t n = 0;
+        struct meta_device *md = NULL;
+        st = parse_spec(body, devs, &n);
+        if (st == BP_OK) st = meta_device_create(devs, n, NULL, NULL, NULL, body, &md);
+        if (st == BP_OK) *out = &md->dev;
+    }
+    pthread_mutex_unlock(&spec_lock);
     return st;
 }
 
@@ -378,6 +440,11 @@ void meta_devices_free_all(void)
 {
     pthread_mutex_lock(&list_lock);
     for (size_t i = 0; i < n_list; i++) free(list[i]);
+    while (features) {
+        struct feature_snapshot *older = features->older;
+        free(features);
+        features = older;
+    }
     free(list);
     list = NULL;
     n_list = cap_list = 0;

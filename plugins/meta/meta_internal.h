@@ -31,6 +31,10 @@ struct meta_device {
     void *split_user;
     struct bp_buffer_type buft;
     char allreduce[64];                  /* the path chosen, for info */
+    /* `backplane info` lines (sub_devices, split_ratios, allreduce): written
+     * once while the device is listed, read-only afterwards. */
+    char feat_name[3][48];
+    char feat_text[3][512];
 };
 
 bool meta_is_meta_device(const struct bp_device *dev);
@@ -48,6 +52,10 @@ bp_status meta_device_sub_devices(struct bp_device *dev, struct bp_device **subs
 size_t meta_device_count(void);
 struct bp_device *meta_device_at(size_t i);
 void meta_devices_free_all(void);
+/* The registry's features, three per meta device, NULL-terminated. The
+ * table is a snapshot taken when the list last grew and never written
+ * again, so it stays valid (unchanged) until shutdown; any thread. */
+const struct bp_feature *meta_devices_features(void);
 const char *meta_sub_name(struct bp_device *d);
 
 /* ---- sub.c: the sub-devices' tables, checked as the host checks them.

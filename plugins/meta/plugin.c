@@ -10,36 +10,10 @@ static const char *reg_get_name(struct bp_registry *reg) { (void)reg; return MET
 static size_t reg_get_device_count(struct bp_registry *reg) { (void)reg; return meta_device_count(); }
 static struct bp_device *reg_get_device(struct bp_registry *reg, size_t i) { (void)reg; return meta_device_at(i); }
 
-/* Features for `backplane info`: per meta device its sub-devices, ratios
- * and all-reduce path. Rebuilt on each call (devices may be added). */
-static char feat_text[META_MAX_DEV][3][512];
-static char feat_names[META_MAX_DEV][3][48];
-static struct bp_feature features[META_MAX_DEV * 3 + 1];
-
 static const struct bp_feature *reg_get_features(struct bp_registry *reg)
 {
     (void)reg;
-    size_t k = 0;
-    for (size_t i = 0; i < meta_device_count() && i < META_MAX_DEV; i++) {
-        struct meta_device *md = (struct meta_device *)meta_device_at(i);
-        size_t u0 = 0, u1 = 0;
-        feat_text[i][0][0] = feat_text[i][1][0] = '\0';
-        for (size_t d = 0; d < md->n; d++) {
-            u0 += (size_t)snprintf(feat_text[i][0] + u0, u0 < 512 ? 512 - u0 : 0, "%s%s", d ? "," : "",
-                                   meta_sub_name(md->sub[d]));
-            u1 += (size_t)snprintf(feat_text[i][1] + u1, u1 < 512 ? 512 - u1 : 0, "%s%g", d ? "," : "",
-                                   (double)md->ratio[d]);
-            if (u0 >= 512) u0 = 511;
-            if (u1 >= 512) u1 = 511;
-        }
-        snprintf(feat_text[i][2], 512, "%s", md->allreduce);
-        snprintf(feat_names[i][0], 48, "%s.sub_devices", md->name);
-        snprintf(feat_names[i][1], 48, "%s.split_ratios", md->name);
-        snprintf(feat_names[i][2], 48, "%s.allreduce", md->name);
-        for (int j = 0; j < 3; j++) features[k++] = (struct bp_feature){feat_names[i][j], feat_text[i][j]};
-    }
-    features[k] = (struct bp_feature){NULL, NULL};
-    return features;
+    return meta_devices_features();
 }
 
 static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
@@ -48,6 +22,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
     if (!name) return NULL;
     static const struct { const char *name; void *fn; } procs[] = {
         {BP_PROC_META_DEVICE_FROM_SPEC, (void *)(bp_meta_device_from_spec_fn)meta_device_from_spec},
+        {BP_PROC_DEVICE_FROM_SPEC, (void *)(bp_device_from_spec_fn)meta_device_from_spec},
         {BP_PROC_META_DEVICE_NEW, (void *)(bp_meta_device_new_fn)meta_device_new},
         {BP_PROC_META_SET_SPLIT_FN, (void *)(bp_meta_set_split_fn_fn)meta_set_split_fn},
         {BP_PROC_META_TENSOR_SPLIT, (void *)(bp_meta_tensor_split_fn)meta_tensor_split_query},
@@ -110,3 +85,4 @@ static bp_status meta_init(const struct bp_host_services *host, struct bp_regist
 }
 
 BP_PLUGIN_DEFINE(meta_init)
+BP_PLUGIN_DEFINE_COMPOSES()

@@ -11,7 +11,8 @@
  *   FAULT_HANG            init sleeps for a minute
  *   FAULT_SCORE n         export bp_plugin_score returning n
  *   FAULT_NEEDS_HELPER    call into libbp_fault_helper.so (shipped elsewhere)
- *   FAULT_META            export bp_meta_device_from_spec like the meta plugin
+ *   FAULT_META            compose like the meta plugin: export bp_plugin_composes
+ *                         and parse "<family>:..." specs (BP_PROC_DEVICE_FROM_SPEC)
  * Interface tables (ABI 1.1 floors, bp_iface_check.h):
  *   FAULT_<T>_SIZE n      the size the T table declares (REGISTRY, DEVICE,
  *                         BUFT, BUFFER, BACKEND); default its sizeof
@@ -387,7 +388,8 @@ static const struct bp_host_services *fault_host_services(void)
 static bp_status meta_from_spec(const char *spec, struct bp_device **out)
 {
     strncpy(last_spec, spec, sizeof last_spec - 1);
-    if (strncmp(spec, "meta:", 5) != 0) return BP_ERR_INVALID_ARGUMENT;
+    if (strncmp(spec, FAULT_FAMILY ":", strlen(FAULT_FAMILY ":")) != 0)
+        return BP_ERR_INVALID_ARGUMENT;
     *out = &device[0];
     return BP_OK;
 }
@@ -400,7 +402,7 @@ static void *reg_proc(struct bp_registry *r, const char *name)
     if (!strcmp(name, "bp_fault_last_spec")) return (void *)fault_last_spec;
     if (!strcmp(name, "bp_fault_host_services")) return (void *)fault_host_services;
 #ifdef FAULT_META
-    if (!strcmp(name, "bp_meta_device_from_spec")) return (void *)meta_from_spec;
+    if (!strcmp(name, BP_PROC_DEVICE_FROM_SPEC)) return (void *)meta_from_spec;
 #endif
     return NULL;
 }
@@ -491,6 +493,10 @@ BP_PLUGIN_DEFINE_SCORE(fault_score)
 
 #ifdef FAULT_MIN_HOST
 BP_PLUGIN_DEFINE_MIN_HOST(FAULT_MIN_HOST)
+#endif
+
+#ifdef FAULT_META
+BP_PLUGIN_DEFINE_COMPOSES()
 #endif
 
 #if defined(FAULT_ABI_MAJOR)

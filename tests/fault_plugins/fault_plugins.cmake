@@ -73,6 +73,11 @@ endforeach()
 bp_add_fault_plugin(bp_fault_meta libbackplane-meta DIR meta
   DEFS FAULT_FAMILY="meta" FAULT_DEVICE="metafake0" FAULT_META
        FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_META)
+# The same capability under a family the host has never heard of: composing
+# is asked of every plugin, never known by name.
+bp_add_fault_plugin(bp_fault_composer libbackplane-acomposer DIR composer
+  DEFS FAULT_FAMILY="acomposer" FAULT_DEVICE="acomposer0" FAULT_META
+       FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_META)
 
 # ---- table floors (bp_iface_check.h); every one must be refused or work,
 # never crash, in-process, in the probe child, in the CLI and under meta ----

@@ -50,7 +50,7 @@ void cpu_vec_dot_q4_K_q8_K_neon(int64_t n, float *s, const void *va, const void 
         uint8_t sc[8], mn[8];
         int summ = 0;
         for (int j = 0; j < 8; j++) {
-            cpu_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+            bp_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
             summ += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
         }
         const uint8_t *q4 = x[i].qs;

@@ -48,7 +48,7 @@ void cpu_vec_dot_q4_K_q8_K_ref(int64_t n, float *s, const void *va, const void *
         int sumi = 0, summ = 0;
         for (int j = 0; j < BP_QK_K / 32; j++) {
             uint8_t sc, m;
-            cpu_q4_K_scale_min(j, x[i].scales, &sc, &m);
+            bp_q4_K_scale_min(j, x[i].scales, &sc, &m);
             const int shift = (j & 1) * 4;
             const uint8_t *q = q4 + (j / 2) * 32;
             int sub = 0;

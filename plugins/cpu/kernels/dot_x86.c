@@ -208,7 +208,7 @@ void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *va, const void *
     float sumf = 0.0f;
     for (int64_t i = 0; i < n / BP_QK_K; i++) {
         uint8_t sc[8], mn[8];
-        for (int j = 0; j < 8; j++) cpu_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        for (int j = 0; j < 8; j++) bp_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
         /* min term: sum_j m[j] * (bsums[2j] + bsums[2j+1]), no pass over quants */
         const __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
         const __m128i bpair = _mm_hadd_epi16(_mm256_castsi256_si128(bs),

@@ -1,7 +1,7 @@
 /*
  * gemm_avx2.c — the x8 (repacked, see repack.h) dot kernels for AVX2
  * without AVX-512: built into the avx2 variant only (the avx512 one has
- * gemm_x86.c). One x8 block of 8 weight rows is loaded and unpacked once,
+ * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
  * then meets up to four activation rows (Q4_0, Q8_0, Q4_K, Q6_K).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
@@ -167,7 +167,7 @@ static inline __m256i row_bytes16(__m256i v, int h, int j)
 }
 
 /* Q4_K x8: the 6-bit scales and mins of 8 rows come out of three 256-bit
- * words (ggml's packing on 8 rows at once, as in gemm_x86.c). Rows 0-3 and
+ * words (ggml's packing on 8 rows at once, as in gemm_avx512.c). Rows 0-3 and
  * 4-7 are done one after the other, so each sub-block's int16 sums (4
  * maddubs of nibbles, |x| <= 15360) take one register per activation row;
  * one madd by the sub-block scale widens them. The min term

@@ -22,6 +22,7 @@
 
 #include <backplane/bp_abi.h>
 #include <backplane/bp_quant.h>
+#include <backplane/bp_quant_ref.h> /* bp_q4_K_scale_min and the reference rows */
 
 #include "repack.h"
 
@@ -79,18 +80,6 @@ void cpu_vec_dot_bf16_ref(int64_t n, float *s, const void *a, const void *b);
  * and the builds without x8 kernels). */
 void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
                          const void *w, const void *y, size_t ys, int ncols);
-
-/* The 6-bit scale and min of sub-block j of a Q4_K block (ggml's packing). */
-static inline void cpu_q4_K_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
-{
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
 
 /* f16 <-> f32 exactly as the ABI helpers do, without a branch per call site. */
 static inline float cpu_fp16(uint16_t h)

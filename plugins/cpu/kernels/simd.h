@@ -38,7 +38,7 @@ void cpu_gemm_bf16_x86(int64_t n, const void *w, size_t ws, int64_t nw, const fl
                        float *const *y, int nx);
 #endif
 
-/* The x8 kernels need 512-bit registers and vpdpbusd (gemm_x86.c); other
+/* The x8 kernels need 512-bit registers and vpdpbusd (gemm_avx512.c); other
  * builds run the x8 layout through their vec_dot, block by block. */
 #if defined(CPU_HAVE_X86_SIMD) && defined(__AVX512F__) && defined(__AVX512BW__) && \
     defined(__AVX512VNNI__)

@@ -1,5 +1,5 @@
 /*
- * cpu_kernels_test.c — the CPU plugin's dot kernels of one ISA build
+ * test_cpu_kernels.c — the CPU plugin's dot kernels of one ISA build
  * against the scalar references, linked straight to plugins/cpu/kernels/.
  * Plain C with no test library, so the same file runs natively for every
  * x86-64 variant and, cross-compiled for aarch64, under qemu-user for NEON.

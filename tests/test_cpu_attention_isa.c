@@ -1,5 +1,5 @@
 /*
- * cpu_attention_isa_test.c — the CPU plugin's FLASH_ATTN_EXT kernel
+ * test_cpu_attention_isa.c — the CPU plugin's FLASH_ATTN_EXT kernel
  * (plugins/cpu/ops/attention.c) compiled on its own for one ISA and run on
  * hand-made tensors against a double-precision softmax written here. The
  * x86 variants are also checked through the plugin (test_cpu_attention_*);

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cli/cli.h"
-#include "../cli/json.h"
-#include "../cli/bench.h"
+#include "bench.h"
+#include "cli.h"
+#include "json.h"
 #include "decoder.h"
 #include "dist.h"
 #include "model.h"

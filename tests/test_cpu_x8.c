@@ -1,11 +1,11 @@
 /*
- * cpu_x8_test.c — the x8 (repacked) gemm kernels of one ISA build at their
+ * test_cpu_x8.c — the x8 (repacked) gemm kernels of one ISA build at their
  * edges, against a double-precision dot of the dequantized operands
  * computed here. Plain C with no test library, built once per x86-64
- * variant like cpu_kernels_test.c (exit 0 pass, 1 mismatch, 77 this CPU
+ * variant like test_cpu_kernels.c (exit 0 pass, 1 mismatch, 77 this CPU
  * cannot run the build's ISA).
  *
- * cpu_kernels_test.c holds every build's x8 dot to the scalar reference on
+ * test_cpu_kernels.c holds every build's x8 dot to the scalar reference on
  * random positive scales; this adds what SIMD widths and int16
  * intermediates get wrong:
  *  - negative scales (Q4_0 / Q8_0 / Q6_K d, Q4_K d and dmin): sign

@@ -1,5 +1,5 @@
 /*
- * gemm_x86.c — the x8 (repacked, see repack.h) dot kernels for AVX-512 VNNI:
+ * gemm_avx512.c — the x8 (repacked, see repack.h) dot kernels for AVX-512 VNNI:
  * one x8 block of 8 weight rows is loaded and unpacked once, then meets up
  * to four activation rows. Each row owns two int32 lanes of a 512-bit
  * register (its bytes 0..3 and 4..7 of every 8-byte group), so a 64-bit
@@ -286,5 +286,5 @@ CPU_X8_DISPATCH(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
 CPU_X8_DISPATCH(q6_K, x86)
 #else
-typedef int cpu_gemm_x86_not_built; /* ISO C forbids an empty translation unit */
+typedef int cpu_gemm_avx512_not_built; /* ISO C forbids an empty translation unit */
 #endif

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli/cli.h"
+#include "cli.h"
 #include "tokenizer_builtin.h"
 
 const char run_text_help[] =
