@@ -50,6 +50,11 @@ bp_status vk_pipelines_init(struct vk_dev *d)
     VkMemoryRequirements req;
     f->vkGetBufferMemoryRequirements(d->device, d->dummy, &req);
     int mt = vk_find_memory(d, req.memoryTypeBits, 0);
+    if (mt < 0) {
+        vk_log(d->pl, BP_LOG_ERROR, "%s offers no memory type for its placeholder buffer; the "
+               "driver is broken, use another device.", d->name);
+        return BP_ERR_UNSUPPORTED;
+    }
     VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size, .memoryTypeIndex = (uint32_t)mt };
     r = f->vkAllocateMemory(d->device, &ai, NULL, &d->dummy_mem);
