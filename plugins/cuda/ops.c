@@ -209,6 +209,11 @@ static int launch_gelu(struct cuda_backend *cb, struct bp_tensor *t, int node_in
     (void)node_index;
     return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_GELU, 0, 0, cb->stream);
 }
+static int launch_sqr(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SQR, 0, 0, cb->stream);
+}
 static int launch_rms_norm(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     (void)node_index;
@@ -261,6 +266,7 @@ static const struct cuda_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_CONT] = { cont_ok, launch_dup },
     [BP_OP_SET_ROWS] = { two_floats, launch_set_rows },
     [BP_OP_FLASH_ATTN_EXT] = { attn_ok, launch_flash_attn },
+    [BP_OP_SQR] = { float_src, launch_sqr },
 };
 
 static const struct cuda_op_rule *rule_of(int32_t op)

@@ -404,6 +404,7 @@ static const struct meta_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_TRANSPOSE] = { derive_permute, partial_src0, local_permute },
     [BP_OP_SET_ROWS] = { derive_set_rows, NULL, NULL },
     [BP_OP_FLASH_ATTN_EXT] = { derive_flash_attn, NULL, NULL },
+    [BP_OP_SQR] = { copy_a, NULL, NULL },
 };
 
 static const struct meta_op_rule *rule_of(int32_t op)

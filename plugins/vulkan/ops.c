@@ -187,6 +187,7 @@ static const struct vk_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_CONT] = { cont_ok, VK_SH_ELEMENTWISE, VK_EW_COPY, plan_elementwise },
     [BP_OP_SET_ROWS] = { two_floats, VK_SH_SET_ROWS, 0, plan_set_rows },
     [BP_OP_FLASH_ATTN_EXT] = { attn_ok, VK_SH_FLASH_ATTN, 0, plan_flash_attn },
+    [BP_OP_SQR] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SQR, plan_elementwise },
 };
 
 static const struct vk_op_rule *rule_of(int32_t op)

@@ -251,6 +251,9 @@ BP_API struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, st
                                  int n_dims, int mode, float freq_base, float freq_scale);
 BP_API struct bp_tensor *bp_silu(struct bp_context *ctx, struct bp_tensor *x);
 BP_API struct bp_tensor *bp_gelu(struct bp_context *ctx, struct bp_tensor *x);
+/* x*x element by element (BP_OP_SQR, ABI 1.1): a node of x's type and shape
+ * in ctx, or NULL with bp_last_error set when x is not a float tensor. */
+BP_API struct bp_tensor *bp_sqr(struct bp_context *ctx, struct bp_tensor *x);
 BP_API struct bp_tensor *bp_cpy(struct bp_context *ctx, struct bp_tensor *src, struct bp_tensor *dst);
 BP_API struct bp_tensor *bp_cont(struct bp_context *ctx, struct bp_tensor *x);
 /* n_dims 1..4; element count must match; x must be contiguous. */

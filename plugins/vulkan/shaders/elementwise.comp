@@ -21,6 +21,8 @@ void main()
         v = v * pf(0u) + pf(1u);
     } else if (mode == VK_EW_SILU) {
         v = v / (1.0 + exp(-v));
+    } else if (mode == VK_EW_SQR) {
+        v = v * v;
     } else if (mode == VK_EW_GELU) {
         float u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
         v = 0.5 * v * (1.0 + tanh(u));

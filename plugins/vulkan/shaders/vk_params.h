@@ -28,5 +28,6 @@
 #define VK_EW_SCALE 1u
 #define VK_EW_SILU 2u
 #define VK_EW_GELU 3u
+#define VK_EW_SQR 4u
 
 #endif
