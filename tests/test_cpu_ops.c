@@ -153,13 +153,14 @@ END_TEST
 
 /* ------------------------------------------------- SCALE, SILU, GELU */
 
-enum unary { U_SCALE, U_SILU, U_GELU };
+enum unary { U_SCALE, U_SILU, U_GELU, U_SQR };
 
 static double unary_ref(enum unary u, double x)
 {
     switch (u) {
     case U_SCALE: return x * -1.5 + 0.25;
     case U_SILU: return x / (1.0 + exp(-x));
+    case U_SQR: return x * x;
     default: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     }
 }
@@ -175,6 +176,7 @@ static void check_unary(enum bp_type type, enum unary u)
     struct bp_tensor *x = bp_view(f.ctx, base, 2, vne, vnb, base->nb[1]);
     struct bp_tensor *y = u == U_SCALE ? bp_scale(f.ctx, x, -1.5f, 0.25f)
                         : u == U_SILU  ? bp_silu(f.ctx, x)
+                        : u == U_SQR   ? bp_sqr(f.ctx, x)
                                        : bp_gelu(f.ctx, x);
     fx_alloc(&f);
     double *bv = fill(base, 31, 4.0);
@@ -188,9 +190,9 @@ static void check_unary(enum bp_type type, enum unary u)
     fx_free(&f);
 }
 
-START_TEST(test_scale_silu_gelu_match_formulas_on_offset_views)
+START_TEST(test_scale_silu_gelu_sqr_match_formulas_on_offset_views)
 {
-    for (int u = U_SCALE; u <= U_GELU; u++) {
+    for (int u = U_SCALE; u <= U_SQR; u++) {
         check_unary(BP_TYPE_F32, (enum unary)u);
         check_unary(BP_TYPE_F16, (enum unary)u);
         check_unary(BP_TYPE_BF16, (enum unary)u);
@@ -658,7 +660,7 @@ Suite *cpu_ops_suite(void)
     tcase_add_test(tc, test_mul_mat_reads_transposed_input);
     tcase_add_test(tc, test_mul_mat_declines_activation_only_q8_K_weights);
     tcase_add_test(tc, test_add_and_mul_broadcast_b_over_permuted_a);
-    tcase_add_test(tc, test_scale_silu_gelu_match_formulas_on_offset_views);
+    tcase_add_test(tc, test_scale_silu_gelu_sqr_match_formulas_on_offset_views);
     tcase_add_test(tc, test_rms_norm_normalises_each_row_of_transposed_input);
     tcase_add_test(tc, test_soft_max_applies_scale_and_broadcast_mask);
     tcase_add_test(tc, test_soft_max_gives_zeros_for_fully_masked_rows);

@@ -46,6 +46,7 @@ static int build_all(struct bp_tensor **out)
     out[n++] = bp_rms_norm(ctx, a, 1e-5f);
     out[n++] = bp_silu(ctx, a);
     out[n++] = bp_gelu(ctx, a);
+    out[n++] = bp_sqr(ctx, a);
     struct bp_tensor *sx = t4(BP_TYPE_F32, 10, 3, 4, 1), *mask = t4(BP_TYPE_F16, 10, 5, 2, 1);
     out[n++] = bp_soft_max(ctx, sx, mask, 0.5f);
     out[n++] = bp_soft_max(ctx, sx, NULL, 1.0f);
@@ -135,6 +136,7 @@ static const struct mutation mutations[] = {
     { BP_OP_RMS_NORM, "no x", m_no_src0 },
     { BP_OP_SILU, "result type not x's", m_dst_type },
     { BP_OP_GELU, "a negative dimension", m_neg_dim },
+    { BP_OP_SQR, "result type not x's", m_dst_type },
     { BP_OP_SOFT_MAX, "mask row length not x's", m_src1_dim0 },
     { BP_OP_SOFT_MAX, "mask with fewer rows than x", m_src1_rows },
     { BP_OP_SOFT_MAX, "result not F32", m_dst_type },

@@ -130,7 +130,7 @@ static inline bool bp_op_shapes_ok(const struct bp_tensor *t)
     case BP_OP_GET_ROWS: return bp__get_rows_shapes_ok(t);
     case BP_OP_MUL_MAT: return bp__mul_mat_shapes_ok(t);
     case BP_OP_ADD: case BP_OP_MUL: return bp__binary_shapes_ok(t);
-    case BP_OP_SCALE: case BP_OP_RMS_NORM: case BP_OP_SILU: case BP_OP_GELU:
+    case BP_OP_SCALE: case BP_OP_RMS_NORM: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_SQR:
         return a && t->type == a->type && bp_shape_same(t, a);
     case BP_OP_SOFT_MAX:
         return a && t->type == BP_TYPE_F32 && bp_shape_same(t, a) &&

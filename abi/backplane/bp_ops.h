@@ -115,6 +115,9 @@ enum bp_op {
      * and its own shape rules. Reading and checking: bp_custom_op.h. */
     BP_OP_CUSTOM = 19,
 
+    /* SQR (ABI 1.1): src0 x -> same shape and type; x*x element by element. */
+    BP_OP_SQR = 20,
+
     BP_OP_COUNT
 };
 
@@ -125,7 +128,7 @@ static_assert(BP_OP_SILU == 9 && BP_OP_GELU == 10 && BP_OP_CPY == 11 && BP_OP_CO
               BP_OP_RESHAPE == 13 && BP_OP_VIEW == 14 && BP_OP_PERMUTE == 15 &&
               BP_OP_TRANSPOSE == 16 && BP_OP_SET_ROWS == 17 && BP_OP_FLASH_ATTN_EXT == 18,
               "bp_op values are frozen");
-static_assert(BP_OP_CUSTOM == 19, "bp_op values are frozen");
+static_assert(BP_OP_CUSTOM == 19 && BP_OP_SQR == 20, "bp_op values are frozen");
 
 /* The op-param layout of BP_OP_CUSTOM (words of bp_tensor.op_params). */
 #define BP_CUSTOM_NAME_MAX    32  /* bytes of the name field, its NUL included */
@@ -141,7 +144,7 @@ static inline const char *bp_op_name(enum bp_op op)
     static const char *const names[BP_OP_COUNT] = {
         "NONE", "GET_ROWS", "MUL_MAT", "ADD", "MUL", "SCALE", "RMS_NORM", "SOFT_MAX",
         "ROPE", "SILU", "GELU", "CPY", "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE",
-        "SET_ROWS", "FLASH_ATTN_EXT", "CUSTOM",
+        "SET_ROWS", "FLASH_ATTN_EXT", "CUSTOM", "SQR",
     };
     return ((unsigned)op < BP_OP_COUNT) ? names[op] : "UNKNOWN";
 }

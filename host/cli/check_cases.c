@@ -65,6 +65,7 @@ static struct bp_tensor *build_unary(struct check_builder *b, const struct check
     case BP_OP_RMS_NORM: return bp_rms_norm(b->ctx, x, c->f0);
     case BP_OP_SILU: return bp_silu(b->ctx, x);
     case BP_OP_GELU: return bp_gelu(b->ctx, x);
+    case BP_OP_SQR: return bp_sqr(b->ctx, x);
     case BP_OP_CONT: return bp_cont(b->ctx, x);
     default: return NULL;
     }
@@ -226,7 +227,6 @@ static const struct check_template templates[] = {
      .build = build_unary, .desc = "x[17,5,3] strided view"}
     UNARY(BP_OP_SILU),
     UNARY(BP_OP_GELU),
-#undef UNARY
 
     {.op = BP_OP_RMS_NORM, .types = F32 | F16, .a = {65, 4, 3, 1}, .f0 = 1e-6f,
      .build = build_unary, .desc = "x[65,4,3] eps=1e-6"},
@@ -387,6 +387,11 @@ static const struct check_template templates[] = {
     {.op = BP_OP_FLASH_ATTN_EXT, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {64, 3, 4, 1},
      .b = {64, 17, 2}, .variant = WITH_MASK | LAYOUT_ROWS_PERMUTED, .build = build_flash_attn,
      .desc = "q[64,3,4] kv[64,17,2] rows permuted mask"},
+
+    /* Ops added later go last: a case's inputs are seeded by its index, so
+     * appending keeps every earlier case's inputs and results as they were. */
+    UNARY(BP_OP_SQR),
+#undef UNARY
 };
 
 #define MAX_CASES 512

@@ -29,6 +29,7 @@ static const struct threshold_row thresholds[] = {
     {BP_OP_SCALE,          1e-7, 1e-5, 1e-4},
     {BP_OP_SILU,           1e-7, 1e-5, 1e-4},
     {BP_OP_GELU,           1e-7, 1e-5, 1e-4},
+    {BP_OP_SQR,            1e-7, 1e-5, 1e-4},
     {BP_OP_RMS_NORM,       1e-6, 1e-5, 1e-4},
     {BP_OP_SOFT_MAX,       1e-6, 1e-6, 1e-5},  /* the output is f32 whatever the mask type */
     {BP_OP_ROPE,           1e-6, 1e-5, 1e-4},

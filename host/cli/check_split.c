@@ -69,6 +69,7 @@ static const struct split_rule rules[] = {
     {BP_OP_SCALE, {"x"}, 1, rows_of_a},
     {BP_OP_SILU, {"x"}, 1, rows_of_a},
     {BP_OP_GELU, {"x"}, 1, rows_of_a},
+    {BP_OP_SQR, {"x"}, 1, rows_of_a},
     {BP_OP_RMS_NORM, {"x"}, 1, rows_of_a},
     {BP_OP_SOFT_MAX, {"x"}, 1, rows_without_mask},
     {BP_OP_SOFT_MAX, {"x"}, 2, batch_with_mask},

@@ -253,6 +253,11 @@ struct bp_tensor *bp_gelu(struct bp_context *ctx, struct bp_tensor *x)
     return unary(ctx, BP_OP_GELU, x);
 }
 
+struct bp_tensor *bp_sqr(struct bp_context *ctx, struct bp_tensor *x)
+{
+    return unary(ctx, BP_OP_SQR, x);
+}
+
 struct bp_tensor *bp_cont(struct bp_context *ctx, struct bp_tensor *x)
 {
     const enum bp_op op = BP_OP_CONT;

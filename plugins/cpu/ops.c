@@ -19,6 +19,7 @@ const struct cpu_op_entry cpu_op_table[BP_OP_COUNT] = {
                      .scratch = cpu_scratch_rope },
     [BP_OP_SILU] = { .supports = cpu_supports_unary, .compute = cpu_compute_silu },
     [BP_OP_GELU] = { .supports = cpu_supports_unary, .compute = cpu_compute_gelu },
+    [BP_OP_SQR] = { .supports = cpu_supports_unary, .compute = cpu_compute_sqr },
     [BP_OP_CPY] = { .supports = cpu_supports_cpy, .compute = cpu_compute_cpy },
     [BP_OP_CONT] = { .supports = cpu_supports_cont, .compute = cpu_compute_cont },
     [BP_OP_SET_ROWS] = { .supports = cpu_supports_set_rows, .compute = cpu_compute_set_rows,

@@ -92,6 +92,7 @@ bool cpu_supports_unary(const struct bp_tensor *t);
 void cpu_compute_scale(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_sqr(const struct cpu_compute_params *p, struct bp_tensor *t);
 
 bool cpu_supports_rms_norm(const struct bp_tensor *t);
 void cpu_compute_rms_norm(const struct cpu_compute_params *p, struct bp_tensor *t);

@@ -1,8 +1,8 @@
 /*
- * ops.c — THE OP TABLE of the CUDA plugin: which nodes it computes
- * (cuda_supports_node: the op's shape rules from bp_op_shapes.h, then the
- * types the kernels take, with MUL_MAT and GET_ROWS on Q4_0/Q8_0/Q4_K/Q6_K)
- * and the launch of each node's kernels.
+ * ops.c — THE OP TABLE of the CUDA plugin (op_rules, one row per op): which
+ * nodes it computes (cuda_supports_node: the op's shape rules from
+ * bp_op_shapes.h, then the types the kernels take, with MUL_MAT and
+ * GET_ROWS on Q4_0/Q8_0/Q4_K/Q6_K) and the launch of each node's kernels.
  *
  * MUL_MAT path choice: M <= CUDA_MMV_MAX_M columns go to the matrix-vector
  * kernels (dp4a on quantized activations for quantized W); larger M to
@@ -29,40 +29,50 @@ static bool weights_ok(const struct bp_tensor *t)
     return t->ne[0] % bp_type_block_size((enum bp_type)t->type) == 0 && bp_rows_contiguous(t);
 }
 
-/* What the kernels take, for nodes whose shapes bp_op_shapes_ok accepted;
- * the size limits are those of the launch grids. */
-static bool types_ok(const struct bp_tensor *t)
+/* ---- what the kernels take, for nodes whose shapes bp_op_shapes_ok
+ * accepted; the size limits are those of the launch grids ---- */
+
+static bool mul_mat_ok(const struct bp_tensor *t)
+{
+    return weights_ok(t->src[0]) && is_float(t->src[1]->type) && t->ne[1] <= 65535 &&
+           t->ne[2] * t->ne[3] <= 65535;
+}
+static bool get_rows_ok(const struct bp_tensor *t) { return weights_ok(t->src[0]); }
+static bool two_floats(const struct bp_tensor *t)
+{
+    return is_float(t->src[0]->type) && is_float(t->src[1]->type);
+}
+static bool float_src(const struct bp_tensor *t) { return is_float(t->src[0]->type); }
+static bool cpy_ok(const struct bp_tensor *t)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
-    switch ((enum bp_op)t->op) {
-    case BP_OP_MUL_MAT:
-        return weights_ok(a) && is_float(b->type) && t->ne[1] <= 65535 &&
-               t->ne[2] * t->ne[3] <= 65535;
-    case BP_OP_GET_ROWS:
-        return weights_ok(a);
-    case BP_OP_ADD: case BP_OP_MUL: case BP_OP_SET_ROWS:
-        return is_float(a->type) && is_float(b->type);
-    case BP_OP_SCALE: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_RMS_NORM:
-    case BP_OP_SOFT_MAX: case BP_OP_ROPE:
-        return is_float(a->type);
-    case BP_OP_CPY:
-        return a->type == b->type ? plain_type(a->type) : is_float(a->type) && is_float(b->type);
-    case BP_OP_CONT:
-        return plain_type(a->type) && bp_shape_positive(a);
-    case BP_OP_FLASH_ATTN_EXT:
-        return is_float(a->type) && is_float(b->type) && is_float(t->src[2]->type) &&
-               t->src[2]->ne[0] <= 512; /* one block holds a row of V */
-    default:
-        return false;
-    }
+    return a->type == b->type ? plain_type(a->type) : two_floats(t);
 }
+static bool cont_ok(const struct bp_tensor *t)
+{
+    return plain_type(t->src[0]->type) && bp_shape_positive(t->src[0]);
+}
+static bool attn_ok(const struct bp_tensor *t)
+{
+    return two_floats(t) && is_float(t->src[2]->type) &&
+           t->src[2]->ne[0] <= 512; /* one block holds a row of V */
+}
+
+/* One row of the op table: the types the kernels take and the launch.
+ * A launch returns 0, a cudaError_t, or -1 for a failure already logged. */
+struct cuda_op_rule {
+    bool (*types_ok)(const struct bp_tensor *t);
+    int (*launch)(struct cuda_backend *cb, struct bp_tensor *t, int node_index);
+};
+static const struct cuda_op_rule *rule_of(int32_t op);
 
 bool cuda_supports_node(const struct cuda_device *cd, const struct bp_tensor *node)
 {
     (void)cd;
     if (!bp_op_shapes_ok(node))
         return false;
-    return bp_op_is_view((enum bp_op)node->op) || types_ok(node);
+    const struct cuda_op_rule *r = rule_of(node->op);
+    return bp_op_is_view((enum bp_op)node->op) || (r && r->types_ok(node));
 }
 
 /* ---- compute ---- */
@@ -163,45 +173,114 @@ static int mul_mat(struct cuda_backend *cb, struct bp_tensor *t)
     return e ? e : cuda_launch_mul_mat_q(tv(t), tv(w), xq, cb->stream);
 }
 
+static int launch_get_rows(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    return cuda_launch_get_rows(tv(t), tv(t->src[0]), tv(t->src[1]), cb->err_flag, node_index,
+                                cb->stream);
+}
+static int launch_mul_mat(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return mul_mat(cb, t);
+}
+static int launch_add(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), 0, cb->stream);
+}
+static int launch_mul(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), 1, cb->stream);
+}
+static int launch_scale(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SCALE, bp_op_param_f32(t, 0),
+                             bp_op_param_f32(t, 1), cb->stream);
+}
+static int launch_silu(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SILU, 0, 0, cb->stream);
+}
+static int launch_gelu(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_GELU, 0, 0, cb->stream);
+}
+static int launch_sqr(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SQR, 0, 0, cb->stream);
+}
+static int launch_rms_norm(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_rms_norm(tv(t), tv(t->src[0]), bp_op_param_f32(t, 0), cb->stream);
+}
+static int launch_soft_max(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_soft_max(tv(t), tv(t->src[0]), tv(t->src[1]), bp_op_param_f32(t, 0),
+                                cb->stream);
+}
+static int launch_rope(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_rope(tv(t), tv(t->src[0]), tv(t->src[1]), bp_op_param_i32(t, 0),
+                            bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX, bp_op_param_f32(t, 2),
+                            bp_op_param_f32(t, 3), cb->stream);
+}
+static int launch_dup(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_dup(tv(t), tv(t->src[0]), cb->stream);
+}
+/* t is a view of src0; rows not named by ids keep src0's values. */
+static int launch_set_rows(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    return cuda_launch_set_rows(tv(t), tv(t->src[1]), tv(t->src[2]), cb->err_flag, node_index,
+                                cb->stream);
+}
+static int launch_flash_attn(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_flash_attn(tv(t), tv(t->src[0]), tv(t->src[1]), tv(t->src[2]),
+                                  tv(t->src[3]), bp_op_param_f32(t, 0), cb->stream);
+}
+
+/* THE OP TABLE: one row per op a kernel computes (views need no row). */
+static const struct cuda_op_rule op_rules[BP_OP_COUNT] = {
+    [BP_OP_GET_ROWS] = { get_rows_ok, launch_get_rows },
+    [BP_OP_MUL_MAT] = { mul_mat_ok, launch_mul_mat },
+    [BP_OP_ADD] = { two_floats, launch_add },
+    [BP_OP_MUL] = { two_floats, launch_mul },
+    [BP_OP_SCALE] = { float_src, launch_scale },
+    [BP_OP_RMS_NORM] = { float_src, launch_rms_norm },
+    [BP_OP_SOFT_MAX] = { float_src, launch_soft_max },
+    [BP_OP_ROPE] = { float_src, launch_rope },
+    [BP_OP_SILU] = { float_src, launch_silu },
+    [BP_OP_GELU] = { float_src, launch_gelu },
+    [BP_OP_CPY] = { cpy_ok, launch_dup },
+    [BP_OP_CONT] = { cont_ok, launch_dup },
+    [BP_OP_SET_ROWS] = { two_floats, launch_set_rows },
+    [BP_OP_FLASH_ATTN_EXT] = { attn_ok, launch_flash_attn },
+    [BP_OP_SQR] = { float_src, launch_sqr },
+};
+
+static const struct cuda_op_rule *rule_of(int32_t op)
+{
+    return (uint32_t)op < BP_OP_COUNT && op_rules[op].types_ok ? &op_rules[op] : NULL;
+}
+
 bp_status cuda_compute_node(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     const struct cuda_plugin *pl = cb->cd->pl;
-    cudaStream_t s = cb->stream;
-    int e = 0;
-    switch ((enum bp_op)t->op) {
-    case BP_OP_GET_ROWS:
-        e = cuda_launch_get_rows(tv(t), tv(t->src[0]), tv(t->src[1]), cb->err_flag, node_index, s);
-        break;
-    case BP_OP_MUL_MAT: e = mul_mat(cb, t); break;
-    case BP_OP_ADD: e = cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), 0, s); break;
-    case BP_OP_MUL: e = cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), 1, s); break;
-    case BP_OP_SCALE:
-        e = cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SCALE, bp_op_param_f32(t, 0),
-                              bp_op_param_f32(t, 1), s);
-        break;
-    case BP_OP_SILU: e = cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SILU, 0, 0, s); break;
-    case BP_OP_GELU: e = cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_GELU, 0, 0, s); break;
-    case BP_OP_RMS_NORM: e = cuda_launch_rms_norm(tv(t), tv(t->src[0]), bp_op_param_f32(t, 0), s); break;
-    case BP_OP_SOFT_MAX:
-        e = cuda_launch_soft_max(tv(t), tv(t->src[0]), tv(t->src[1]), bp_op_param_f32(t, 0), s);
-        break;
-    case BP_OP_ROPE:
-        e = cuda_launch_rope(tv(t), tv(t->src[0]), tv(t->src[1]), bp_op_param_i32(t, 0),
-                             bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX, bp_op_param_f32(t, 2),
-                             bp_op_param_f32(t, 3), s);
-        break;
-    case BP_OP_CPY: case BP_OP_CONT: e = cuda_launch_dup(tv(t), tv(t->src[0]), s); break;
-    case BP_OP_SET_ROWS:
-        /* t is a view of src0; rows not named by ids keep src0's values. */
-        e = cuda_launch_set_rows(tv(t), tv(t->src[1]), tv(t->src[2]), cb->err_flag, node_index, s);
-        break;
-    case BP_OP_FLASH_ATTN_EXT:
-        e = cuda_launch_flash_attn(tv(t), tv(t->src[0]), tv(t->src[1]), tv(t->src[2]),
-                                   tv(t->src[3]), bp_op_param_f32(t, 0), s);
-        break;
-    default:
+    const struct cuda_op_rule *r = rule_of(t->op);
+    if (!r)
         return BP_OK; /* views */
-    }
+    int e = r->launch(cb, t, node_index);
     if (e < 0)
         return BP_ERR_OUT_OF_MEMORY; /* scratch or cuBLAS, already logged */
     if (e) {

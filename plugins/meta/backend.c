@@ -193,14 +193,21 @@ static int once_code(const struct meta_backend *be, const struct bp_tensor *node
     return src | (int)(adder << 1);
 }
 
-static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once)
+/* A view's local tensor can fail only where meta_derive already refused the
+ * node (the same view_layout), so a failure here is the plugin's own bug. */
+static bp_status local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once)
 {
     const int once_src = once & 1;
     const size_t adder = (size_t)once >> 1;
     struct meta_tensor *mt = meta_tensor_of(node);
     struct bp_tensor *l = &mt->local[d];
     if (kind == META_NODE_VIEW) {
-        meta_derive_local_view(node, d);
+        if (meta_derive_local_view(node, d) != BP_OK) {
+            meta_log(BP_LOG_ERROR, "the meta device could not build device %zu's view of %s node '%s' "
+                     "although its split was derived; this is a meta plugin bug, report it.", d,
+                     bp_op_name((enum bp_op)node->op), node->name);
+            return BP_ERR_INTERNAL;
+        }
     } else {
         /* writers (CPY, SET_ROWS) return their destination: share its memory */
         struct bp_tensor *dst = node->op == BP_OP_CPY ? node->src[1] : node->op == BP_OP_SET_ROWS ? node->src[0] : NULL;
@@ -231,6 +238,7 @@ static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kin
         memcpy(&l->op_params[0], &one, 4);
         memcpy(&l->op_params[1], &zero, 4);
     }
+    return BP_OK;
 }
 
 /* Every meta buffer the graph touches gives its waiting slices their
@@ -294,7 +302,8 @@ static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct 
         kinds[i] = (unsigned char)kind;
         once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_code(be, node) : 0);
         for (size_t d = 0; d < n && st == BP_OK; d++) {
-            local_node(node, d, kind, once[i]);
+            st = local_node(node, d, kind, once[i]);
+            if (st != BP_OK) break;
             if (kind == META_NODE_VIEW) continue;
             struct bp_tensor *l = &mt->local[d];
             if (bp_nelements(l) == 0) continue; /* a zero slice: nothing to compute */
@@ -319,7 +328,8 @@ static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct 
      * point the per-device tensors (and views of them) at those bytes. */
     if (st == BP_OK) st = materialize_graph(g);
     for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++)
-        for (size_t d = 0; d < n; d++) local_node(g->nodes[i], d, (enum meta_node_kind)kinds[i], once[i]);
+        for (size_t d = 0; d < n && st == BP_OK; d++)
+            st = local_node(g->nodes[i], d, (enum meta_node_kind)kinds[i], once[i]);
     free(kinds);
     free(once);
     if (st == BP_OK && open) {

@@ -312,13 +312,13 @@ static bp_status get_dset(struct vk_backend *b, const struct vk_binding bind[VK_
 
 static void put_tensor(uint32_t *blk, int slot, const struct bp_tensor *t, size_t off)
 {
-    uint32_t *p = blk + slot * 10;
-    p[0] = (uint32_t)off;
+    uint32_t *p = blk + (size_t)slot * VK_PB_SLOT;
+    p[VK_PB_OFF] = (uint32_t)off;
     for (int i = 0; i < 4; i++) {
-        p[1 + i] = (uint32_t)t->ne[i];
-        p[5 + i] = (uint32_t)t->nb[i];
+        p[VK_PB_NE + i] = (uint32_t)t->ne[i];
+        p[VK_PB_NB + i] = (uint32_t)t->nb[i];
     }
-    p[9] = (uint32_t)t->type;
+    p[VK_PB_TYPE] = (uint32_t)t->type;
 }
 
 /* The memory a leaf-or-view tensor finally aliases is a leaf: its values are
@@ -433,8 +433,9 @@ static bp_status record_node(struct vk_backend *b, const struct bp_tensor *node,
         if (s < VK_SLOTS - 1) reads[n_reads++] = r;
         else wr = r;
     }
-    memcpy(blk + 50, node->op_params, 8 * 4);
-    memcpy(blk + 58, p.aux, sizeof p.aux);
+    static_assert(sizeof node->op_params >= VK_PB_N_OPP * 4, "op_params fill the block's region");
+    memcpy(blk + VK_PB_OPP, node->op_params, VK_PB_N_OPP * 4);
+    memcpy(blk + VK_PB_AUX, p.aux, sizeof p.aux);
 
     bool hazard = overlaps(b->writes, b->n_writes, &wr) || overlaps(b->reads, b->n_reads, &wr);
     for (size_t i = 0; i < n_reads && !hazard; i++)

@@ -299,6 +299,13 @@ static bp_status buft_alloc_buffer(struct bp_buffer_type *buft, size_t size, str
     bool mappable = mt >= 0;
     if (mt < 0) mt = vk_find_memory(d, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     if (mt < 0) mt = vk_find_memory(d, req.memoryTypeBits, 0);
+    if (mt < 0) {
+        f->vkDestroyBuffer(d->device, vb->buffer, NULL);
+        free(vb);
+        vk_log(d->pl, BP_LOG_ERROR, "%s offers no memory type a storage buffer can use; the "
+               "driver is broken, use another device.", d->name);
+        return BP_ERR_UNSUPPORTED;
+    }
     VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size, .memoryTypeIndex = (uint32_t)mt };
     r = f->vkAllocateMemory(d->device, &ai, NULL, &vb->memory);

@@ -1,8 +1,9 @@
 /*
- * ops.c — THE OP TABLE of the Vulkan plugin: which nodes a device computes
- * (the op's shape rules from bp_op_shapes.h, then the types the shaders
- * take: types_ok) and how each is dispatched. Sources bind in order (src[i] -> binding i), the node itself
- * is binding 4; every shader lives in shaders/<name>.comp.
+ * ops.c — THE OP TABLE of the Vulkan plugin (op_rules, one row per op):
+ * which nodes a device computes (the op's shape rules from bp_op_shapes.h,
+ * then the types the shader takes) and how each is dispatched. Sources bind
+ * in order (src[i] -> binding i), the node itself is binding VK_PB_OUT;
+ * every shader lives in shaders/<name>.comp.
  */
 #include <string.h>
 
@@ -24,31 +25,42 @@ static bool blocks_packed(const struct bp_tensor *t)
             t->ne[0] % bp_type_block_size((enum bp_type)t->type) == 0);
 }
 
-/* What the shaders take, for nodes whose shapes bp_op_shapes_ok accepted. */
-static bool types_ok(const struct bp_tensor *t)
+/* ---- what the shaders take, for nodes whose shapes bp_op_shapes_ok accepted ---- */
+
+static bool weights_ok(const struct bp_tensor *t)
+{
+    const struct bp_tensor *a = t->src[0];
+    return is_weight_type(a->type) && blocks_packed(a) &&
+           (t->op == BP_OP_GET_ROWS || is_float(t->src[1]->type));
+}
+static bool two_floats(const struct bp_tensor *t)
+{
+    return is_float(t->src[0]->type) && is_float(t->src[1]->type);
+}
+static bool float_src(const struct bp_tensor *t) { return is_float(t->src[0]->type); }
+static bool cpy_ok(const struct bp_tensor *t)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
-    switch ((enum bp_op)t->op) {
-    case BP_OP_GET_ROWS:
-    case BP_OP_MUL_MAT:
-        return is_weight_type(a->type) && blocks_packed(a) &&
-               (t->op == BP_OP_GET_ROWS || is_float(b->type));
-    case BP_OP_ADD: case BP_OP_MUL: case BP_OP_SET_ROWS:
-        return is_float(a->type) && is_float(b->type);
-    case BP_OP_SCALE: case BP_OP_RMS_NORM: case BP_OP_SILU: case BP_OP_GELU:
-    case BP_OP_SOFT_MAX: case BP_OP_ROPE:
-        return is_float(a->type);
-    case BP_OP_CPY:
-        return a->type == b->type ? is_float(a->type) || a->type == BP_TYPE_I32
-                                  : is_float(a->type) && is_float(b->type);
-    case BP_OP_CONT:
-        return is_float(a->type) || a->type == BP_TYPE_I32;
-    case BP_OP_FLASH_ATTN_EXT:
-        return is_float(a->type) && is_float(b->type) && is_float(t->src[2]->type);
-    default:
-        return false;
-    }
+    return a->type == b->type ? is_float(a->type) || a->type == BP_TYPE_I32 : two_floats(t);
 }
+static bool cont_ok(const struct bp_tensor *t)
+{
+    return is_float(t->src[0]->type) || t->src[0]->type == BP_TYPE_I32;
+}
+static bool attn_ok(const struct bp_tensor *t)
+{
+    return two_floats(t) && is_float(t->src[2]->type);
+}
+
+/* One row of the op table: the types the shader takes, the shader, its
+ * mode word (aux[0]) and how the dispatch is sized. */
+struct vk_op_rule {
+    bool (*types_ok)(const struct bp_tensor *t);
+    enum vk_shader shader;
+    uint32_t mode;
+    void (*plan)(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p);
+};
+static const struct vk_op_rule *rule_of(int32_t op);
 
 /* Every offset a shader forms is a 32-bit byte count (buffers are capped
  * below 4 GiB) and every element count fits 32 bits. */
@@ -63,7 +75,8 @@ bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node)
         return false;
     if (bp_op_is_view((enum bp_op)node->op))
         return true;
-    if (!types_ok(node) || !fits_u32(node))
+    const struct vk_op_rule *r = rule_of(node->op);
+    if (!r || !r->types_ok(node) || !fits_u32(node))
         return false;
     for (int s = 0; s < BP_MAX_SRC; s++)
         if (node->src[s] && !fits_u32(node->src[s])) return false;
@@ -95,73 +108,101 @@ static void grid(uint64_t n, uint32_t local, uint32_t g[3])
     g[2] = 1;
 }
 
+/* ---- how each op is dispatched ---- */
+
+static void plan_binary(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    p->aux[0] = mode;
+    grid((uint64_t)bp_nelements(t), 128, p->groups);
+}
+static void plan_elementwise(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    p->aux[0] = mode;
+    p->aux[1] = t->op == BP_OP_CPY && !bp_shape_same(t, t->src[0]);
+    if (t->op == BP_OP_CPY) p->slot[1] = NULL; /* the node itself is the view of src[1] */
+    grid((uint64_t)bp_nelements(t), 128, p->groups);
+}
+static void plan_per_element(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    (void)mode;
+    grid((uint64_t)bp_nelements(t), 128, p->groups);
+}
+static void plan_per_row(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    (void)mode;
+    grid((uint64_t)bp_nrows(t), 1, p->groups);
+}
+static void plan_soft_max(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    p->aux[0] = t->src[1] != NULL; /* has a mask */
+    plan_per_row(t, mode, p);
+}
+static void plan_get_rows(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    p->wtype = t->src[0]->type;
+    plan_per_element(t, mode, p);
+}
+static void plan_set_rows(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    (void)mode;
+    const struct bp_tensor *v = t->src[1];
+    p->slot[0] = NULL; /* the node is the destination view */
+    grid((uint64_t)(v->ne[0] * v->ne[2] * v->ne[3]), 128, p->groups);
+}
+/* Matrix-vector products (M = 1) and tiny outputs: one workgroup per
+ * output, splitting K. Otherwise 16x16 output tiles. */
+static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    (void)mode;
+    p->wtype = t->src[0]->type;
+    if (t->ne[1] == 1 || t->ne[0] * t->ne[1] < 64) {
+        p->shader = VK_SH_MUL_MAT_VEC;
+        grid((uint64_t)bp_nelements(t), 1, p->groups);
+    } else {
+        p->groups[0] = (uint32_t)((t->ne[0] + 15) / 16);
+        p->groups[1] = (uint32_t)((t->ne[1] + 15) / 16);
+        p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
+    }
+}
+static void plan_flash_attn(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    (void)mode;
+    p->aux[0] = t->src[3] != NULL; /* has a mask */
+    grid((uint64_t)bp_nelements(t), 64, p->groups);
+}
+
+/* THE OP TABLE: one row per op a shader computes (views need no row). */
+static const struct vk_op_rule op_rules[BP_OP_COUNT] = {
+    [BP_OP_GET_ROWS] = { weights_ok, VK_SH_GET_ROWS, 0, plan_get_rows },
+    [BP_OP_MUL_MAT] = { weights_ok, VK_SH_MUL_MAT, 0, plan_mul_mat },
+    [BP_OP_ADD] = { two_floats, VK_SH_BINARY, VK_BINARY_ADD, plan_binary },
+    [BP_OP_MUL] = { two_floats, VK_SH_BINARY, VK_BINARY_MUL, plan_binary },
+    [BP_OP_SCALE] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SCALE, plan_elementwise },
+    [BP_OP_RMS_NORM] = { float_src, VK_SH_RMS_NORM, 0, plan_per_row },
+    [BP_OP_SOFT_MAX] = { float_src, VK_SH_SOFT_MAX, 0, plan_soft_max },
+    [BP_OP_ROPE] = { float_src, VK_SH_ROPE, 0, plan_per_element },
+    [BP_OP_SILU] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SILU, plan_elementwise },
+    [BP_OP_GELU] = { float_src, VK_SH_ELEMENTWISE, VK_EW_GELU, plan_elementwise },
+    [BP_OP_CPY] = { cpy_ok, VK_SH_ELEMENTWISE, VK_EW_COPY, plan_elementwise },
+    [BP_OP_CONT] = { cont_ok, VK_SH_ELEMENTWISE, VK_EW_COPY, plan_elementwise },
+    [BP_OP_SET_ROWS] = { two_floats, VK_SH_SET_ROWS, 0, plan_set_rows },
+    [BP_OP_FLASH_ATTN_EXT] = { attn_ok, VK_SH_FLASH_ATTN, 0, plan_flash_attn },
+    [BP_OP_SQR] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SQR, plan_elementwise },
+};
+
+static const struct vk_op_rule *rule_of(int32_t op)
+{
+    return (uint32_t)op < BP_OP_COUNT && op_rules[op].types_ok ? &op_rules[op] : NULL;
+}
+
 void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_dispatch *p)
 {
     (void)d;
     memset(p, 0, sizeof *p);
     for (int s = 0; s < VK_SLOTS - 1; s++)
         p->slot[s] = t->src[s];
-    const uint64_t n = (uint64_t)bp_nelements(t);
-    switch (t->op) {
-    case BP_OP_ADD:
-    case BP_OP_MUL:
-        p->shader = VK_SH_BINARY;
-        p->aux[0] = t->op == BP_OP_MUL;
-        grid(n, 128, p->groups);
-        break;
-    case BP_OP_SCALE: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_CONT: case BP_OP_CPY:
-        p->shader = VK_SH_ELEMENTWISE;
-        p->aux[0] = t->op == BP_OP_SCALE ? 1 : t->op == BP_OP_SILU ? 2 : t->op == BP_OP_GELU ? 3 : 0;
-        p->aux[1] = t->op == BP_OP_CPY && !bp_shape_same(t, t->src[0]);
-        if (t->op == BP_OP_CPY) p->slot[1] = NULL; /* the node itself is the view of src[1] */
-        grid(n, 128, p->groups);
-        break;
-    case BP_OP_RMS_NORM:
-        p->shader = VK_SH_RMS_NORM;
-        grid((uint64_t)bp_nrows(t), 1, p->groups);
-        break;
-    case BP_OP_SOFT_MAX:
-        p->shader = VK_SH_SOFT_MAX;
-        p->aux[0] = t->src[1] != NULL;
-        grid((uint64_t)bp_nrows(t), 1, p->groups);
-        break;
-    case BP_OP_ROPE:
-        p->shader = VK_SH_ROPE;
-        grid(n, 128, p->groups);
-        break;
-    case BP_OP_GET_ROWS:
-        p->shader = VK_SH_GET_ROWS;
-        p->wtype = t->src[0]->type;
-        grid(n, 128, p->groups);
-        break;
-    case BP_OP_SET_ROWS: {
-        const struct bp_tensor *v = t->src[1];
-        p->shader = VK_SH_SET_ROWS;
-        p->slot[0] = NULL; /* the node is the destination view */
-        grid((uint64_t)(v->ne[0] * v->ne[2] * v->ne[3]), 128, p->groups);
-        break;
-    }
-    case BP_OP_MUL_MAT: {
-        p->wtype = t->src[0]->type;
-        /* Matrix-vector products (M = 1) and tiny outputs: one workgroup
-         * per output, splitting K. Otherwise 16x16 output tiles. */
-        if (t->ne[1] == 1 || t->ne[0] * t->ne[1] < 64) {
-            p->shader = VK_SH_MUL_MAT_VEC;
-            grid(n, 1, p->groups);
-        } else {
-            p->shader = VK_SH_MUL_MAT;
-            p->groups[0] = (uint32_t)((t->ne[0] + 15) / 16);
-            p->groups[1] = (uint32_t)((t->ne[1] + 15) / 16);
-            p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
-        }
-        break;
-    }
-    case BP_OP_FLASH_ATTN_EXT:
-        p->shader = VK_SH_FLASH_ATTN;
-        p->aux[0] = t->src[3] != NULL;
-        grid(n, 64, p->groups);
-        break;
-    default:
-        break;
-    }
+    const struct vk_op_rule *r = rule_of(t->op);
+    if (!r) return;
+    p->shader = r->shader;
+    r->plan(t, r->mode, p);
 }

@@ -50,6 +50,11 @@ bp_status vk_pipelines_init(struct vk_dev *d)
     VkMemoryRequirements req;
     f->vkGetBufferMemoryRequirements(d->device, d->dummy, &req);
     int mt = vk_find_memory(d, req.memoryTypeBits, 0);
+    if (mt < 0) {
+        vk_log(d->pl, BP_LOG_ERROR, "%s offers no memory type for its placeholder buffer; the "
+               "driver is broken, use another device.", d->name);
+        return BP_ERR_UNSUPPORTED;
+    }
     VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size, .memoryTypeIndex = (uint32_t)mt };
     r = f->vkAllocateMemory(d->device, &ai, NULL, &d->dummy_mem);
@@ -88,9 +93,15 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
         char name[48];
         snprintf(name, sizeof name, "%s%s", shader_names[sh], d->use_f16_storage ? "_f16s" : "");
         const struct vk_spirv_blob *blob = find_blob(name);
+        if (!blob) {
+            pthread_mutex_unlock(&d->pipe_mu);
+            vk_log(d->pl, BP_LOG_ERROR, "the vulkan plugin has no SPIR-V for shader '%s'; its build "
+                   "is incomplete, rebuild it.", name);
+            return BP_ERR_INTERNAL;
+        }
         VkShaderModule mod = VK_NULL_HANDLE;
         VkResult r = VK_ERROR_INITIALIZATION_FAILED;
-        if (blob) {
+        {
             VkShaderModuleCreateInfo mci = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                              .codeSize = blob->size, .pCode = blob->code };
             r = f->vkCreateShaderModule(d->device, &mci, NULL, &mod);

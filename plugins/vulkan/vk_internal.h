@@ -14,10 +14,15 @@
 
 #include <backplane/bp_abi.h>
 
+#include "shaders/vk_params.h"
+
 #define VK_FAMILY "vulkan"
 #define VK_MAX_DEVICES 16
-#define VK_PARAM_WORDS 64      /* one parameter block per dispatch (see common.glsl) */
-#define VK_SLOTS 5             /* bindings 0-3 sources, 4 output */
+#define VK_PARAM_WORDS ((int)VK_PB_WORDS) /* one parameter block per dispatch */
+#define VK_SLOTS ((int)VK_PB_OUT + 1)     /* bindings 0-3 sources, 4 output */
+static_assert(VK_PB_SLOT * VK_SLOTS <= VK_PB_OPP && VK_PB_OPP + VK_PB_N_OPP <= VK_PB_AUX &&
+                  VK_PB_AUX + VK_PB_N_AUX <= VK_PB_WORDS,
+              "the parameter block's regions overlap (shaders/vk_params.h)");
 
 /* ---- the loader's functions, resolved at init (vk_loader.c) ---- */
 
@@ -197,7 +202,7 @@ struct vk_dispatch {
     enum vk_shader shader;
     int wtype;                         /* specialisation (MUL_MAT weight type) */
     const struct bp_tensor *slot[VK_SLOTS - 1]; /* sources by binding; NULL unused */
-    uint32_t aux[6];
+    uint32_t aux[VK_PB_N_AUX];
     uint32_t groups[3];
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);

@@ -351,6 +351,9 @@ BP_API struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, st
 BP_API struct bp_tensor *bp_silu(struct bp_context *ctx, struct bp_tensor *x);
 /* GELU, the tanh approximation. */
 BP_API struct bp_tensor *bp_gelu(struct bp_context *ctx, struct bp_tensor *x);
+/* x*x element by element (BP_OP_SQR, ABI 1.1): a node of x's type and shape
+ * in ctx, or NULL with bp_last_error set when x is not a float tensor. */
+BP_API struct bp_tensor *bp_sqr(struct bp_context *ctx, struct bp_tensor *x);
 /* CPY: src copied (and converted) into dst; the result is a view of dst. */
 BP_API struct bp_tensor *bp_cpy(struct bp_context *ctx, struct bp_tensor *src, struct bp_tensor *dst);
 /* CONT: a contiguous copy of x (any strides). */

@@ -1,5 +1,5 @@
 /*
- * elementwise.c — ADD and MUL (b repeats over a), SCALE, SILU, GELU.
+ * elementwise.c — ADD and MUL (b repeats over a), SCALE, SILU, GELU, SQR.
  *
  * Each thread takes a share of the output rows; sources are read through
  * their byte strides, so permuted and transposed views need no copy.
@@ -81,7 +81,7 @@ bool cpu_supports_unary(const struct bp_tensor *t)
     return cpu_is_float(t->src[0]->type);
 }
 
-enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU };
+enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU, UNARY_SQR };
 
 static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum unary_kind kind)
 {
@@ -108,6 +108,7 @@ static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum 
             switch (kind) {
             case UNARY_SCALE: y = v * s + bias; break;
             case UNARY_SILU: y = v / (1.0 + exp(-v)); break;
+            case UNARY_SQR: y = v * v; break;
             default: y = 0.5 * v * (1.0 + tanh(gelu_c * (v + 0.044715 * v * v * v))); break;
             }
             cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)y);
@@ -118,3 +119,4 @@ static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum 
 void cpu_compute_scale(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SCALE); }
 void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SILU); }
 void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_GELU); }
+void cpu_compute_sqr(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SQR); }

@@ -35,7 +35,7 @@ struct cuda_block_q8_1 {
     int8_t qs[32];
 };
 
-enum cuda_unary { CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2 };
+enum cuda_unary { CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2, CUDA_UNARY_SQR = 3 };
 
 int cuda_launch_binary(struct cuda_tview dst, struct cuda_tview a, struct cuda_tview b, int is_mul,
                        cudaStream_t s);

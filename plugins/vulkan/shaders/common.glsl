@@ -8,9 +8,10 @@
 // the same bindings are aliased as uint16_t arrays, read and written
 // directly; elsewhere they are unpacked from words, and written with two
 // atomics on the word (adjacent halves belong to different invocations).
-// The parameter block (binding 5, 64 words at push-constant `base`) holds per
-// tensor slot: byte offset, ne[4], nb[4] (bytes), type; then op parameters.
+// The parameter block (binding 5, VK_PB_WORDS words at push-constant `base`)
+// is laid out in vk_params.h, which the C side fills from.
 #extension GL_EXT_control_flow_attributes : enable
+#include "vk_params.h"
 
 layout(std430, binding = 0) buffer B0 { uint d[]; } b0;
 layout(std430, binding = 1) buffer B1 { uint d[]; } b1;
@@ -37,18 +38,16 @@ layout(std430, binding = 4) buffer H4 { uint16_t d[]; } h4;
 #define T_Q4_K 6u
 #define T_Q6_K 7u
 
-#define OUT 4u
-#define OPP 50u   // node op_params[0..7]
-#define AUX 58u   // plugin-chosen words 58..63
+#define OUT VK_PB_OUT
 
 uint P(uint i) { return prm.p[pc.base + i]; }
-uint toff(uint s) { return P(s * 10u); }
-uint tne(uint s, uint i) { return P(s * 10u + 1u + i); }
-uint tnb(uint s, uint i) { return P(s * 10u + 5u + i); }
-uint ttype(uint s) { return P(s * 10u + 9u); }
-float pf(uint i) { return uintBitsToFloat(P(OPP + i)); }
-int pi(uint i) { return int(P(OPP + i)); }
-uint aux(uint i) { return P(AUX + i); }
+uint toff(uint s) { return P(s * VK_PB_SLOT + VK_PB_OFF); }
+uint tne(uint s, uint i) { return P(s * VK_PB_SLOT + VK_PB_NE + i); }
+uint tnb(uint s, uint i) { return P(s * VK_PB_SLOT + VK_PB_NB + i); }
+uint ttype(uint s) { return P(s * VK_PB_SLOT + VK_PB_TYPE); }
+float pf(uint i) { return uintBitsToFloat(P(VK_PB_OPP + i)); }
+int pi(uint i) { return int(P(VK_PB_OPP + i)); }
+uint aux(uint i) { return P(VK_PB_AUX + i); }
 
 uint rd(uint s, uint w)
 {

@@ -1,0 +1,33 @@
+/* vk_params.h — the layout of a dispatch's parameter block, included by the
+ * C code that fills it (backend.c, ops.c) and by the shaders that read it
+ * (common.glsl, through glslc -I). The block is VK_PB_WORDS 32-bit words:
+ * per tensor slot (bindings 0-3 sources, VK_PB_OUT the output) VK_PB_SLOT
+ * words, then the node's op_params, then words the plugin chooses per op.
+ * Plain #defines with u suffixes: the one syntax C and GLSL both read. */
+#ifndef BP_VK_PARAMS_H
+#define BP_VK_PARAMS_H
+
+#define VK_PB_WORDS 64u /* one block per dispatch */
+#define VK_PB_OUT 4u    /* the output's slot (its binding) */
+#define VK_PB_SLOT 10u  /* words per tensor slot: */
+#define VK_PB_OFF 0u    /*   byte offset within the binding */
+#define VK_PB_NE 1u     /*   ne[0..3] */
+#define VK_PB_NB 5u     /*   nb[0..3], bytes */
+#define VK_PB_TYPE 9u   /*   bp_type */
+#define VK_PB_OPP 50u   /* node op_params[0..VK_PB_N_OPP) */
+#define VK_PB_N_OPP 8u
+#define VK_PB_AUX 58u   /* plugin-chosen words [VK_PB_AUX, VK_PB_WORDS) */
+#define VK_PB_N_AUX 6u
+
+/* aux[0] of the binary shader */
+#define VK_BINARY_ADD 0u
+#define VK_BINARY_MUL 1u
+
+/* aux[0] of the elementwise shader */
+#define VK_EW_COPY 0u
+#define VK_EW_SCALE 1u
+#define VK_EW_SILU 2u
+#define VK_EW_GELU 3u
+#define VK_EW_SQR 4u
+
+#endif
