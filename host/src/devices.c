@@ -55,6 +55,7 @@ static const char *dev_name(struct bp_device *dev)
 struct bp_device *bp__devices_find_loaded(const char *name)
 {
     if (!name) return NULL;
+    if (bp__identity_is_selector(name)) return bp__identity_find(name);
     for (size_t i = 0; i < n_devices; i++)
         if (!strcmp(dev_name(devices[i]), name)) return devices[i];
     return NULL;
@@ -181,6 +182,7 @@ static bp_status devices_from_env(const char *list, struct bp_device **out, size
         put(out, cap, n, d);
     }
     free(copy);
+    if (st == BP_OK && out) bp__identity_warn_same(out, *n < cap ? *n : cap, "BACKPLANE_DEVICES");
     if (st == BP_OK && *n == 0)
         st = bp__fail(BP_ERR_INVALID_ARGUMENT,
                       "BACKPLANE_DEVICES='%s' names no device; list device names separated "
@@ -205,7 +207,11 @@ bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out)
         struct bp_device *pick = NULL;
         for (size_t i = 0; i < n_devices && !pick; i++) {
             enum bp_device_type t = bp_device_type(devices[i]);
-            if (t == BP_DEVICE_TYPE_GPU || t == BP_DEVICE_TYPE_IGPU) pick = devices[i];
+            /* A software rasterizer (llvmpipe) is slower than the CPU plugin. */
+            struct bp_device_identity id = { .size = sizeof id };
+            (void)bp_device_identity(devices[i], &id);
+            if ((t == BP_DEVICE_TYPE_GPU || t == BP_DEVICE_TYPE_IGPU) && !id.software)
+                pick = devices[i];
         }
         for (size_t i = 0; i < n_devices && !pick; i++)
             if (bp_device_type(devices[i]) == BP_DEVICE_TYPE_CPU) pick = devices[i];

@@ -54,6 +54,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         {BP_PROC_META_GET_STATS, (void *)(bp_meta_get_stats_fn)meta_get_stats},
         {BP_PROC_META_BUFFER_DEVICE_BYTES, (void *)(bp_meta_buffer_device_bytes_fn)meta_buffer_device_bytes},
         {BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features},
+        {BP_PROC_DEVICE_IDENTITY, (void *)(bp_device_identity_fn)meta_device_identity},
     };
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
         if (!strcmp(procs[i].name, name)) return procs[i].fn;

@@ -7,6 +7,7 @@
 #   dup/       a second "fakegood" for the duplicate-family test
 #   variants/  fakevar-low/-high/-cannot, scores 1/5/0
 #   meta/      a stand-in "meta" family exporting bp_meta_device_from_spec
+#   identity/  GPUs with UUIDs and PCI ids (two alike), and a software one
 #   deps/      the helper library missingdep needs; not on any search path
 set(BP_FAULT_DIR ${CMAKE_BINARY_DIR}/tests/fault_plugins)
 set(BP_FAULT_SOURCE ${CMAKE_CURRENT_LIST_DIR}/fault_plugin.c)
@@ -68,6 +69,20 @@ endforeach()
 bp_add_fault_plugin(bp_fault_meta libbackplane-meta DIR meta
   DEFS FAULT_FAMILY="meta" FAULT_DEVICE="fakemeta0" FAULT_META
        FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_META)
+
+# Device identities (test_identity): idgpua and idgpub are one GPU seen
+# through two plugins (same UUID and bus), idother a second GPU, idsoft a
+# software rasterizer that calls itself a GPU.
+foreach(v "idgpua:0xab:0000:65:00.0" "idgpub:0xab:0000:65:00.0" "idother:0xac:0000:b3:00.0")
+  string(REGEX MATCH "^([a-z]+):(0x[0-9a-f]+):(.*)$" _m ${v})
+  bp_add_fault_plugin(bp_fault_${CMAKE_MATCH_1} libbackplane-${CMAKE_MATCH_1} DIR identity
+    DEFS FAULT_FAMILY="${CMAKE_MATCH_1}" FAULT_DEVICE="${CMAKE_MATCH_1}0"
+         FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_GPU FAULT_UUID_BYTE=${CMAKE_MATCH_2}
+         FAULT_PCI="${CMAKE_MATCH_3}")
+endforeach()
+bp_add_fault_plugin(bp_fault_idsoft libbackplane-idsoft DIR identity
+  DEFS FAULT_FAMILY="idsoft" FAULT_DEVICE="idsoft0" FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_GPU
+       FAULT_UUID_BYTE=0x5f FAULT_SOFTWARE)
 
 # Not a shared object at all, under a plugin's name.
 file(WRITE ${BP_FAULT_DIR}/safe/libbackplane-junk.so
