@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "check_harness.h"
+#include "check_report.h"
 #include "cli.h"
 #include "json.h"
 
@@ -18,7 +19,9 @@
 
 static void help(void)
 {
-    puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n\n"
+    puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n"
+         "                       [--report FILE.json]\n"
+         "       backplane check --diff OLD.json NEW.json\n\n"
          "Runs every op of the harness (each element type, odd sizes, broadcasts,\n"
          "non-contiguous inputs) on each selected device (default: every device)\n"
          "and compares the output with the CPU reference by normalised mean\n"
@@ -31,7 +34,15 @@ static void help(void)
          "  --device NAME  check this device (repeatable)\n"
          "  --op NAME      check only this op, e.g. MUL_MAT (repeatable)\n"
          "  --json         per-case records and the summary as JSON\n"
-         "  --verbose      more detail on each line (largest error, reasons)");
+         "  --verbose      more detail on each line (largest error, reasons)\n"
+         "  --report FILE  also write a conformance report: plugin file and ABI,\n"
+         "                 device identity, every case (op, types, shape class,\n"
+         "                 NMSE, threshold, result), per-op coverage, and the\n"
+         "                 batch-invariance and 1-vs-N-thread bit-identity checks\n"
+         "                 of MUL_MAT (a failed invariance fails the check)\n"
+         "  --diff OLD NEW compare two reports: print every regression (a case\n"
+         "                 that passed and now fails, NMSE grown 10x, coverage\n"
+         "                 lost, an invariance lost); exits 1 on any");
 }
 
 enum case_status { CASE_PASS, CASE_FAIL, CASE_UNSUPPORTED };
@@ -48,6 +59,8 @@ struct options {
     bool any_op;
     bool json;
     bool verbose;
+    const char *report_path, *diff_old, *diff_new;
+    struct check_report *report;
 };
 
 static bool op_by_name(const char *name, enum bp_op *out)
@@ -106,6 +119,12 @@ static int parse(int argc, char **argv, struct options *o)
                 o->ops[op] = true;
                 o->any_op = true;
             }
+        } else if (!strcmp(a, "--report") || !strcmp(a, "--diff")) {
+            int need = a[2] == 'r' ? 1 : 2;
+            if (i + need >= argc) return cli_usage_error("check", "'%s' needs %s.", a,
+                                                         need == 1 ? "a file name" : "two report files");
+            if (need == 1) o->report_path = argv[++i];
+            else o->diff_old = argv[i + 1], o->diff_new = argv[i + 2], i += 2;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
@@ -216,6 +235,7 @@ static void run_and_report(struct bp_device *dev, struct bp_device *ref_dev,
     else t->unsupported++;
     if (o->json) json_record(w, &r);
     else print_line(&r, o->verbose);
+    if (o->report) check_report_add(o->report, dev, c, (int)r.status, r.v.nmse, r.v.threshold, r.message);
 }
 
 int cmd_check(int argc, char **argv)
@@ -223,6 +243,7 @@ int cmd_check(int argc, char **argv)
     struct options o;
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (o.diff_old) return check_report_diff(o.diff_old, o.diff_new);
     if (!cli_load()) return CLI_EXIT_FAIL;
 
     struct bp_device *ref_dev = bp_device_by_name("cpu");
@@ -244,6 +265,7 @@ int cmd_check(int argc, char **argv)
         }
     }
 
+    if (o.report_path && !(o.report = check_report_open(o.report_path))) return CLI_EXIT_FAIL;
     struct json_writer w;
     if (o.json) {
         json_init(&w, stdout);
@@ -264,7 +286,7 @@ int cmd_check(int argc, char **argv)
             run_and_report(devs[d], ref_dev, &custom[ci], check_case_count() + ci, &o, &w, &tallies[d]);
         free(custom);
     }
-    bool all_ok = true;
+    bool all_ok = !o.report || check_report_finish(o.report, ref_dev, devs, n_devs);
     if (o.json) {
         json_array_end(&w);
         json_array_begin(&w, "summary");
