@@ -13,3 +13,12 @@ endif()
 # The GGUF parser's libFuzzer harness, when clang offers -fsanitize=fuzzer
 # (see tests/fuzz/README.md); built, not run, by CI.
 include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake OPTIONAL)
+
+# The memory plan against the sessions' real buffers (cpu; vulkan0 alone in
+# its own test, GPU drivers being no valgrind material) and the refusal of a
+# run that does not fit (a fault plugin with 1000 bytes free).
+bp_add_check_test(test_run_plan SOURCES test_run_plan.c LIBS backplane_run)
+add_dependencies(test_run_plan backplane_cli bp_fault_plugins)
+add_test(NAME test_run_plan_vulkan COMMAND test_run_plan vulkan)
+set_tests_properties(test_run_plan_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${BP_TEST_ENV}")

@@ -54,14 +54,17 @@ static void help(void)
          "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
          "                       and report the median decode step's weight streaming\n"
          "                       as a fraction of it (implied by --json on a CPU)\n"
-         "  --json               machine-readable report on stdout\n");
+         "  --json               machine-readable report on stdout\n"
+         "  --plan               print the memory plan (weights in the device's layout,\n"
+         "                       KV cache at --n-ctx, step buffers) and stop; a plain run\n"
+         "                       refuses before allocating when the plan does not fit\n");
 }
 
 struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
     int64_t prompt_len, n_gen, n_ctx;
     int threads;
-    bool json, fused, bandwidth;
+    bool json, fused, bandwidth, plan;
     enum bp_type wtype;
     uint64_t seed;
 };
@@ -150,6 +153,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--fused-qkv")) o->fused = true;
         else if (!strcmp(a, "--bandwidth")) o->bandwidth = true;
+        else if (!strcmp(a, "--plan")) o->plan = true;
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--device")) { NEEDV(); o->device = v; }
         else if (!strcmp(a, "--compare")) { NEEDV(); o->compare = v; }
@@ -529,6 +533,17 @@ int cmd_run(int argc, char **argv)
         cli_error("the prompt and generation need %" PRId64 " positions but the %s holds %" PRId64
                   "; ask for fewer tokens.", need, so.n_ctx < need ? "--n-ctx" : "model",
                   so.n_ctx < need ? so.n_ctx : m->hp.n_ctx_train);
+        goto out;
+    }
+    /* The plan before any allocation: --plan prints it, a run that would
+     * not fit stops here with a sentence instead of failing half-loaded. */
+    struct bp_run_plan plan;
+    struct bp_run_plan_options po = { .n_ctx = so.n_ctx, .n_prompt = n_prompt };
+    bool planned = bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
+    if (o.plan || (planned && !bp_run_plan_fits(&plan, err, sizeof err))) {
+        if (o.plan && planned) bp_run_plan_print(&plan, m, o.json);
+        else cli_error("%s", err);
+        rc = o.plan && planned ? CLI_EXIT_OK : CLI_EXIT_FAIL;
         goto out;
     }
     if (bp_run_session_new(m, dev, &so, &s, err, sizeof err) != BP_OK) {

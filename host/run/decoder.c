@@ -509,3 +509,72 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
     plan_free(&p);
     return r;
 }
+
+/* ------------------------------------------------------------ memory plan */
+
+/* The plan uses the session's own make_tensors and build, so the placement
+ * is stated once; only the allocation is replaced by bp_context_alloc_size. */
+bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
+                           const struct bp_run_plan_options *o, struct bp_run_plan *out,
+                           char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (bp_device_type(dev) == BP_DEVICE_TYPE_META)
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the memory plan does not split a meta "
+                           "device's share per sub-device yet; plan each sub-device on its own.");
+    if (o && o->n_offload_layers)
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the runner does not offload layers yet.");
+    struct bp_run_session *s = calloc(1, sizeof *s);
+    if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
+    s->m = m;
+    s->dev = dev;
+    s->n_ctx = o && o->n_ctx > 0 ? o->n_ctx : 512;
+    if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
+    int64_t n_prompt = o && o->n_prompt > 0 ? o->n_prompt : 1;
+    if (n_prompt > s->n_ctx) n_prompt = s->n_ctx;
+    s->w = calloc(m->n_weights, sizeof *s->w);
+    s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
+    s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
+    bp_status st = !s->w || !s->cache_k || !s->cache_v
+                       ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.")
+                       : make_tensors(s, err, cap);
+    struct bp_run_plan_device *d = &out->d[0];
+    struct bp_buffer_type *def = bp_device_buffer_type(dev);
+    if (st == BP_OK) {
+        for (size_t i = 0; i < s->n_wg; i++)
+            d->weights += bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
+        d->output_copy = s->out_copy ? bp_nbytes(s->out_copy) : 0;
+        d->kv_cache = bp_context_alloc_size(s->cctx, def, NULL);
+    }
+    /* The step buffers decode_plan and eval would allocate: one per decode
+     * capacity up to n_ctx, kept; one for the prefill, freed after it. */
+    for (int64_t c = MIN_DECODE_CAPACITY, done = 0; st == BP_OK && !done; c *= 2) {
+        struct plan p = { .n = 1, .n_kv = c < s->n_ctx ? c : s->n_ctx };
+        done = c >= s->n_ctx;
+        if ((st = build(s, &p, true)) == BP_OK) d->decode += bp_context_alloc_size(p.ctx, def, NULL);
+        else bp_run_fail(err, cap, st, "planning the decode graph failed: %s", bp_last_error());
+        plan_free(&p);
+    }
+    if (st == BP_OK && n_prompt > 1) {
+        struct plan p = { .n = n_prompt, .n_kv = n_prompt };
+        if ((st = build(s, &p, false)) == BP_OK) d->prefill = bp_context_alloc_size(p.ctx, def, NULL);
+        else bp_run_fail(err, cap, st, "planning the prefill graph failed: %s", bp_last_error());
+        plan_free(&p);
+    }
+    d->dev = dev;
+    d->peak = d->weights + d->kv_cache + (d->decode > d->prefill ? d->decode : d->prefill);
+    bp_device_memory(dev, &d->mem_free, &d->mem_total);
+    out->n_devices = 1;
+    out->n_ctx = s->n_ctx;
+    out->n_prompt = n_prompt;
+    bp_run_session_free(s);
+    return st;
+}
+
+size_t bp_run_session_device_bytes(const struct bp_run_session *s)
+{
+    size_t n = s->cbuf ? bp_buffer_size(s->cbuf) : 0;
+    for (size_t i = 0; i < s->n_wg; i++) n += s->wg[i].buf ? bp_buffer_size(s->wg[i].buf) : 0;
+    for (int i = 0; i < N_DECODE_PLANS; i++) n += s->decode[i].buf ? bp_buffer_size(s->decode[i].buf) : 0;
+    return n;
+}

@@ -13,6 +13,7 @@
 #include <backplane/backplane.h>
 
 #include "model.h"
+#include "plan.h"
 
 struct bp_run_session;
 
@@ -57,6 +58,10 @@ void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_sess
 /* The device tensor of the model's weight of that name (NULL when none):
  * its buffer shows where the session placed it. */
 struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name);
+
+/* Bytes of the device buffers the session holds now: weights, KV cache and
+ * the decode-step buffers made so far (what bp_run_plan_make predicts). */
+size_t bp_run_session_device_bytes(const struct bp_run_session *s);
 
 /* Index of the largest value (the first of equals). */
 int32_t bp_run_argmax(const float *v, int64_t n);

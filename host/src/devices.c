@@ -105,7 +105,10 @@ struct bp_device *bp_device_by_name(const char *name)
         return NULL;
     }
     struct bp_device *d = bp__devices_find_loaded(name);
-    if (!d) {
+    if (!d && bp__identity_is_selector(name)) {
+        bp__fail(BP_ERR_NOT_FOUND, "no device has the identity '%s'; `backplane devices` shows each "
+                 "device's UUID and PCI bus id.", name);
+    } else if (!d) {
         char names[512];
         bp__fail(BP_ERR_NOT_FOUND, "no device is named '%s'; available devices: %s.", name,
                  available_names(names, sizeof names));

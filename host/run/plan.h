@@ -1,0 +1,62 @@
+/*
+ * plan.h — the memory plan: what a session of a model would allocate on a
+ * device (weights in the device's weight layout, the KV cache, the step
+ * buffers), computed from shapes alone before anything is allocated, so
+ * `backplane run` can refuse a model that does not fit and `--plan` can say
+ * why.
+ */
+#ifndef BP_RUN_PLAN_H
+#define BP_RUN_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <backplane/backplane.h>
+
+#include "model.h"
+
+struct bp_run_plan_options {
+    int64_t n_ctx;             /* KV positions, as bp_run_session_options (0: 512, capped) */
+    int64_t n_prompt;          /* the longest prefill (tokens in one eval); 0: 1 */
+    /* Layers to keep off this device (the scheduler's --offload-layers, not
+     * yet in the runner): must be 0 today; the field exists so that plans
+     * with offloading are one more input, not a new API. */
+    int64_t n_offload_layers;
+};
+
+struct bp_run_plan_device {
+    struct bp_device *dev;
+    size_t weights;            /* every weight, in the buffer types the session uses */
+    size_t output_copy;        /* of weights: a tied output's copy in the weight layout */
+    size_t kv_cache;
+    size_t decode;             /* decode-step buffers of every capacity up to n_ctx (kept) */
+    size_t prefill;            /* the longest prefill's buffer (freed after it) */
+    size_t peak;               /* weights + kv_cache + max(decode, prefill) */
+    size_t mem_free, mem_total;
+};
+
+struct bp_run_plan {
+    int64_t n_ctx, n_prompt;
+    size_t n_devices;          /* 1 today (a meta device is refused, see bp_run_plan_make) */
+    struct bp_run_plan_device d[1];
+};
+
+/* Plan a session of m on dev: the session's own placement code creates the
+ * tensors and sizes them with bp_context_alloc_size; no device memory is
+ * allocated. A meta device is refused (BP_ERR_UNSUPPORTED, a sentence in
+ * err): its per-sub-device split is not planned yet. */
+bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
+                           const struct bp_run_plan_options *opts, struct bp_run_plan *out,
+                           char *err, size_t err_cap);
+
+/* False, with one sentence in why naming the device, what it needs, what
+ * it has free and what to try, when a device's peak exceeds its free memory.
+ * A device reporting no memory figures (0 free) is not judged. */
+bool bp_run_plan_fits(const struct bp_run_plan *p, char *why, size_t cap);
+
+/* The plan for people, and as the JSON object {"n_ctx", "n_prompt",
+ * "devices": [{...}], "fits"}. */
+void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m, bool json);
+
+#endif /* BP_RUN_PLAN_H */
