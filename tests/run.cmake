@@ -22,3 +22,5 @@ add_dependencies(test_run_plan backplane_cli bp_fault_plugins)
 add_test(NAME test_run_plan_vulkan COMMAND test_run_plan vulkan)
 set_tests_properties(test_run_plan_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "${BP_TEST_ENV}")
+add_test(NAME test_run_plan_tiny COMMAND test_run_plan tiny)
+set_tests_properties(test_run_plan_tiny PROPERTIES TIMEOUT 900 ENVIRONMENT "${BP_TEST_ENV}")
