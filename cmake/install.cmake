@@ -33,6 +33,18 @@ install(FILES ${BP_HOST_PUBLIC_HEADERS}
 install(FILES ${PROJECT_SOURCE_DIR}/abi/CHANGELOG.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
+# Plugin authors can check the ABI they compile for without a compiler
+# (pkg-config abi_major, CMake BACKPLANE_ABI_MAJOR/MINOR). Read before any
+# file that substitutes them is configured.
+foreach(part MAJOR MINOR)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/abi/backplane/bp_plugin.h bp_abi_line
+    REGEX "^#define BP_ABI_${part} [0-9]+")
+  string(REGEX REPLACE "^#define BP_ABI_${part} ([0-9]+).*" "\\1" BP_PC_ABI_${part} "${bp_abi_line}")
+  if(NOT BP_PC_ABI_${part} MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "cannot read BP_ABI_${part} from abi/backplane/bp_plugin.h")
+  endif()
+endforeach()
+
 # ---- CMake package ----
 install(EXPORT backplaneTargets NAMESPACE backplane::
   DESTINATION ${BP_CMAKE_INSTALL_DIR})
@@ -68,10 +80,6 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(BP_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
-# Plugin authors can check the ABI major they compile for without a compiler.
-file(STRINGS ${PROJECT_SOURCE_DIR}/abi/backplane/bp_plugin.h bp_abi_major_line
-  REGEX "^#define BP_ABI_MAJOR [0-9]+")
-string(REGEX REPLACE "^#define BP_ABI_MAJOR ([0-9]+).*" "\\1" BP_PC_ABI_MAJOR "${bp_abi_major_line}")
 foreach(pc backplane backplane-plugin)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_BINARY_DIR}/pkgconfig/${pc}.pc @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/pkgconfig/${pc}.pc

@@ -11,7 +11,11 @@
 #     named meta0): `check` with BACKPLANE_CUDA_ALLREDUCE=internal and none,
 #     and =nccl to record that NCCL declines a device given twice;
 #   - `backplane run --model builtin:test` on meta0 against cuda0 and on
-#     cuda0 against cpu (f16 and q4_K weights).
+#     cuda0 against cpu (f16 and q4_K weights);
+#   - with 2 or more GPUs and MPI: `mpirun -np 2 backplane run --device
+#     dist:cuda0` (a rank per GPU, NCCL between them) against cuda0 alone,
+#     and `bench allreduce` on GPU tensors (skipped with a message on one
+#     GPU: NCCL does not allow two ranks on one GPU).
 # Every step runs under `timeout` within an overall budget; a failing step
 # is recorded and the script goes on. OUTDIR/gpu-check.log (every command's
 # output) and OUTDIR/summary.json are rewritten after each step, so a kill
@@ -341,6 +345,40 @@ if [ -e "$build/lib/backplane/libbackplane-meta.so" ]; then
 else
   say "the meta plugin is not built: meta checks skipped."
   record meta '"skipped: no meta plugin"'
+fi
+
+# ------------------------------------------------------------------ ranks across GPUs (MPI + NCCL)
+n_gpus=1
+if [ "$dry" -eq 0 ]; then
+  n_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  dist_dev=dist:cuda0
+else
+  n_gpus=2   # the dry run exercises the step on the CPU
+  dist_dev=dist:$dev
+fi
+mpirun_cmd=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpirun_cmd+=(--allow-run-as-root)
+if [ "${n_gpus:-0}" -lt 2 ]; then
+  say "multi-process step skipped: $n_gpus GPU here, and NCCL does not allow two ranks on one GPU."
+  record dist '"skipped: fewer than 2 GPUs"'
+elif ! command -v mpirun >/dev/null 2>&1 ||
+     ! step build_mpi 120 cmake --build "$build" -j "$jobs" --target bp_plugin_mpi; then
+  say "multi-process step skipped: MPI or the mpi plugin is missing (install openmpi-bin libopenmpi-dev)."
+  record dist '"skipped: no MPI"'
+else
+  step dist_single 120 "$bp" run --device "${dist_dev#dist:}" --model builtin:test --json
+  step dist_run 180 env BACKPLANE_LOG=info "${mpirun_cmd[@]}" -np 2 "$bp" run --device "$dist_dev" \
+    --model builtin:test --json
+  rc=$step_rc
+  single_tokens=$(tr -d ' \n' <"$out/dist_single.out" | grep -o '"tokens":\[[^]]*\]')
+  dist_tokens=$(tr -d ' \n' <"$out/dist_run.out" | grep -o '"tokens":\[[^]]*\]')
+  same=false
+  [ -n "$dist_tokens" ] && [ "$single_tokens" = "$dist_tokens" ] && same=true
+  record dist_run "{\"tokens_match_single_gpu\": $same, \"comm\": $(jstr "$(jget "$out/dist_run.out" comm)"), \"decode_tokens_per_s\": $(jnum "$(jget "$out/dist_run.out" decode_tokens_per_s)"), \"single_decode_tokens_per_s\": $(jnum "$(jget "$out/dist_single.out" decode_tokens_per_s)")}"
+  { [ "$rc" -eq 0 ] && [ "$same" = true ]; } || fail "mpirun -np 2 run --device $dist_dev (tokens vs one device)"
+  step dist_allreduce 120 "${mpirun_cmd[@]}" -np 2 "$bp" bench allreduce --device "${dist_dev#dist:}" --rounds 3
+  [ "$step_rc" -eq 0 ] || fail "mpirun -np 2 bench allreduce --device ${dist_dev#dist:}"
+  record dist_allreduce "$(jstr "$(cat "$out/dist_allreduce.out")")"
 fi
 
 # ------------------------------------------------------------------ end to end against the CPU

@@ -4,6 +4,10 @@
 #   2. build/       the host and CPU-plugin suites again under valgrind
 #                   (ctest -L valgrind; registered by tests/valgrind.cmake)
 #   3. build-asan/  AddressSanitizer + UBSan build (-DBP_SANITIZE=ON), ctest
+#   4. build-tsan/  ThreadSanitizer build (-DBP_TSAN=ON) of the suites that run
+#                   threads: cpu, meta, loader (ctest -L tsan; tests/tsan.cmake)
+#   5. build-fuzz/  clang + libFuzzer: the fuzz harnesses (tests/fuzz/) and a
+#                   bounded smoke run of each over generated seeds (ctest -L fuzz)
 # Every stage runs even when an earlier one failed; the last line says which
 # failed and the exit status is non-zero if any did. BP_JOBS overrides -j;
 # BP_CMAKE_ARGS adds configure options to both builds (e.g. -DBP_WERROR=OFF).
@@ -51,6 +55,49 @@ if stage "build (build-asan/)" build_tree build-asan -DBP_SANITIZE=ON -DBP_VALGR
     stage "ctest ASan+UBSan (build-asan/)" ctest --test-dir build-asan --output-on-failure -j"$jobs"
 else
     skipped+=("ctest ASan+UBSan (build-asan/)")
+fi
+
+# Each of the two stages below reports its own wall time, so the cost of
+# the sanitizer trees stays visible next to the ~8 min of stages 1-3.
+timed() { # name command...
+    local t0=$SECONDS name=$1
+    shift
+    stage "$name" "$@"
+    local rc=$?
+    echo "test-all: $name took $((SECONDS - t0)) s"
+    return $rc
+}
+
+# Only the suites labelled tsan (and what they load) are built: no GPU plugins.
+tsan_build() {
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra_args[@]}" -DBP_TSAN=ON \
+        -DBP_SANITIZE=OFF -DBP_VALGRIND=OFF -DBP_CUDA=OFF -DBP_VULKAN=OFF &&
+        cmake --build build-tsan -j"$jobs" --target tsan_suites
+}
+if timed "build (build-tsan/)" tsan_build; then
+    timed "ctest ThreadSanitizer (build-tsan/)" \
+        ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
+else
+    skipped+=("ctest ThreadSanitizer (build-tsan/)")
+fi
+
+# libFuzzer needs clang and its runtime (clang, libclang-rt-14-dev in
+# scripts/packages.txt); without them the stage fails rather than passing
+# silently, since a harness nobody builds rots.
+fuzz_build() {
+    cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra_args[@]}" \
+        -DCMAKE_C_COMPILER=clang -DBP_SANITIZE=OFF -DBP_CUDA=OFF -DBP_VULKAN=OFF || return 1
+    if ! grep -q '^BP_HAVE_LIBFUZZER:INTERNAL=1$' build-fuzz/CMakeCache.txt; then
+        echo "test-all: clang cannot link -fsanitize=fuzzer; install clang and" \
+            "libclang-rt-14-dev (scripts/packages.txt)." >&2
+        return 1
+    fi
+    cmake --build build-fuzz -j"$jobs" --target fuzz_all
+}
+if timed "build (build-fuzz/)" fuzz_build; then
+    timed "fuzz smoke (build-fuzz/)" ctest --test-dir build-fuzz --output-on-failure -L fuzz
+else
+    skipped+=("fuzz smoke (build-fuzz/)")
 fi
 
 elapsed=$((SECONDS - start))

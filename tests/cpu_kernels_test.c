@@ -12,6 +12,10 @@
  * construction, so only float summation order may differ: the bound is
  * 1e-5 of the sum of |products| of the dequantized operands.
  *
+ * The activation quantizers (from_float of Q8_0 and Q8_K) give the
+ * reference's bytes exactly, with ties (half-integers under a block maximum
+ * of 127, where rounding half to even shows) and all-zero blocks among them.
+ *
  * The x8 layout (repack.h): pack then unpack gives back every byte; the
  * reference x8 dot equals the plain reference row by row to the bit; the
  * build's x8 dot (1..4 activation rows) is held to the same bound.
@@ -214,6 +218,30 @@ static void check_gemm_float(enum bp_type t, int64_t n, int64_t nw, int nx, bool
     free(w); free(x); free(y); free(one); free(wf); free(xr); free(yr);
 }
 
+/* mode 0: uniform, 1: long-tailed, 2: half-integer ties with amax 127 and
+ * one block of zeros. */
+static void check_from_float(enum bp_type t, int64_t n, int mode)
+{
+    const size_t bytes = bp_row_size(t, n);
+    unsigned char *got = malloc(bytes), *want = malloc(bytes);
+    float *x = malloc((size_t)n * 4);
+    fill_x(x, n, mode == 1);
+    if (mode == 2) {
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((int)(rnd64() % 254) - 127) + 0.5f;
+        for (int64_t i = 0; i < n; i += 32) x[i] = (rnd64() & 1) ? 127.0f : -127.0f;
+        for (int64_t i = 0; i < 32 && i < n; i++) x[i] = 0.0f;
+    }
+    cpu_kernels_for(t)->from_float(x, got, n);
+    cpu_kernels_ref_for(t)->from_float(x, want, n);
+    checks++;
+    if (memcmp(got, want, bytes) != 0) {
+        failures++;
+        printf("FAIL from_float %s n=%lld mode %d: %s bytes differ from the reference\n",
+               bp_type_name(t), (long long)n, mode, cpu_kernels_isa());
+    }
+    free(got); free(want); free(x);
+}
+
 int main(void)
 {
     struct cpu_isa isa;
@@ -238,6 +266,11 @@ int main(void)
         if (types[ti] == BP_TYPE_F32 || types[ti] == BP_TYPE_F16 || types[ti] == BP_TYPE_BF16)
             for (int64_t n = 1; n < 70; n += 3) check_type(types[ti], n, false);
     }
+    for (int mode = 0; mode < 3; mode++)
+        for (int rep = 0; rep < 20; rep++) {
+            check_from_float(BP_TYPE_Q8_0, 32 * (1 + rep), mode);
+            check_from_float(BP_TYPE_Q8_K, 256 * (1 + rep % 4), mode);
+        }
     const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
     for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
         for (int64_t nb = 1; nb <= 9; nb += 4)

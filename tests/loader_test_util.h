@@ -11,6 +11,8 @@
 #include <backplane/backplane.h>
 
 #define FAULT BP_TEST_FAULT_DIR
+#define BP_STR_(x) #x
+#define BP_STR(x) BP_STR_(x)
 #define SAFE(f) FAULT "/safe/libbackplane-" f ".so"
 #define UNSAFE(f) FAULT "/unsafe/libbackplane-" f ".so"
 

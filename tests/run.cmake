@@ -3,6 +3,10 @@
 bp_add_check_test(test_run_decoder SOURCES test_run_decoder.c LIBS backplane_run)
 add_dependencies(test_run_decoder bp_plugin_cpu)
 bp_add_check_test(test_run_gguf SOURCES test_run_gguf.c LIBS backplane_run)
+# builtin:1b generated three times: 1.1 G values each, minutes under
+# valgrind; the generator itself runs there in test_run_decoder (builtin:test).
+bp_add_check_test(test_run_builtin SOURCES test_run_builtin.c LIBS backplane_run)
+set_tests_properties(test_run_builtin PROPERTIES LABELS no_memcheck)
 bp_add_check_test(test_run_cli SOURCES test_run_cli.c)
 add_dependencies(test_run_cli backplane_cli bp_plugin_cpu)
 # The meta comparisons (meta:cpu*2, meta:cpu*3) need the meta plugin built.
@@ -11,16 +15,27 @@ if(TARGET bp_plugin_meta)
 endif()
 
 # The GGUF parser's libFuzzer harness, when clang offers -fsanitize=fuzzer
-# (see tests/fuzz/README.md); built, not run, by CI.
+# (see tests/fuzz/README.md); scripts/test-all.sh builds and runs it in build-fuzz/.
 include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake OPTIONAL)
 
 # The memory plan against the sessions' real buffers (cpu; vulkan0 alone in
 # its own test, GPU drivers being no valgrind material) and the refusal of a
 # run that does not fit (a fault plugin with 1000 bytes free).
 bp_add_check_test(test_run_plan SOURCES test_run_plan.c LIBS backplane_run)
-add_dependencies(test_run_plan backplane_cli bp_fault_plugins)
+add_dependencies(test_run_plan backplane_cli bp_fault_plugins bp_sched_partial)
 add_test(NAME test_run_plan_vulkan COMMAND test_run_plan vulkan)
 set_tests_properties(test_run_plan_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "${BP_TEST_ENV}")
+# The same with --offload-layers 1 on vulkan0 (lavapipe), and on the
+# scheduler's test device partial0 with and without it (a cpu fallback on
+# any machine: the scheduler's buffers and copies are planned too).
+add_test(NAME test_run_plan_vulkan_offload COMMAND test_run_plan vulkan-offload)
+set_tests_properties(test_run_plan_vulkan_offload PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${BP_TEST_ENV}")
+foreach(mode partial partial-offload)
+  add_test(NAME test_run_plan_${mode} COMMAND test_run_plan ${mode})
+  set_tests_properties(test_run_plan_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${BP_TEST_ENV};BACKPLANE_PLUGIN_PATH=${CMAKE_BINARY_DIR}/tests/sched_plugins;BACKPLANE_SCHED_STRICT=")
+endforeach()
 add_test(NAME test_run_plan_tiny COMMAND test_run_plan tiny)
 set_tests_properties(test_run_plan_tiny PROPERTIES TIMEOUT 900 ENVIRONMENT "${BP_TEST_ENV}")

@@ -102,6 +102,7 @@ target_link_libraries(app PRIVATE backplane::backplane)
 if(NOT IS_DIRECTORY "${BACKPLANE_PLUGIN_DIR}")
   message(FATAL_ERROR "BACKPLANE_PLUGIN_DIR '${BACKPLANE_PLUGIN_DIR}' is not a directory")
 endif()
+file(WRITE "${CMAKE_BINARY_DIR}/abi.txt" "${BACKPLANE_ABI_MAJOR}.${BACKPLANE_ABI_MINOR}")
 CM
 # Expected: W = [[1,2,3],[-1,0,1]] (rows n), x = [0.5,0.25,-0.5]:
 # W x = [-0.5, -1]; silu(v) = v / (1 + exp(-v)).
@@ -119,6 +120,14 @@ say "building the README's application example with CMake (backplane::backplane)
 quiet "$cmake_bin" -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_C_FLAGS="-Werror -Wall -Wextra $app_flags"
 quiet "$cmake_bin" --build "$tmp/app/build"
+# The package's ABI variables match the headers it installs (and pkg-config).
+hdr_abi=$(awk '/^#define BP_ABI_MAJOR /{ma=$3} /^#define BP_ABI_MINOR /{mi=$3} END{print ma "." mi}' \
+    "$prefix/include/backplane/bp_plugin.h")
+[[ $(cat "$tmp/app/build/abi.txt") == "$hdr_abi" ]] ||
+    fail "find_package(backplane) sets BACKPLANE_ABI_MAJOR.MINOR to '$(cat "$tmp/app/build/abi.txt")', the headers say $hdr_abi"
+pc_abi=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=abi_major backplane-plugin).$(
+    PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=abi_minor backplane-plugin)
+[[ $pc_abi == "$hdr_abi" ]] || fail "backplane-plugin.pc says ABI $pc_abi, the headers say $hdr_abi"
 out=$(BACKPLANE_DEVICES=cpu "$tmp/app/build/app" 2>&1) || fail "the CMake-built README example failed: $out"
 check_app_output CMake-built "$out"
 pc_cflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags backplane)

@@ -240,6 +240,48 @@ START_TEST(test_check_fails_a_device_with_a_wrong_add)
 }
 END_TEST
 
+/* A meta device whose sub-device computes ADD wrong fails whichever place
+ * the broken device takes: each sub-device's copy of a mirrored output is
+ * compared (not only sub-device 0's), and the split pass routes rows to
+ * every sub-device. The failure names the sub-device. */
+START_TEST(test_check_meta_fails_a_broken_sub_device_in_either_place)
+{
+    static const struct { const char *spec, *names; } orders[] = {
+        {"meta:cpu,badadd", "sub-device 1 (badadd) computed it wrong"},
+        {"meta:badadd,cpu", "sub-device 0 (badadd) computed it wrong"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "check --device %s --op ADD", orders[i].spec);
+        struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, args);
+        int passed = -1, failed = -1, unsup = -1;
+        ck_assert_msg(summary_of(r.out, "meta0", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
+        ck_assert_int_eq(r.rc, 1);
+        /* badadd computes F32 only: every F32 case fails, the rest are declined. */
+        ck_assert_int_eq(passed, 0);
+        ck_assert_int_ge(count_lines(r.out, "FAIL", orders[i].names), 5);
+        ck_assert_int_ge(count_lines(r.out, "FAIL", "[split]  nmse"), 1);
+        ck_assert_int_ge(count_lines(r.out, "FAIL", "split over "), 1);
+        ck_assert_int_eq(count_lines(r.out, "FAIL", NULL), failed);
+        free(r.out);
+    }
+}
+END_TEST
+
+/* On sound sub-devices both passes of every MUL_MAT case agree with the
+ * reference, and the split pass exists (work went to each sub-device). */
+START_TEST(test_check_meta_over_cpus_passes_mirrored_and_split)
+{
+    struct run r = run_cli(NULL, true, "check --device meta:cpu*3 --op MUL_MAT --op ADD");
+    int passed = -1, failed = -1, unsup = -1;
+    ck_assert_msg(summary_of(r.out, "meta0", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
+    ck_assert_msg(r.rc == 0 && failed == 0, "meta:cpu*3 failed:\n%s", r.out);
+    ck_assert_int_ge(count_lines(r.out, "PASS", "[split]"), 20);
+    ck_assert_int_ge(count_lines(r.out, "PASS", "MUL_MAT        q4_0 w[256,17] x[256,7] [split]"), 1);
+    free(r.out);
+}
+END_TEST
+
 START_TEST(test_check_reports_an_out_of_bounds_write)
 {
     struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "check --device oobwrite --op SCALE");
@@ -433,6 +475,8 @@ int main(void)
     tcase_add_test(tc, test_json_writer_escapes_strings_and_nests);
     tcase_add_test(tc, test_json_validator_rejects_malformed_documents);
     tcase_add_test(tc, test_check_passes_on_cpu_against_itself);
+    tcase_add_test(tc, test_check_meta_fails_a_broken_sub_device_in_either_place);
+    tcase_add_test(tc, test_check_meta_over_cpus_passes_mirrored_and_split);
     tcase_add_test(tc, test_check_fails_a_device_with_a_wrong_add);
     tcase_add_test(tc, test_check_reports_an_out_of_bounds_write);
     tcase_add_test(tc, test_check_reports_nan_in_an_output);

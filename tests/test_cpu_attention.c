@@ -4,7 +4,7 @@
  * "skipped") against a double-precision softmax(q.k^T * scale + mask) . v
  * computed here, at shapes like a decoder's: GQA (H = 8, H_kv = 2), one and
  * seven query rows, 1 / 17 / 300 keys, D != Dv and neither a multiple of
- * the vector width, F32 / F16 / BF16 K and V, caches viewed through a
+ * the vector width (and Dv = 64, which the SIMD kernels hold in registers), F32 / F16 / BF16 K and V, caches viewed through a
  * permute (heads inner) or a transpose (strided rows), masks with -INFINITY
  * and finite entries, fully masked rows. The SIMD variants accumulate in
  * float, so the bound is 1e-5 of the output's scale; fully masked rows
@@ -27,9 +27,10 @@ struct fa_case {
     enum kv_layout layout;
     enum mask_kind mask;
     int64_t nq, nkv, B;
+    int64_t dv;     /* 0: DV_DEFAULT; 64 takes the SIMD kernel's register-held head */
 };
 
-enum { H = 8, HKV = 2, D = 68, DV = 76 };
+enum { H = 8, HKV = 2, D = 68, DV_DEFAULT = 76 };
 
 /* Element (d, j, kv head, b) of a cache base tensor of row length n. */
 static int64_t kv_index(enum kv_layout l, int64_t n, int64_t d, int64_t j, int64_t kh, int64_t b,
@@ -86,7 +87,7 @@ static void check_case(const struct fa_case *c)
     snprintf(what, sizeof what, "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld",
              bp_type_name(c->tkv), (int)c->layout, (int)c->mask, (long long)c->nq,
              (long long)c->nkv, (long long)c->B);
-    const int64_t nq = c->nq, nkv = c->nkv, B = c->B;
+    const int64_t nq = c->nq, nkv = c->nkv, B = c->B, DV = c->dv ? c->dv : DV_DEFAULT;
     struct fx f;
     fx_init(&f);
     const float scale = 1.0f / sqrtf((float)D);
@@ -183,7 +184,7 @@ START_TEST(test_flash_attn_matches_double_reference_with_f32_kv)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
-        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2 });
+        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0 });
 }
 END_TEST
 
@@ -191,15 +192,15 @@ START_TEST(test_flash_attn_matches_double_reference_with_f16_kv)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
-        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2 });
+        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0 });
 }
 END_TEST
 
 START_TEST(test_flash_attn_gives_zeros_for_fully_masked_rows)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1 });
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0 });
 }
 END_TEST
 
@@ -207,10 +208,14 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 {
     const enum bp_type types[] = { BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
     for (int t = 0; t < 3; t++) {
-        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2 });
-        check_case(&(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1 });
+        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0 });
+        check_case(&(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0 });
     }
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0 });
+    /* Dv = 64, a Llama head: the value rows accumulated in registers. */
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64 });
 }
 END_TEST
 

@@ -124,6 +124,24 @@ START_TEST(test_internal_and_none_requests)
 }
 END_TEST
 
+/* Across processes: NCCL or the host path, never the single-process one. */
+START_TEST(test_rank_comm_without_nccl_is_the_host_path)
+{
+    char why[256];
+    ck_assert_int_eq(cuda_choose_rank_comm(CUDA_ALLREDUCE_NCCL, no, NULL, why, sizeof why),
+                     CUDA_ALLREDUCE_NONE);
+    ck_assert_ptr_nonnull(strstr(why, "host memory"));
+    ck_assert_int_eq(cuda_choose_rank_comm(CUDA_ALLREDUCE_NCCL, yes, NULL, why, sizeof why),
+                     CUDA_ALLREDUCE_NCCL);
+    ck_assert_str_eq(why, "");
+    ck_assert_int_eq(cuda_choose_rank_comm(CUDA_ALLREDUCE_INTERNAL, yes, NULL, why, sizeof why),
+                     CUDA_ALLREDUCE_NONE);
+    ck_assert_ptr_nonnull(strstr(why, "within one process"));
+    ck_assert_int_eq(cuda_choose_rank_comm(CUDA_ALLREDUCE_NONE, yes, NULL, why, sizeof why),
+                     CUDA_ALLREDUCE_NONE);
+}
+END_TEST
+
 START_TEST(test_mode_names)
 {
     ck_assert_str_eq(cuda_allreduce_mode_name(CUDA_ALLREDUCE_NCCL), "nccl");
@@ -147,6 +165,7 @@ int main(void)
     tcase_add_test(tc, test_missing_nccl_with_four_declines);
     tcase_add_test(tc, test_internal_and_none_requests);
     tcase_add_test(tc, test_mode_names);
+    tcase_add_test(tc, test_rank_comm_without_nccl_is_the_host_path);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -99,7 +99,7 @@ START_TEST(test_devices_meta_spec_goes_to_the_meta_plugin_whole)
     ck_assert_int_eq(bp_default_devices(out, 4, &n), BP_OK);
     ck_assert_uint_eq(n, 2);
     ck_assert_str_eq(bp_device_name(out[0]), "fakegood0");
-    ck_assert_str_eq(bp_device_name(out[1]), "fakemeta0");
+    ck_assert_str_eq(bp_device_name(out[1]), "metafake0");
     last_spec_fn spec = (last_spec_fn)bp_device_proc_address(out[1], "bp_fault_last_spec");
     ck_assert_str_eq(spec(), "meta:fakegood0,fakegood0");
 }

@@ -1,4 +1,8 @@
-/* test_loader.c — discovery, refusal records, variants, filtering, probing. */
+/* test_loader.c — discovery, refusal records, variants, filtering, probing,
+ * and the ABI 1.1 rules: table floors at load time, the registry's own
+ * version, version negotiation, residency, device names. */
+#include <dlfcn.h>
+#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +29,7 @@ START_TEST(test_loader_loads_good_plugin_and_describes_its_device)
     ck_assert_str_eq(p->family, "fakegood");
     ck_assert_str_eq(p->variant, "");
     ck_assert_str_eq(p->path, real);
-    ck_assert_uint_eq(p->abi_version, BP_ABI_VERSION_MAKE(1, 0));
+    ck_assert_uint_eq(p->abi_version, BP_ABI_VERSION);
     ck_assert_int_eq(p->score, 1);
     ck_assert_uint_eq(p->n_devices, 1);
     ck_assert_ptr_eq(bp_registry_by_name("fakegood"), p->reg);
@@ -40,7 +44,7 @@ START_TEST(test_loader_loads_good_plugin_and_describes_its_device)
     bp_device_memory(d, &fr, &total);
     ck_assert_uint_eq(fr, 1000);
     ck_assert_uint_eq(total, 2000);
-    struct bp_device_caps caps;
+    struct bp_device_caps caps = {.size = sizeof caps};
     bp_device_caps(d, &caps);
     ck_assert(caps.host_buffer);
     ck_assert(!caps.async);
@@ -100,7 +104,7 @@ START_TEST(test_loader_refuses_abi_major_mismatch)
     fresh(SAFE("abimajor") ":" SAFE("fakegood"), "abimajor,fakegood");
     assert_refused(SAFE("abimajor"), BP_PLUGIN_FAIL_ABI_MAJOR, "built for ABI 2.0");
     const struct bp_plugin_failure *f = failure_for(SAFE("abimajor"));
-    ck_assert_ptr_nonnull(strstr(f->reason, "this host speaks 1.0"));
+    ck_assert_ptr_nonnull(strstr(f->reason, "this host speaks 1." BP_STR(BP_ABI_MINOR)));
     ck_assert_str_eq(f->family, "abimajor");
     ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
     ck_assert_ptr_null(plugin_of("abimajor"));
@@ -232,7 +236,7 @@ START_TEST(test_loader_isolated_probe_passes_ordinary_refusals_on)
     fresh(SAFE("abimajor") ":" SAFE("initfail") ":" SAFE("fakegood"), "abimajor,initfail,fakegood");
     struct bp_load_options opts = {.isolate_probe = true};
     ck_assert_int_eq(bp_load_plugins(&opts), BP_OK);
-    assert_refused(SAFE("abimajor"), BP_PLUGIN_FAIL_ABI_MAJOR, "built for ABI 2.0, this host speaks 1.0");
+    assert_refused(SAFE("abimajor"), BP_PLUGIN_FAIL_ABI_MAJOR, "built for ABI 2.0, this host speaks 1." BP_STR(BP_ABI_MINOR));
     assert_refused(SAFE("initfail"), BP_PLUGIN_FAIL_INIT, "the fake device is unplugged");
     ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
     /* The probe ran init in the child; the parent ran it once more. */
@@ -318,7 +322,7 @@ START_TEST(test_loader_meta_family_loads_after_the_others)
     fresh(FAULT "/meta:" SAFE("fakegood"), NULL);
     size_t n = bp_device_count();
     ck_assert_uint_ge(n, 2);
-    ck_assert_str_eq(bp_device_name(bp_device_get(n - 1)), "fakemeta0");
+    ck_assert_str_eq(bp_device_name(bp_device_get(n - 1)), "metafake0");
     ck_assert_str_eq(bp_plugin_get(bp_plugin_count() - 1)->family, "meta");
     ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
 }
@@ -334,7 +338,7 @@ START_TEST(test_loader_failure_code_names_are_stable)
         {4, "MISSING_ENTRY"},     {5, "ABI_MAJOR"},          {6, "INIT"},
         {7, "DUPLICATE"},         {8, "FILTERED"},           {9, "CRASHED"},
         {10, "TIMEOUT"},          {11, "CANNOT_RUN"},        {12, "OUTSCORED"},
-        {13, "BAD_NAME"},         {14, "BAD_REGISTRY"},
+        {13, "BAD_NAME"},         {14, "BAD_REGISTRY"},         {15, "ABI_MINOR"},
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         ck_assert_str_eq(bp_plugin_failure_code_name(expect[i].code), expect[i].name);
@@ -377,6 +381,170 @@ START_TEST(test_loader_out_of_range_queries_fail_cleanly)
 }
 END_TEST
 
+#define TABLES(f) FAULT "/tables/libbackplane-" f ".so"
+#define NAMES(f) FAULT "/names/libbackplane-" f ".so"
+#define VERSIONS(f) FAULT "/versions/libbackplane-" f ".so"
+
+START_TEST(test_loader_refuses_device_table_of_size_zero_naming_the_field)
+{
+    fresh(TABLES("devsize0") ":" SAFE("fakegood"), "devsize0,fakegood");
+    assert_refused(TABLES("devsize0"), BP_PLUGIN_FAIL_BAD_REGISTRY,
+                   "device 0 (bp_device_iface) ends at byte 0, before its required field get_name");
+    ck_assert_ptr_null(plugin_of("devsize0"));
+    ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
+}
+END_TEST
+
+START_TEST(test_loader_probe_names_the_field_of_a_short_table_not_a_crash)
+{
+    /* The device table ends at a PROT_NONE page before get_type: a host
+     * read past it would kill the probe child and blame the plugin. */
+    fresh(TABLES("guardshort") ":" SAFE("fakegood"), "guardshort,fakegood");
+    struct bp_load_options opts = {.size = sizeof opts, .isolate_probe = true};
+    ck_assert_int_eq(bp_load_plugins(&opts), BP_OK);
+    assert_refused(TABLES("guardshort"), BP_PLUGIN_FAIL_BAD_REGISTRY,
+                   "ends at byte 24, before its required field get_type");
+    ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
+}
+END_TEST
+
+START_TEST(test_loader_refuses_registry_abi_version_differing_from_its_symbol)
+{
+    fresh(TABLES("regabi") ":" SAFE("fakegood"), "regabi,fakegood");
+    assert_refused(TABLES("regabi"), BP_PLUGIN_FAIL_ABI_MAJOR,
+                   "its registry says ABI 2.0 but its bp_plugin_abi_version() says 1." BP_STR(BP_ABI_MINOR));
+    ck_assert_ptr_null(plugin_of("regabi"));
+}
+END_TEST
+
+START_TEST(test_loader_version_pairs_old_current_and_newer_plugins)
+{
+    fresh(VERSIONS("verold") ":" VERSIONS("vercur") ":" VERSIONS("vernew") ":" VERSIONS("verneeds"),
+          "verold,vercur,vernew,verneeds");
+    /* N-1: built with the 1.0 headers' table sizes, it loads and works. */
+    const struct bp_plugin_info *old = plugin_of("verold");
+    ck_assert_ptr_nonnull(old);
+    ck_assert_uint_eq(old->abi_version, BP_ABI_VERSION_MAKE(1, 0));
+    struct bp_device *d = bp_device_by_name("verold0");
+    ck_assert_str_eq(bp_device_description(d), "fault-injection test plugin");
+    struct bp_buffer *buf = NULL;
+    ck_assert_int_eq(bp_buffer_alloc(bp_device_buffer_type(d), 16, &buf), BP_OK);
+    ck_assert_int_eq(bp_buffer_clear(buf, 1), BP_OK);
+    bp_buffer_free(buf);
+    /* N: needs this host's minor, and has it. */
+    ck_assert_ptr_nonnull(plugin_of("vercur"));
+    /* N+1 without a minimum: loads, its newer features unused. */
+    ck_assert_ptr_nonnull(plugin_of("vernew"));
+    ck_assert_uint_eq(plugin_of("vernew")->abi_version, BP_ABI_VERSION + 1);
+    /* N+1 needing an N+1 host: refused with both versions and the remedy. */
+    assert_refused(VERSIONS("verneeds"), BP_PLUGIN_FAIL_ABI_MINOR, NULL);
+    const struct bp_plugin_failure *f = failure_for(VERSIONS("verneeds"));
+    char want[96];
+    snprintf(want, sizeof want, "needs a host of ABI 1.%d or newer", BP_ABI_MINOR + 1);
+    ck_assert_msg(strstr(f->reason, want) != NULL, "reason: %s", f->reason);
+    snprintf(want, sizeof want, "this host speaks 1.%d", BP_ABI_MINOR);
+    ck_assert_msg(strstr(f->reason, want) != NULL, "reason: %s", f->reason);
+    ck_assert_ptr_nonnull(strstr(f->remedy, "Upgrade backplane"));
+    ck_assert_ptr_null(plugin_of("verneeds"));
+}
+END_TEST
+
+static char logged[512];
+__attribute__((format(printf, 3, 4)))
+static void capture_log(enum bp_log_level level, const char *who, const char *fmt, ...)
+{
+    (void)level;
+    (void)who;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(logged, sizeof logged, fmt, ap);
+    va_end(ap);
+}
+
+START_TEST(test_loader_plugin_side_check_refuses_an_older_host)
+{
+    /* What a plugin needing 1.1 does in init, for 1.0 hosts that do not
+     * read bp_plugin_min_host_version: hosts N-1, N and N+1. */
+    struct bp_host_services h = {.size = sizeof h, .log = capture_log};
+    struct bp_registry *out = (struct bp_registry *)&h;
+    h.abi_version = BP_ABI_VERSION_MAKE(1, 0);
+    logged[0] = '\0';
+    ck_assert_int_eq(bp_plugin_check_host_version(&h, "acme", 1, &out), BP_ERR_ABI);
+    ck_assert_ptr_null(out);
+    ck_assert_msg(strstr(logged, "host ABI 1.0 is older than the 1.1") != NULL, "logged: %s", logged);
+    h.abi_version = BP_ABI_VERSION_MAKE(1, 1);
+    ck_assert_int_eq(bp_plugin_check_host_version(&h, "acme", 1, &out), BP_OK);
+    h.abi_version = BP_ABI_VERSION_MAKE(1, 2);
+    ck_assert_int_eq(bp_plugin_check_host_version(&h, "acme", 1, &out), BP_OK);
+    h.abi_version = BP_ABI_VERSION_MAKE(2, 1);
+    ck_assert_int_eq(bp_plugin_check_host_version(&h, "acme", 1, &out), BP_ERR_ABI);
+}
+END_TEST
+
+START_TEST(test_loader_plugin_stays_resident_after_unload_and_reloads)
+{
+    fresh(SAFE("fakegood"), "fakegood");
+    init_count_fn count =
+        (init_count_fn)bp_device_proc_address(bp_device_by_name("fakegood0"), "bp_fault_init_count");
+    ck_assert_ptr_nonnull(count);
+    ck_assert_int_eq(count(), 1);
+    bp_unload();
+    /* Still mapped: dlopen finds it without loading, and its code runs
+     * (its shutdown reset the counter). */
+    void *h = dlopen(SAFE("fakegood"), RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_msg(h != NULL, "the plugin was unmapped by bp_unload");
+    dlclose(h);
+    ck_assert_int_eq(count(), 0);
+    /* A re-load calls init again on the same mapping. */
+    struct bp_device *d = bp_device_by_name("fakegood0");
+    ck_assert_ptr_nonnull(d);
+    ck_assert_ptr_eq(bp_device_proc_address(d, "bp_fault_init_count"), (void *)count);
+    ck_assert_int_eq(count(), 1);
+}
+END_TEST
+
+START_TEST(test_loader_refused_plugin_whose_init_succeeded_stays_resident)
+{
+    /* Init succeeded, then the registry was refused: it may own threads. */
+    fresh(SAFE("mismatch"), "mismatch");
+    ck_assert_int_eq(bp_load_plugins(NULL), BP_OK);
+    assert_refused(SAFE("mismatch"), BP_PLUGIN_FAIL_BAD_REGISTRY, NULL);
+    void *h = dlopen(SAFE("mismatch"), RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_msg(h != NULL, "a plugin whose init succeeded was unmapped");
+    dlclose(h);
+    /* Refused before init: unmapped at once. */
+    fresh(SAFE("abimajor"), "abimajor");
+    ck_assert_int_eq(bp_load_plugins(NULL), BP_OK);
+    ck_assert_ptr_null(dlopen(SAFE("abimajor"), RTLD_NOW | RTLD_NOLOAD));
+}
+END_TEST
+
+START_TEST(test_loader_lists_a_device_not_named_after_its_family_under_the_family)
+{
+    /* acme loads first and names its device "cpu": it must not take the
+     * real CPU's name. */
+    fresh(NAMES("acme"), "acme,cpu");
+    struct bp_device *acme = bp_device_by_name("acme:cpu");
+    ck_assert_ptr_nonnull(acme);
+    ck_assert_str_eq(bp_device_name(acme), "acme:cpu");
+    struct bp_device *cpu = bp_device_by_name("cpu");
+    ck_assert_ptr_nonnull(cpu);
+    ck_assert_ptr_ne(cpu, acme);
+    ck_assert_ptr_eq(cpu->reg, bp_registry_by_name("cpu"));
+}
+END_TEST
+
+START_TEST(test_loader_refuses_a_plugin_repeating_a_device_name)
+{
+    fresh(NAMES("dupdev") ":" SAFE("fakegood"), "dupdev,fakegood");
+    assert_refused(NAMES("dupdev"), BP_PLUGIN_FAIL_DUPLICATE,
+                   "its device 1 is named 'dupdev0', which another of its devices already has");
+    ck_assert_ptr_null(bp_device_by_name("dupdev0"));
+    ck_assert_ptr_nonnull(bp_device_by_name("fakegood0"));
+}
+END_TEST
+
+
 static Suite *loader_suite(void)
 {
     Suite *s = suite_create("loader");
@@ -407,6 +575,15 @@ static Suite *loader_suite(void)
     tcase_add_test(tc, test_loader_failure_code_names_are_stable);
     tcase_add_test(tc, test_loader_host_services_show_devices_loaded_so_far);
     tcase_add_test(tc, test_loader_out_of_range_queries_fail_cleanly);
+    tcase_add_test(tc, test_loader_refuses_device_table_of_size_zero_naming_the_field);
+    tcase_add_test(tc, test_loader_probe_names_the_field_of_a_short_table_not_a_crash);
+    tcase_add_test(tc, test_loader_refuses_registry_abi_version_differing_from_its_symbol);
+    tcase_add_test(tc, test_loader_version_pairs_old_current_and_newer_plugins);
+    tcase_add_test(tc, test_loader_plugin_side_check_refuses_an_older_host);
+    tcase_add_test(tc, test_loader_plugin_stays_resident_after_unload_and_reloads);
+    tcase_add_test(tc, test_loader_refused_plugin_whose_init_succeeded_stays_resident);
+    tcase_add_test(tc, test_loader_lists_a_device_not_named_after_its_family_under_the_family);
+    tcase_add_test(tc, test_loader_refuses_a_plugin_repeating_a_device_name);
     suite_add_tcase(s, tc);
     return s;
 }

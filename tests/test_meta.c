@@ -114,7 +114,7 @@ START_TEST(test_meta_butterfly_sums_row_parallel_matmul_on_2_to_6_devices)
             ck_assert_msg(yv[mm * N + nn] == want, "n=%zu y[%d,%d] = %g, want %g", n, nn, mm,
                           (double)yv[mm * N + nn], (double)want);
         }
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     ck_assert_int_eq(bp_meta_backend_stats(be, &st), BP_OK);
     ck_assert_uint_eq(st.reductions, 1);
     bp_backend_free(be);
@@ -337,7 +337,7 @@ START_TEST(test_meta_merges_two_partial_branches_into_one_reduction)
         for (int k = 0; k < K; k++) want += a[nn * K + k] * u[k] + b[nn * K + k] * v[k];
         ck_assert_msg(yv[nn] == want, "y[%d] = %g, want %g", nn, (double)yv[nn], (double)want);
     }
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     ck_assert_int_eq(bp_meta_backend_stats(be, &st), BP_OK);
     ck_assert_uint_eq(st.reductions, 1);
     ck_assert_uint_eq(st.merged, 1);

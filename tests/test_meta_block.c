@@ -243,7 +243,7 @@ static void check_meta(size_t n, const float *ratios, int fused, int layer)
     ck_assert_msg(bp_meta_device_new(subs, n, ratios, bp_meta_rules_split_fn, (void *)tab, &meta) == BP_OK,
                   "%s", bp_last_error());
     ck_assert_int_eq(bp_device_type(meta), BP_DEVICE_TYPE_META);
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     float *got = run_block(meta, layer, fused, &st);
     double e = nmse(got, ref, D * T);
     ck_assert_msg(e < tol, "meta over %zu cpu devices%s%s, %s weights: NMSE %g against the cpu device", n,
@@ -390,7 +390,7 @@ START_TEST(test_meta_block_mixed_cpu_vulkan_matches_cpu)
     struct bp_device *meta = NULL;
     ck_assert_msg(bp_meta_device_new(subs, 2, NULL, bp_meta_rules_split_fn, (void *)&table, &meta) == BP_OK,
                   "%s", bp_last_error());
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     float *got = run_block(meta, 0, false, &st);
     double e = nmse(got, ref, D * T);
     /* two devices with their own kernels: float rounding differs, a wrong

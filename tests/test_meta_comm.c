@@ -79,7 +79,7 @@ START_TEST(test_meta_uses_registry_allreduce_and_falls_back_per_call)
 
     float ref[N * M], got[N * M];
     matmul_on(bp_device_by_name("cpu"), 1, ref, NULL);
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     matmul_on(meta, 3, got, &st);
     ck_assert_int_eq(memcmp(ref, got, sizeof ref), 0);
 
@@ -107,7 +107,7 @@ START_TEST(test_meta_over_mixed_registries_uses_the_butterfly)
     struct bp_device *meta = NULL;
     ck_assert_int_eq(bp_meta_device_new(subs, 2, NULL, split_rows, NULL, &meta), BP_OK);
     float got[N * M];
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     matmul_on(meta, 2, got, &st);
     counts(&init1, &calls1, &d1, &s1, &f1);
     ck_assert_uint_eq(init1, init0);

@@ -35,7 +35,7 @@ static struct bp_tensor *t4(enum bp_type type, int64_t a, int64_t b, int64_t c, 
 static int build_all(struct bp_tensor **out)
 {
     int n = 0;
-    struct bp_tensor *w = t4(BP_TYPE_Q4_0, 64, 24, 2, 1), *x = t4(BP_TYPE_F32, 64, 5, 6, 3);
+    struct bp_tensor *w = t4(BP_TYPE_Q4_0, 64, 24, 2, 2), *x = t4(BP_TYPE_F32, 64, 5, 6, 4);
     out[n++] = bp_mul_mat(ctx, w, x);
     struct bp_tensor *tab = t4(BP_TYPE_F16, 16, 40, 1, 1), *ids = t4(BP_TYPE_I32, 7, 1, 1, 1);
     out[n++] = bp_get_rows(ctx, tab, ids);
@@ -91,6 +91,10 @@ static void m_dst_dim1(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->n
 static void m_src0_dim0(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[0].ne[0] += 1; }
 static void m_src1_dim0(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[1].ne[0] += 1; }
 static void m_src1_dim2(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[1].ne[2] = 5; }
+/* X and the result agree on a batch dim that W's does not divide: only the
+ * divisibility rule of MUL_MAT's broadcast can refuse it. */
+static void m_batch2(struct bp_tensor *t, struct bp_tensor *s) { s[1].ne[2] = t->ne[2] = 5; }
+static void m_batch3(struct bp_tensor *t, struct bp_tensor *s) { s[1].ne[3] = t->ne[3] = 3; }
 static void m_src1_dim1(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[1].ne[1] += 1; }
 static void m_src1_rows(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[1].ne[1] = 1; }
 static void m_src2_dim0(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[2].ne[0] += 1; }
@@ -114,6 +118,8 @@ static void m_bad_op(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op 
 static const struct mutation mutations[] = {
     { BP_OP_MUL_MAT, "K of W differs from K of X", m_src0_dim0 },
     { BP_OP_MUL_MAT, "X batch not a multiple of W's", m_src1_dim2 },
+    { BP_OP_MUL_MAT, "X dim 2 (with the result's) not a multiple of W's", m_batch2 },
+    { BP_OP_MUL_MAT, "X dim 3 (with the result's) not a multiple of W's", m_batch3 },
     { BP_OP_MUL_MAT, "result rows not N", m_dst_dim },
     { BP_OP_MUL_MAT, "result not F32", m_dst_type },
     { BP_OP_MUL_MAT, "no X", m_no_src1 },

@@ -1,7 +1,8 @@
 /*
  * test_run_cli.c — `backplane run` end to end: a built-in model saved as
  * GGUF and run from the file gives the same tokens, --dump-logits writes one
- * row per evaluated position, and a bad file is one sentence and exit 1.
+ * row per evaluated position, a bad file is one sentence and exit 1, and
+ * BACKPLANE_PROFILE=1 prints each graph's op table.
  */
 #include <check.h>
 #include <stdio.h>
@@ -81,6 +82,71 @@ START_TEST(test_run_cli_bad_file_is_one_sentence_and_exit_1)
 }
 END_TEST
 
+/* The op rows of the table after the heading that starts with head: the
+ * nodes of op, and the sums of the ms/graph and share columns. */
+static void profile_table(const char *out, const char *head, const char *op, double *nodes,
+                          double *ms, double *share, double *graph_ms)
+{
+    const char *h = strstr(out, head);
+    ck_assert_msg(h != NULL, "no '%s' in:\n%s", head, out);
+    const char *per = strstr(h, " ms per graph");
+    ck_assert_ptr_nonnull(per);
+    while (per > h && per[-1] != ' ') per--;
+    *graph_ms = atof(per);
+    *nodes = -1;
+    *ms = *share = 0;
+    const char *l = strchr(strchr(h, '\n') + 1, '\n') + 1;   /* past the column names */
+    char name[64];
+    double n, t, sh;
+    int rows = 0;
+    /* Op rows, and MUL_MAT's "converting x" row, which is part of its time. */
+    for (; l && l[0] == ' ' && l[1] == ' '; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (!strncmp(l, "    converting x", 16)) continue;
+        ck_assert_msg(sscanf(l, " %63s %lf %lf %lf%%", name, &n, &t, &sh) == 4, "bad row: %.80s", l);
+        if (!strcmp(name, op)) *nodes = n;
+        *ms += t;
+        *share += sh;
+        rows++;
+    }
+    ck_assert_int_ge(rows, 8);
+}
+
+START_TEST(test_run_cli_profile_names_the_ops_and_sums_within_the_graph)
+{
+    char out[16384];
+    /* builtin:test: 2 layers of 7 MUL_MATs, and the output projection. */
+    ck_assert_msg(run("BACKPLANE_PROFILE=1 " CLI " run --device cpu --model builtin:test "
+                      "--weight-type q8_0 --prompt-len 4 --n-gen 3 --threads 2", out, sizeof out) == 0,
+                  "%s", out);
+    const struct { const char *head; } graphs[2] = { { "profile: prefill of 4 tokens, 1 graph," },
+                                                     { "profile: decode steps, 2 graphs," } };
+    for (int i = 0; i < 2; i++) {
+        double nodes, ms, share, graph_ms;
+        profile_table(out, graphs[i].head, "MUL_MAT", &nodes, &ms, &share, &graph_ms);
+        ck_assert_msg(nodes == 15, "%s: %g MUL_MAT nodes, want 15:\n%s", graphs[i].head, nodes, out);
+        /* Rounded to 0.001 ms and 0.1 % per row, 10 rows at most. */
+        ck_assert_msg(ms <= graph_ms + 0.01 && share <= 100.5,
+                      "%s: the ops sum to %g ms (%g %%) of a %g ms graph:\n%s", graphs[i].head, ms,
+                      share, graph_ms, out);
+        ck_assert_ptr_nonnull(strstr(strstr(out, graphs[i].head), "FLASH_ATTN_EXT"));
+    }
+}
+END_TEST
+
+START_TEST(test_run_cli_prefill_runs_report_warm_and_keep_the_tokens)
+{
+    char a[16384], b[16384];
+    ck_assert_msg(run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
+                      "--n-gen 4 --json", a, sizeof a) == 0, "%s", a);
+    ck_assert_msg(run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
+                      "--n-gen 4 --json --prefill-runs 3", b, sizeof b) == 0, "%s", b);
+    ck_assert_ptr_null(strstr(a, "prefill_warm_tokens_per_s"));
+    ck_assert_ptr_nonnull(strstr(b, "\"prefill_warm_tokens_per_s\""));
+    ck_assert_str_eq(tokens_of(a), tokens_of(b));
+    ck_assert_int_eq(run(CLI " run --prefill-runs 0", a, sizeof a), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run_cli");
@@ -88,6 +154,8 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_run_cli_saved_gguf_gives_same_tokens_as_builtin);
     tcase_add_test(tc, test_run_cli_bad_file_is_one_sentence_and_exit_1);
+    tcase_add_test(tc, test_run_cli_profile_names_the_ops_and_sums_within_the_graph);
+    tcase_add_test(tc, test_run_cli_prefill_runs_report_warm_and_keep_the_tokens);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_set_fork_status(r, CK_NOFORK);

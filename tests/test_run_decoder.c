@@ -506,6 +506,57 @@ START_TEST(test_run_decode_steps_reuse_one_plan_without_allocating)
 }
 END_TEST
 
+/* A prefill planned at load time (n_prefill) is the one the first prompt
+ * runs, and a second prompt of the same shape after a reset reuses it: no
+ * graph built and nothing allocated after the session is made, and the
+ * logits of a session without the hint, to the bit. */
+START_TEST(test_run_prefill_planned_at_load_is_reused_and_computes_the_same)
+{
+    struct bp_run_model *m = builtin(BP_TYPE_Q8_0, false);
+    struct bp_run_session *s, *plain;
+    char err[512];
+    const int64_t V = m->hp.n_vocab;
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    struct bp_device *cpu = bp_device_by_name("cpu");
+    ck_assert_int_eq(bp_run_session_new(m, cpu, &(struct bp_run_session_options){
+                                            .n_ctx = 32, .n_prefill = N_PROMPT }, &s, err, sizeof err),
+                     BP_OK);
+    ck_assert_int_eq(bp_run_session_new(m, cpu, &(struct bp_run_session_options){ .n_ctx = 32 },
+                                        &plain, err, sizeof err), BP_OK);
+    struct bp_run_session_stats st0, st1, sp;
+    bp_run_session_get_stats(s, &st0);
+    bp_run_session_get_stats(plain, &sp);
+    ck_assert_uint_eq(st0.graphs_built, 1);
+    ck_assert_uint_eq(sp.graphs_built, 0);
+    ck_assert_uint_eq(st0.buffers_allocated, sp.buffers_allocated + 1);  /* the prefill's */
+    for (int round = 0; round < 2; round++) {
+        bp_run_session_reset(s);
+        ck_assert_int_eq(bp_run_session_eval(s, tokens, N_PROMPT, false, a, err, sizeof err), BP_OK);
+        bp_run_session_reset(plain);
+        ck_assert_int_eq(bp_run_session_eval(plain, tokens, N_PROMPT, false, b, err, sizeof err), BP_OK);
+        ck_assert_msg(!memcmp(a, b, (size_t)V * sizeof *a), "round %d: the planned prefill's "
+                      "logits differ", round);
+    }
+    bp_run_session_get_stats(s, &st1);
+    ck_assert_uint_eq(st1.graphs_built, st0.graphs_built);
+    ck_assert_uint_eq(st1.buffers_allocated, st0.buffers_allocated);
+    /* Another shape (all positions) plans anew. */
+    bp_run_session_reset(s);
+    float *all = malloc((size_t)(N_PROMPT * V) * sizeof *all);
+    ck_assert_int_eq(bp_run_session_eval(s, tokens, N_PROMPT, true, all, err, sizeof err), BP_OK);
+    bp_run_session_get_stats(s, &st1);
+    ck_assert_uint_eq(st1.graphs_built, st0.graphs_built + 1);
+    ck_assert_msg(!memcmp(all + (N_PROMPT - 1) * V, b, (size_t)V * sizeof *b),
+                  "the last position of an all-positions prefill differs from a last-only one");
+    free(all);
+    free(a);
+    free(b);
+    bp_run_session_free(s);
+    bp_run_session_free(plain);
+    bp_run_model_free(m);
+}
+END_TEST
+
 /* Decoding past a capacity boundary (32) and across a reset gives the
  * logits of a plain forward pass over the same tokens. */
 START_TEST(test_run_decode_across_plan_capacities_and_reset_matches_reference)
@@ -572,6 +623,7 @@ int main(void)
     tcase_add_test(tc, test_run_split_table_keeps_gqa_groups_and_blocks_together);
     tcase_add_test(tc, test_run_decode_steps_reuse_one_plan_without_allocating);
     tcase_add_test(tc, test_run_decode_across_plan_capacities_and_reset_matches_reference);
+    tcase_add_test(tc, test_run_prefill_planned_at_load_is_reused_and_computes_the_same);
     tcase_add_test(tc, test_run_find_device_refuses_bad_meta_specs_with_a_sentence);
     tcase_add_test(tc, test_run_meta_over_two_cpus_matches_cpu);
     tcase_add_test(tc, test_run_meta_over_three_cpus_with_a_zero_slice_matches_cpu);

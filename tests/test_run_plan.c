@@ -25,8 +25,10 @@ static const enum bp_type types[] = {
     BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16, BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
 };
 static const char *device_name = "cpu";
+static int64_t offload_layers;   /* --offload-layers of the session and the plan */
 
-/* Plan, then run a session to its last position, and compare. */
+/* Plan, then run a session to its last position, and compare per device
+ * (the device and, when it is not a CPU, the cpu fallback). */
 static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx)
 {
     char err[512] = "";
@@ -36,13 +38,15 @@ static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx)
     struct bp_run_builtin_options bo = { .weight_type = t, .seed = 3 };
     ck_assert_msg(bp_run_model_builtin(model, &bo, &m, err, sizeof err) == BP_OK, "%s", err);
     struct bp_run_plan plan;
-    struct bp_run_plan_options po = { .n_ctx = n_ctx, .n_prompt = N_PROMPT };
+    struct bp_run_plan_options po = { .n_ctx = n_ctx, .n_prompt = N_PROMPT, .offload_layers = offload_layers };
     ck_assert_msg(bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK, "%s", err);
-    ck_assert_uint_eq(plan.n_devices, 1);
+    const bool cpu = bp_device_type(dev) == BP_DEVICE_TYPE_CPU;
+    ck_assert_uint_eq(plan.n_devices, cpu ? 1 : 2);
     ck_assert_int_eq(plan.n_ctx, n_ctx);
+    ck_assert_int_eq(plan.offload_layers, offload_layers && !cpu ? offload_layers : m->hp.n_layer);
 
     struct bp_run_session *s = NULL;
-    struct bp_run_session_options so = { .n_ctx = n_ctx };
+    struct bp_run_session_options so = { .n_ctx = n_ctx, .offload_layers = offload_layers };
     ck_assert_msg(bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK, "%s", err);
     float *logits = malloc((size_t)m->hp.n_vocab * sizeof *logits);
     int32_t tok[N_PROMPT];
@@ -52,22 +56,36 @@ static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx)
         int32_t next = bp_run_argmax(logits, m->hp.n_vocab);
         ck_assert_msg(bp_run_session_eval(s, &next, 1, false, logits, err, sizeof err) == BP_OK, "%s", err);
     }
-    /* Held now: weights, KV cache, every decode capacity; the prefill's
-     * buffer was freed after it. */
-    double real = (double)bp_run_session_device_bytes(s);
-    double planned = (double)(plan.d[0].weights + plan.d[0].kv_cache + plan.d[0].decode);
-    ck_assert_msg(real > 0 && planned >= 0.98 * real && planned <= 1.02 * real,
-                  "%s %s on %s: planned %.0f bytes, the session holds %.0f", model,
-                  bp_type_name(t), device_name, planned, real);
+    /* Held now on each device: weights, KV cache, every decode capacity and
+     * the prefill's plan (kept for the next prompt of the same shape). */
+    size_t weights = 0, kv_total = 0, prefill = 0;
+    for (size_t i = 0; i < plan.n_devices; i++) {
+        const struct bp_run_plan_device *d = &plan.d[i];
+        double real = (double)bp_run_session_total_device_bytes(s, d->dev);
+        double planned = (double)(d->weights + d->kv_cache + d->decode + d->prefill);
+        ck_assert_msg(planned == real || (real > 0 && planned >= 0.98 * real && planned <= 1.02 * real),
+                      "%s %s on %s (offload %d): planned %.0f bytes on %s, the session holds %.0f", model,
+                      bp_type_name(t), device_name, (int)offload_layers, planned, bp_device_name(d->dev), real);
+        ck_assert_uint_eq(d->peak, (size_t)planned);
+        weights += d->weights;
+        kv_total += d->kv_cache;
+        prefill += d->prefill;
+    }
     /* The plan's parts are each non-trivial and the KV cache is exactly
-     * 2 x layers x head_dim x n_ctx x kv_heads floats. */
+     * 2 x layers x head_dim x n_ctx x kv_heads floats, the first
+     * plan.offload_layers layers' share on the device. */
     const struct bp_run_hparams *hp = &m->hp;
-    size_t kv = 2 * (size_t)hp->n_layer * (size_t)hp->head_dim * (size_t)n_ctx * (size_t)hp->n_head_kv * 4;
-    ck_assert_msg(plan.d[0].kv_cache >= kv && plan.d[0].kv_cache <= kv + 4096 * (size_t)hp->n_layer,
-                  "KV %zu, expected %zu", plan.d[0].kv_cache, kv);
-    ck_assert_uint_ge(plan.d[0].weights, bp_run_model_weight_bytes(m));
-    ck_assert_uint_gt(plan.d[0].prefill, 0);
-    ck_assert_uint_ge(plan.d[0].peak, (size_t)planned);
+    size_t kv_layer = 2 * (size_t)hp->head_dim * (size_t)n_ctx * (size_t)hp->n_head_kv * 4;
+    size_t kv = kv_layer * (size_t)hp->n_layer, kv0 = kv_layer * (size_t)plan.offload_layers;
+    /* partial0 declines SET_ROWS, so choose_homes keeps every cache on the cpu. */
+    if (!strcmp(device_name, "partial0")) kv0 = 0;
+    ck_assert_msg(kv_total >= kv && kv_total <= kv + 4096 * (size_t)hp->n_layer, "KV %zu, expected %zu", kv_total, kv);
+    ck_assert_msg(plan.d[0].kv_cache >= kv0 && plan.d[0].kv_cache <= kv0 + (kv0 ? 4096 * (size_t)hp->n_layer : 0),
+                  "KV on %s %zu, expected %zu", device_name, plan.d[0].kv_cache, kv0);
+    ck_assert_uint_ge(weights, bp_run_model_weight_bytes(m));
+    if (offload_layers && !cpu) /* the embedding, output and layers past the first on the cpu */
+        ck_assert_uint_gt(plan.d[1].weights, plan.d[0].weights);
+    ck_assert_uint_gt(prefill, 0);
     free(logits);
     bp_run_session_free(s);
     bp_run_model_free(m);
@@ -132,18 +150,25 @@ START_TEST(test_run_refuses_before_allocating_when_the_plan_does_not_fit)
 }
 END_TEST
 
+/* Modes: none (cpu, builtin:test), "tiny", "vulkan" (vulkan0, cpu fallback),
+ * "partial" (the scheduler test plugin's partial0: a device with a cpu
+ * fallback on any machine), "partial-offload" / "vulkan-offload" (the same
+ * with --offload-layers 1). */
 int main(int argc, char **argv)
 {
     const int n_types = (int)(sizeof types / sizeof types[0]);
-    bool tiny = argc > 1 && !strcmp(argv[1], "tiny");
-    if (argc > 1 && !strcmp(argv[1], "vulkan")) {
-        struct bp_device *v = bp_device_count() ? bp_device_by_name("vulkan0") : NULL;
+    const char *mode = argc > 1 ? argv[1] : "";
+    bool tiny = !strcmp(mode, "tiny");
+    if (strstr(mode, "-offload")) offload_layers = 1;
+    if (!strncmp(mode, "vulkan", 6) || !strncmp(mode, "partial", 7)) {
+        device_name = mode[0] == 'v' ? "vulkan0" : "partial0";
+        struct bp_device *v = bp_device_count() ? bp_device_by_name(device_name) : NULL;
         if (!v) {
-            fprintf(stderr, "SKIP: no vulkan0 on this machine.\n");
+            fprintf(stderr, "SKIP: no %s on this machine.\n", device_name);
             return 77;
         }
-        device_name = "vulkan0";
-        setenv("CK_FORK", "no", 1); /* Vulkan is up in this process already */
+        /* Every plugin (Vulkan too) is up in this process already: no fork. */
+        setenv("CK_FORK", "no", 1);
     }
     Suite *s = suite_create("run_plan");
     TCase *tc = tcase_create("core");
@@ -156,7 +181,7 @@ int main(int argc, char **argv)
     } else {
         tcase_add_loop_test(tc, test_plan_matches_the_session_on_builtin_test, 0, n_types);
     }
-    if (argc <= 1) {
+    if (!*mode) {
         tcase_add_test(tc, test_plan_declines_a_meta_device);
         tcase_add_test(tc, test_run_refuses_before_allocating_when_the_plan_does_not_fit);
     }

@@ -85,6 +85,9 @@ struct bp_meta_stats {
     uint64_t comm_calls;      /* reductions handed to the registry's comm_allreduce_tensor */
     uint64_t comm_declined;   /* of those, declined (BP_ERR_UNSUPPORTED) and done by the butterfly */
 };
+static_assert(offsetof(struct bp_meta_stats, comm_declined) ==
+                  offsetof(struct bp_meta_stats, graphs) + 6 * sizeof(uint64_t),
+              "bp_meta_stats layout is frozen");
 
 /* ---- proc-address names on the "meta" registry ---- */
 
@@ -123,6 +126,22 @@ typedef bp_status (*bp_meta_get_stats_fn)(struct bp_backend *b, struct bp_meta_s
  * weight split 4 ways takes about a quarter of its size on each device. */
 #define BP_PROC_META_BUFFER_DEVICE_BYTES "bp_meta_buffer_device_bytes"
 typedef bp_status (*bp_meta_buffer_device_bytes_fn)(struct bp_buffer *buf, size_t *bytes);
+
+/* (1.1) The sub-devices of a meta device, in split order: *n gets their
+ * count and subs[0..min(cap, *n)) the devices (owned by their plugins).
+ * BP_ERR_INVALID_ARGUMENT when meta is not a meta device. */
+#define BP_PROC_META_DEVICE_SUB_DEVICES "bp_meta_device_sub_devices"
+typedef bp_status (*bp_meta_device_sub_devices_fn)(struct bp_device *meta, struct bp_device **subs,
+                                                   size_t cap, size_t *n);
+
+/* (1.1) Reads size bytes at offset of sub-device `device`'s own copy of a
+ * MIRRORED tensor t (or of a view of one), where an ordinary read returns
+ * sub-device 0's: every device computes a mirrored node itself, so this is
+ * how a caller (`backplane check`) proves each copy right. Any other split
+ * state is BP_ERR_INVALID_ARGUMENT: its bytes are not a copy of t. */
+#define BP_PROC_META_TENSOR_GET_COPY "bp_meta_tensor_get_copy"
+typedef bp_status (*bp_meta_tensor_get_copy_fn)(const struct bp_tensor *t, size_t device, void *dst,
+                                                size_t offset, size_t size);
 
 #ifdef __cplusplus
 }

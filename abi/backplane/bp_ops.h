@@ -30,8 +30,12 @@ enum bp_op {
     BP_OP_GET_ROWS = 1,
 
     /* MUL_MAT: src0 W [K, N, d2, d3] (any type), src1 X [K, M, e2, e3] (F)
-     * -> F32 [N, M, e2, e3], with e2 % d2 == 0 and e3 % d3 == 0 (W is
-     * broadcast over dims 2 and 3). dst[n, m] = sum_k W[k, n] * X[k, m]. */
+     * -> F32 [N, M, e2, e3]; e2 % d2 == 0 and e3 % d3 == 0 are required
+     * (a node that breaks them is malformed, see bp_op_shapes_ok).
+     * dst[n, m, i2, i3] = sum_k W[k, n, i2 / r2, i3 / r3] * X[k, m, i2, i3]
+     * with r2 = e2 / d2 and r3 = e3 / d3: each W matrix serves r2 (r3)
+     * consecutive batches of X — integer division, not i2 % d2 — as in ggml
+     * (grouped-query attention lays out kv heads so). */
     BP_OP_MUL_MAT = 2,
 
     /* ADD, MUL: src0 a [n0..n3] (F), src1 b with a.ne[i] % b.ne[i] == 0

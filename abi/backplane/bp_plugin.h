@@ -14,16 +14,28 @@
  *     CPU of the architecture: compile it without ISA flags.
  * BP_PLUGIN_DEFINE() below writes the first two in one line.
  *
- * Lifetime: a plugin stays resident once loaded. The host never dlclose()s a
- * plugin whose init succeeded; at process exit (or bp_unload) it calls the
- * registry's optional `shutdown`, which must join the plugin's threads and
- * free what it owns. A plugin whose init failed is dlclose()d at once, so init
- * must not leave threads running when it fails.
+ *   - bp_plugin_min_host_version (optional, 1.1): the oldest host ABI the
+ *     plugin works with (BP_PLUGIN_DEFINE_MIN_HOST); an older host refuses it
+ *     as ABI_MINOR before calling init.
+ *
+ * Lifetime: a plugin stays resident once its init succeeded: the host
+ * promotes it to RTLD_NODELETE, so its code, its static data and every
+ * string or table it returned stay mapped until the process ends, across
+ * bp_unload and a later re-load (which calls init again). At process exit
+ * (or bp_unload) the host calls the registry's optional `shutdown`, which
+ * must join the plugin's threads and free what it owns; a re-load after
+ * shutdown must work. A plugin whose init failed is dlclose()d at once, so
+ * init must not leave threads running when it fails.
  *
  * Interface tables: each begins with `size`, the sizeof the table as the
- * plugin compiled it. Fields are appended, never reordered or removed; the
- * host reads a field only when `size` covers it (BP_IFACE_HAS). Optional
- * fields may be NULL. All tables and examples use designated initialisers.
+ * plugin compiled it. Fields are appended, never reordered or removed. Every
+ * table must cover its required fields (marked "Required" below, the floor
+ * bp_iface_check.h checks): the host refuses a registry or device that does
+ * not, and fails the call that returned a short buffer, buffer type, backend
+ * or event table. Other fields are optional: they may be NULL or lie beyond
+ * `size`, and the host, the meta plugin and any plugin reading another's
+ * table read them only through BP_IFACE_GET (NULL when not covered).
+ * All tables and examples use designated initialisers.
  *
  * Errors: every fallible function returns a bp_status and, on failure, may
  * log one sentence through the host's log service. No function aborts the
@@ -51,7 +63,7 @@ extern "C" {
 /* ---- versions ---- */
 
 #define BP_ABI_MAJOR 1
-#define BP_ABI_MINOR 0
+#define BP_ABI_MINOR 1
 #define BP_ABI_VERSION_MAKE(major, minor) ((uint32_t)(((uint32_t)(major) << 16) | (uint32_t)(minor)))
 #define BP_ABI_VERSION BP_ABI_VERSION_MAKE(BP_ABI_MAJOR, BP_ABI_MINOR)
 #define BP_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
@@ -60,6 +72,14 @@ extern "C" {
 /* True when interface table `tbl` (pointer) was built with field `field`. */
 #define BP_IFACE_HAS(tbl, field) \
     ((tbl) != NULL && (tbl)->size >= offsetof(__typeof__(*(tbl)), field) + sizeof((tbl)->field))
+
+/* The one way to read an optional field of a table (possibly another
+ * plugin's): its value when the table is there and `size` covers it, else
+ * NULL. Never reads past `size`. */
+#define BP_IFACE_GET(tbl, field) (BP_IFACE_HAS(tbl, field) ? (tbl)->field : NULL)
+
+/* Byte offset of slot n of a table: `size`, then one pointer per field. */
+#define BP_IFACE_SLOT(n) ((size_t)(n) * sizeof(void *))
 
 struct bp_registry;
 struct bp_device;
@@ -89,35 +109,41 @@ enum bp_device_type {
 
 /* What a device can do beyond the required minimum. Filled by get_caps. */
 struct bp_device_caps {
-    size_t size;               /* sizeof as the caller compiled it */
+    size_t size;               /* sizeof as the caller compiled it; never written by the callee */
     bool async;                /* set/get/copy_tensor_async are real */
     bool host_buffer;          /* get_host_buffer_type returns pinned memory */
     bool events;               /* event_new/record/wait work */
     bool buffer_from_host_ptr; /* reserved: wrap application memory */
 };
 
+/* Strings and arrays a plugin returns (names, descriptions, feature lists)
+ * are the plugin's: they stay valid and unchanged until its registry's
+ * shutdown, and the host never frees them. A name returned for an object
+ * (backend, buffer type) lives as long as that object at least. */
+
 /* ---- buffer ---- */
 
 struct bp_buffer_iface {
     size_t size;
-    /* Free the buffer and everything it holds. */
+    /* Required. Free the buffer and everything it holds. */
     void (*free_buffer)(struct bp_buffer *buf);
-    /* Base address in the buffer's address space (may be a device address or
-     * an opaque non-NULL cookie); tensor->data = base + offset. */
+    /* Required. Base address in the buffer's address space (may be a device
+     * address or an opaque non-NULL cookie); tensor->data = base + offset. */
     void *(*get_base)(struct bp_buffer *buf);
     /* Optional: called when a tensor is placed in the buffer (views too). */
     bp_status (*init_tensor)(struct bp_buffer *buf, struct bp_tensor *t);
-    /* Copy size bytes from host memory to the tensor's bytes [offset, offset+size). */
+    /* Required. Copy size bytes from host memory to the tensor's bytes [offset, offset+size). */
     bp_status (*set_tensor)(struct bp_buffer *buf, struct bp_tensor *t, const void *src,
                             size_t offset, size_t size);
-    /* Copy the tensor's bytes [offset, offset+size) to host memory. */
+    /* Required. Copy the tensor's bytes [offset, offset+size) to host memory. */
     bp_status (*get_tensor)(struct bp_buffer *buf, const struct bp_tensor *t, void *dst,
                             size_t offset, size_t size);
     /* Optional: copy src (in any buffer) into dst (in this buffer); return
      * BP_ERR_UNSUPPORTED when it cannot and the host will stage through RAM. */
     bp_status (*copy_tensor)(struct bp_buffer *buf, const struct bp_tensor *src,
                              struct bp_tensor *dst);
-    /* Fill the whole buffer with a byte value. */
+    /* Optional: fill the whole buffer with a byte value; NULL makes
+     * bp_buffer_clear answer BP_ERR_UNSUPPORTED (meta writes zeros instead). */
     bp_status (*clear)(struct bp_buffer *buf, uint8_t value);
 };
 
@@ -132,16 +158,18 @@ struct bp_buffer {
 
 struct bp_buffer_type_iface {
     size_t size;
+    /* Required. */
     const char *(*get_name)(struct bp_buffer_type *buft);
-    /* Allocate a buffer of at least size bytes (size 0 is allowed). */
+    /* Required. Allocate a buffer of at least size bytes (size 0 is allowed). */
     bp_status (*alloc_buffer)(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out);
-    /* Alignment of tensor offsets in bytes (a power of two). */
+    /* Required. Alignment of tensor offsets in bytes (a power of two). */
     size_t (*get_alignment)(struct bp_buffer_type *buft);
     /* Optional: largest single buffer; NULL means unlimited. */
     size_t (*get_max_size)(struct bp_buffer_type *buft);
     /* Optional: bytes a tensor needs in this buffer type; NULL means bp_nbytes. */
     size_t (*get_alloc_size)(struct bp_buffer_type *buft, const struct bp_tensor *t);
-    /* True when tensor->data is a host address the CPU may dereference. */
+    /* Optional: true when tensor->data is a host address the CPU may
+     * dereference; NULL means false. */
     bool (*is_host)(struct bp_buffer_type *buft);
 };
 
@@ -155,8 +183,9 @@ struct bp_buffer_type {
 
 struct bp_event_iface {
     size_t size;
+    /* Required. */
     void (*free)(struct bp_event *ev);
-    /* Block until the work recorded before the event has finished. */
+    /* Required. Block until the work recorded before the event has finished. */
     bp_status (*synchronize)(struct bp_event *ev);
 };
 
@@ -170,7 +199,9 @@ struct bp_event {
 
 struct bp_backend_iface {
     size_t size;
+    /* Optional: NULL shows the device's name. */
     const char *(*get_name)(struct bp_backend *b);
+    /* Required. */
     void (*free)(struct bp_backend *b);
     /* Optional async transfers, ordered on this stream; NULL means the host
      * uses the buffer's synchronous set/get after synchronize. */
@@ -181,11 +212,13 @@ struct bp_backend_iface {
     /* Optional: copy between tensors; return BP_ERR_UNSUPPORTED to decline. */
     bp_status (*copy_tensor_async)(struct bp_backend *src_b, struct bp_backend *dst_b,
                                    const struct bp_tensor *src, struct bp_tensor *dst);
-    /* Wait for everything queued on this stream. */
+    /* Optional: wait for everything queued on this stream; NULL means
+     * graph_compute and the transfers finish before they return. */
     bp_status (*synchronize)(struct bp_backend *b);
-    /* Compute every node of the graph, in order. May return before the work
-     * finishes on async devices; synchronize waits. A node the device cannot
-     * compute gives BP_ERR_UNSUPPORTED and a log line naming op and tensor. */
+    /* Required. Compute every node of the graph, in order. May return before
+     * the work finishes on async devices; synchronize waits. A node the
+     * device cannot compute gives BP_ERR_UNSUPPORTED and a log line naming op
+     * and tensor. */
     bp_status (*graph_compute)(struct bp_backend *b, struct bp_graph *g);
     /* Optional events. */
     bp_status (*event_record)(struct bp_backend *b, struct bp_event *ev);
@@ -202,21 +235,28 @@ struct bp_backend {
 
 struct bp_device_iface {
     size_t size;
-    /* Short unique name: "cpu", "vulkan0", "cuda1". */
+    /* Required. Short name, unique among all loaded devices and starting with
+     * the plugin's family: "cpu", "vulkan0", "cuda1" (see the README). */
     const char *(*get_name)(struct bp_device *dev);
-    /* Human description: the CPU or GPU model. */
+    /* Optional: human description, the CPU or GPU model; NULL shows "". */
     const char *(*get_description)(struct bp_device *dev);
+    /* Required. */
     enum bp_device_type (*get_type)(struct bp_device *dev);
+    /* Optional: NULL reports 0 and 0. */
     void (*get_memory)(struct bp_device *dev, size_t *free, size_t *total);
+    /* Optional: NULL means no caps. Write only the fields caps->size covers
+     * (BP_IFACE_HAS(caps, field)) and never caps->size itself. */
     void (*get_caps)(struct bp_device *dev, struct bp_device_caps *caps);
-    /* Create a stream. params: NULL or "key=value;..." (plugin-defined). */
+    /* Required. Create a stream. params: NULL or "key=value;..." (plugin-defined). */
     bp_status (*init_backend)(struct bp_device *dev, const char *params, struct bp_backend **out);
+    /* Required. */
     struct bp_buffer_type *(*get_buffer_type)(struct bp_device *dev);
     /* Optional: pinned host memory for fast staging. */
     struct bp_buffer_type *(*get_host_buffer_type)(struct bp_device *dev);
-    /* True when graph_compute can compute this node (its op, types, shapes). */
+    /* Required. True when graph_compute can compute this node (its op, types, shapes). */
     bool (*supports_op)(struct bp_device *dev, const struct bp_tensor *node);
-    /* True when this device's backends can read tensors in buffers of buft. */
+    /* Optional: true when this device's backends can read tensors in buffers
+     * of buft; NULL means only buffer types whose `device` is this device. */
     bool (*supports_buft)(struct bp_device *dev, struct bp_buffer_type *buft);
     /* Optional events. */
     bp_status (*event_new)(struct bp_device *dev, struct bp_event **out);
@@ -232,9 +272,11 @@ struct bp_device {
 
 struct bp_registry_iface {
     size_t size;
-    /* The family name ("cpu"); must match the file name's family. */
+    /* Required. The family name ("cpu"); must match the file name's family. */
     const char *(*get_name)(struct bp_registry *reg);
+    /* Required. */
     size_t (*get_device_count)(struct bp_registry *reg);
+    /* Required. Devices live until shutdown. */
     struct bp_device *(*get_device)(struct bp_registry *reg, size_t index);
     /* Optional features by name (BP_PROC_*); NULL means "not supported". */
     void *(*get_proc_address)(struct bp_registry *reg, const char *name);
@@ -244,10 +286,30 @@ struct bp_registry_iface {
 
 struct bp_registry {
     const struct bp_registry_iface *iface;
-    uint32_t abi_version;      /* BP_ABI_VERSION the plugin was built with */
+    uint32_t abi_version;      /* BP_ABI_VERSION the plugin was built with; must equal
+                                * what bp_plugin_abi_version returns */
     const char *variant;       /* "avx2", "scalar" or NULL */
     void *context;
 };
+
+/* An accidental reorder or insertion fails the build: the last field of
+ * every table stays in its slot (size is slot 0). */
+static_assert(offsetof(struct bp_buffer_iface, clear) == BP_IFACE_SLOT(7),
+              "bp_buffer_iface layout is frozen");
+static_assert(offsetof(struct bp_buffer_type_iface, is_host) == BP_IFACE_SLOT(6),
+              "bp_buffer_type_iface layout is frozen");
+static_assert(offsetof(struct bp_event_iface, synchronize) == BP_IFACE_SLOT(2),
+              "bp_event_iface layout is frozen");
+static_assert(offsetof(struct bp_backend_iface, event_wait) == BP_IFACE_SLOT(9),
+              "bp_backend_iface layout is frozen");
+static_assert(offsetof(struct bp_device_iface, event_new) == BP_IFACE_SLOT(11),
+              "bp_device_iface layout is frozen");
+static_assert(offsetof(struct bp_registry_iface, shutdown) == BP_IFACE_SLOT(5),
+              "bp_registry_iface layout is frozen");
+static_assert(offsetof(struct bp_device_caps, buffer_from_host_ptr) == sizeof(size_t) + 3,
+              "bp_device_caps layout is frozen");
+static_assert(offsetof(struct bp_registry, context) == 3 * sizeof(void *),
+              "bp_registry layout is frozen");
 
 /* ---- host services: everything a plugin may ask of the host ---- */
 
@@ -266,6 +328,8 @@ struct bp_host_services {
     /* Further services by name, Redis-module style; NULL when absent. */
     void *(*get_proc_address)(const char *name);
 };
+static_assert(offsetof(struct bp_host_services, get_proc_address) == BP_IFACE_SLOT(7),
+              "bp_host_services layout is frozen");
 
 /* The checks every plugin's init makes first, against a host it cannot
  * trust to be ours: out is writable (*out = NULL from here on), the host
@@ -285,6 +349,28 @@ static inline bp_status bp_plugin_check_host(const struct bp_host_services *host
             host->log(BP_LOG_ERROR, family,
                       "host ABI major %u differs from the plugin's %u; rebuild the plugin.",
                       (unsigned)BP_ABI_VERSION_MAJOR(host->abi_version), (unsigned)BP_ABI_MAJOR);
+        return BP_ERR_ABI;
+    }
+    return BP_OK;
+}
+
+/* bp_plugin_check_host, then (1.1) the host's minor: a plugin that needs
+ * host features of ABI 1.<min_minor> refuses an older host with one
+ * sentence (BP_ERR_ABI). Hosts of 1.1 and later already refuse such a
+ * plugin before init when it exports BP_PLUGIN_DEFINE_MIN_HOST; this check
+ * covers 1.0 hosts, which do not read that symbol. */
+static inline bp_status bp_plugin_check_host_version(const struct bp_host_services *host,
+                                                     const char *family, uint32_t min_minor,
+                                                     struct bp_registry **out)
+{
+    bp_status st = bp_plugin_check_host(host, family, out);
+    if (st != BP_OK) return st;
+    if (BP_ABI_VERSION_MINOR(host->abi_version) < min_minor) {
+        host->log(BP_LOG_ERROR, family,
+                  "host ABI %u.%u is older than the %u.%u this plugin needs; upgrade backplane.",
+                  (unsigned)BP_ABI_VERSION_MAJOR(host->abi_version),
+                  (unsigned)BP_ABI_VERSION_MINOR(host->abi_version), (unsigned)BP_ABI_MAJOR,
+                  (unsigned)min_minor);
         return BP_ERR_ABI;
     }
     return BP_OK;
@@ -323,6 +409,18 @@ typedef int (*bp_plugin_score_fn)(void);
 /* BP_PLUGIN_DEFINE_SCORE(my_score) exports the variant score `int my_score(void)`. */
 #define BP_PLUGIN_DEFINE_SCORE(score_fn) \
     BP_PLUGIN_EXPORT int bp_plugin_score(void) { return score_fn(); }
+
+/* Optional (1.1): the oldest host ABI version the plugin works with, e.g.
+ * BP_PLUGIN_DEFINE_MIN_HOST(1) for "needs a 1.1 host". A host older than that
+ * refuses the plugin as ABI_MINOR (both versions in the reason) without
+ * calling init. Without it the plugin loads in every 1.x host. */
+#define BP_PLUGIN_MIN_HOST_SYMBOL "bp_plugin_min_host_version"
+typedef uint32_t (*bp_plugin_min_host_version_fn)(void);
+#define BP_PLUGIN_DEFINE_MIN_HOST(min_minor)                                  \
+    BP_PLUGIN_EXPORT uint32_t bp_plugin_min_host_version(void)                \
+    {                                                                         \
+        return BP_ABI_VERSION_MAKE(BP_ABI_MAJOR, min_minor);                  \
+    }
 
 /* ---- optional features: proc-address names, typedefs and contracts ----
  * A name is an ABI symbol: when a signature changes the name gets a _v2
@@ -372,4 +470,8 @@ typedef struct bp_buffer_type *(*bp_weight_buffer_type_fn)(struct bp_device *dev
 #ifdef __cplusplus
 }
 #endif
+
+/* The required-field floor of every table (uses the definitions above). */
+#include "bp_iface_check.h"
+
 #endif /* BP_PLUGIN_H */

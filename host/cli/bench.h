@@ -24,6 +24,9 @@ struct bench_opts {
     int64_t footprint_mb;    /* --footprint-mb F: distinct weights cycled through */
     bool vs_scalar;          /* --vs-scalar: also time the cpu scalar variant */
     bool json;               /* --json */
+    const char *models[8];   /* tokenize: --model PATH|builtin:NAME, repeatable */
+    int n_models;
+    const char *text_file;   /* tokenize: --file F (default: built-in prose, 1 MB) */
 };
 
 struct bench_mode {
@@ -34,6 +37,9 @@ struct bench_mode {
 
 int bench_mul_mat(const struct bench_opts *o);
 int bench_block(const struct bench_opts *o);
+int bench_sched(const struct bench_opts *o);
+int bench_allreduce(const struct bench_opts *o);
+int bench_tokenize(const struct bench_opts *o);
 
 /* The streaming-read bandwidth probe: a buffer of `bytes` allocated and
  * written once, then read by n threads, each its own contiguous slice (the

@@ -172,7 +172,7 @@ int bench_block(const struct bench_opts *o)
     snprintf(p_ref, sizeof p_ref, "n_threads=%d", threads);
     snprintf(p_meta, sizeof p_meta, "n_threads=%d", threads / 2 > 0 ? threads / 2 : 1);
     float *ref = malloc(BD * sizeof *ref), *got = malloc(BD * sizeof *got);
-    struct bp_meta_stats st;
+    struct bp_meta_stats st = {.size = sizeof st};
     memset(&st, 0, sizeof st);
     double t_ref = ref ? time_on(dev, p_ref, layers, ty, reps, ref, NULL) : -1;
     double t_meta = got ? time_on(meta, p_meta, layers, ty, reps, got, &st) : -1;

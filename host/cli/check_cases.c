@@ -6,24 +6,14 @@
  * their tails, and every op gets at least one non-contiguous input because
  * plugins that assume packed tensors are the commonest bug.
  *
- * Input layouts (low nibbles of `variant`): how a logical shape is laid out.
+ * Input layouts (low nibbles of `variant`, check_harness.h): how a logical
+ * shape is laid out.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check_harness.h"
-
-enum layout {
-    LAYOUT_CONTIGUOUS = 0,
-    LAYOUT_PERMUTED = 1,      /* dims 0 and 1 swapped: rows not packed */
-    LAYOUT_STRIDED_VIEW = 2,  /* rows packed, row stride padded, non-zero offset */
-    LAYOUT_ROWS_PERMUTED = 3, /* dims 1 and 2 swapped: rows packed, outer order permuted */
-};
-
-#define LAYOUT0(v) ((v) & 0xf)
-#define LAYOUT1(v) (((v) >> 4) & 0xf)
-#define WITH_MASK 0x100
 
 /* An input of logical shape ne laid out as `layout` (a view of a leaf). */
 static struct bp_tensor *in_layout(struct check_builder *b, const char *name, enum bp_type type,
@@ -350,6 +340,12 @@ static const struct check_template templates[] = {
     MM(F32 | F16 | BF16, BP_TYPE_F32, 1, 3, 1, 1, 1, 4, 1, 1, 0, "w[1,3] x[1,4]"),
     MM(F32 | F16 | BF16, BP_TYPE_F32, 32, 8, 2, 1, 32, 4, 6, 2, 0,
        "w[32,8,2] x[32,4,6,2] broadcast"),
+    /* W's own dim 3 > 1 with X's a multiple of it: batch i3 of X reads W at
+     * i3 / (e3 / d3), which a device using i3 % d3 gets wrong (bp_ops.h). */
+    MM(F32 | F16 | BF16, BP_TYPE_F32, 17, 5, 1, 3, 17, 3, 2, 6, 0,
+       "w[17,5,1,3] x[17,3,2,6] broadcast dim 3"),
+    MM(F32 | F16, BP_TYPE_F32, 32, 8, 2, 2, 32, 4, 6, 4, PERM(0, LAYOUT_ROWS_PERMUTED),
+       "w[32,8,2,2] x[32,4,6,4] rows permuted broadcast dims 2 and 3"),
     MM(F32 | F16 | BF16, BP_TYPE_F32, 33, 17, 1, 1, 33, 5, 3, 1, PERM(0, LAYOUT_ROWS_PERMUTED),
        "w[33,17] x[33,5,3] rows permuted"),
     MM(F32 | F16 | BF16, BP_TYPE_F32, 16, 9, 1, 1, 16, 7, 1, 1, PERM(0, LAYOUT_PERMUTED),
@@ -368,6 +364,7 @@ static const struct check_template templates[] = {
     MM(QUANT_ALL, BP_TYPE_F32, 512, 17, 1, 1, 512, 33, 1, 1, 0, "w[512,17] x[512,33]"),
     MM(QUANT_ALL, BP_TYPE_F32, 768, 5, 1, 1, 768, 3, 1, 1, 0, "w[768,5] x[768,3]"),
     MM(QUANT_ALL, BP_TYPE_F32, 256, 9, 2, 1, 256, 5, 4, 3, 0, "w[256,9,2] x[256,5,4,3] broadcast"),
+    MM(QUANT_32, BP_TYPE_F32, 64, 9, 1, 2, 64, 3, 3, 4, 0, "w[64,9,1,2] x[64,3,3,4] broadcast dim 3"),
     MM(QUANT_ALL, BP_TYPE_F32, 256, 33, 1, 1, 256, 4, 3, 1, PERM(0, LAYOUT_ROWS_PERMUTED),
        "w[256,33] x[256,4,3] rows permuted"),
     MM(QUANT_32, BP_TYPE_F32, 96, 17, 1, 1, 96, 7, 1, 1, 0, "w[96,17] x[96,7]"),

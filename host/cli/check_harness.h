@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <backplane/backplane.h>
+#include <backplane/bp_meta.h>
 
 /* How an input leaf is filled before compute. */
 enum check_fill {
@@ -22,6 +23,19 @@ enum check_fill {
 };
 
 #define CHECK_MAX_INPUTS 8
+
+/* How a case lays out an input of a logical shape (a view of a leaf); the
+ * low nibbles of check_case.variant hold it for the first two inputs. */
+enum layout {
+    LAYOUT_CONTIGUOUS = 0,
+    LAYOUT_PERMUTED = 1,      /* dims 0 and 1 swapped: rows not packed */
+    LAYOUT_STRIDED_VIEW = 2,  /* rows packed, row stride padded, non-zero offset */
+    LAYOUT_ROWS_PERMUTED = 3, /* dims 1 and 2 swapped: rows packed, outer order permuted */
+};
+
+#define LAYOUT0(v) ((v) & 0xf)
+#define LAYOUT1(v) (((v) >> 4) & 0xf)
+#define WITH_MASK 0x100
 
 struct check_input {
     struct bp_tensor *t;
@@ -88,12 +102,30 @@ struct check_output {
     size_t  n;
     char    problem[256]; /* "" or a sentence: compute error, out-of-bounds write, ... */
     bool    unsupported;  /* the device declines a node (problem names it) */
+    /* On a meta device whose output is MIRRORED: every sub-device's own copy
+     * (copies[0] is values), so a broken sub-device cannot hide behind
+     * sub-device 0. n_copies is 0 otherwise. */
+    float  *copies[BP_META_MAX_DEVICES];
+    size_t  n_copies;
+    bool    split;        /* the case ran with its inputs split (check_split.c) */
+};
+
+/* How a case runs on a meta device; other devices ignore it. */
+enum check_meta_mode {
+    CHECK_MIRRORED, /* every leaf MIRRORED: each sub-device computes the whole graph */
+    CHECK_SPLIT,    /* leaves split by check_split_fn: each sub-device computes a slice */
 };
 
 /* Computes case c on dev in its own backend and buffer, guard bytes around
- * every tensor. Fills out (values freed by check_output_free). */
+ * every tensor. Fills out (values and copies freed by check_output_free). */
 void check_run_case(const struct check_case *c, size_t case_index, struct bp_device *dev,
-                    struct check_output *out);
+                    enum check_meta_mode mode, struct check_output *out);
+
+/* check_split.c: whether case c has a split that routes work to every
+ * sub-device of a meta device, and the split-state callback (user = c)
+ * that applies it. */
+bool check_case_splits(const struct check_case *c);
+int check_split_fn(void *user, const struct bp_tensor *t, struct bp_meta_split *out);
 void check_output_free(struct check_output *out);
 
 /* The cases of dev's custom ops (BP_PROC_CUSTOM_OPS of its registry): a heap
@@ -125,5 +157,10 @@ void check_compare(const struct check_case *c, const struct check_output *ref,
 
 #define CHECK_GUARD_BYTES 64
 #define CHECK_GUARD_PATTERN 0xA5
+
+/* check_sched.c — `check --sched D[,cpu]`: the decoder graphs of builtin:test
+ * through the scheduler over D and the cpu, against the cpu alone. Prints
+ * (or writes JSON) and returns the CLI exit status. */
+int check_sched(const char *spec, bool json);
 
 #endif /* BP_CLI_CHECK_H */

@@ -15,7 +15,7 @@ static const char *const status_words[] = {"pass", "fail", "unsupported"};
 
 struct report_case {
     struct bp_device *dev;
-    char op[40], type[12], type2[12], desc[96], message[300];
+    char op[40], type[12], type2[12], desc[112], message[300];
     const char *shape_class;
     int status;
     double nmse, threshold;
@@ -68,7 +68,7 @@ struct check_report *check_report_open(const char *path)
 }
 
 void check_report_add(struct check_report *r, struct bp_device *dev, const struct check_case *c,
-                      int status, double nmse, double threshold, const char *message)
+                      bool split, int status, double nmse, double threshold, const char *message)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 256;
@@ -83,7 +83,7 @@ void check_report_add(struct check_report *r, struct bp_device *dev, const struc
     snprintf(k->op, sizeof k->op, "%s", check_case_op_label(c));
     snprintf(k->type, sizeof k->type, "%s", bp_type_name(c->type));
     snprintf(k->type2, sizeof k->type2, "%s", bp_type_name(c->type2));
-    snprintf(k->desc, sizeof k->desc, "%s", c->desc);
+    snprintf(k->desc, sizeof k->desc, "%s%s", c->desc, split ? " [split]" : "");
     snprintf(k->message, sizeof k->message, "%s", message ? message : "");
     k->shape_class = shape_class(c->desc);
     k->status = status;

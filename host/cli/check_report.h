@@ -14,9 +14,10 @@ struct check_report;
 /* Opens path for writing (so a bad path fails before the long run); NULL
  * after printing a sentence. */
 struct check_report *check_report_open(const char *path);
-/* One case's result; status 0 pass, 1 fail, 2 unsupported. Copies what it keeps. */
+/* One case's result; status 0 pass, 1 fail, 2 unsupported; split: a meta
+ * device's split pass (its case reads "<desc> [split]"). Copies what it keeps. */
 void check_report_add(struct check_report *r, struct bp_device *dev, const struct check_case *c,
-                      int status, double nmse, double threshold, const char *message);
+                      bool split, int status, double nmse, double threshold, const char *message);
 /* Runs the invariance checks on each device, writes the file and frees r.
  * Returns false when an invariance check failed or the file could not be
  * written (a sentence says which). */

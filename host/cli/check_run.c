@@ -19,28 +19,9 @@ static const char *tname(const struct bp_tensor *t)
     return t->name[0] ? t->name : "(unnamed)";
 }
 
-/* The output in logical order as f32, whatever its strides. */
-static float *read_values(const struct bp_tensor *t, size_t *n_out, struct check_output *out)
+/* t's bytes (raw, laid out by t's strides) as f32 in logical order. */
+static void to_f32(const struct bp_tensor *t, const unsigned char *raw, float *v)
 {
-    size_t nbytes = bp_nbytes(t);
-    size_t n = (size_t)bp_nelements(t);
-    unsigned char *raw = malloc(nbytes ? nbytes : 1);
-    float *v = malloc((n ? n : 1) * sizeof *v);
-    if (!raw || !v) {
-        problem(out, "%s%s", "out of host memory reading the output", "");
-        goto fail;
-    }
-    if (bp_tensor_get(t, raw, 0, nbytes) != BP_OK) {
-        problem(out, "reading the output failed: %s%s", bp_last_error(), "");
-        goto fail;
-    }
-    /* Two runs that both compute nothing would agree perfectly: an output
-     * still holding the guard pattern everywhere was never written. */
-    if (!t->view_src && nbytes > 0) {
-        size_t j = 0;
-        while (j < nbytes && raw[j] == CHECK_GUARD_PATTERN) j++;
-        if (j == nbytes) problem(out, "left its output tensor '%s' unwritten%s", tname(t), "");
-    }
     size_t k = 0;
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
@@ -58,13 +39,61 @@ static float *read_values(const struct bp_tensor *t, size_t *n_out, struct check
                     }
                     k++;
                 }
+}
+
+/* The output as f32: as the device gives it (copy < 0), or sub-device
+ * copy's own copy of a mirrored output of a meta device. */
+static float *read_values(const struct bp_tensor *t, int copy, struct check_output *out)
+{
+    size_t nbytes = bp_nbytes(t);
+    size_t n = (size_t)bp_nelements(t);
+    unsigned char *raw = malloc(nbytes ? nbytes : 1);
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    if (!raw || !v) {
+        problem(out, "%s%s", "out of host memory reading the output", "");
+        goto fail;
+    }
+    bp_status st = copy < 0 ? bp_tensor_get(t, raw, 0, nbytes)
+                            : bp_meta_tensor_get_copy(t, (size_t)copy, raw, 0, nbytes);
+    if (st != BP_OK) {
+        problem(out, "reading the output failed: %s%s", bp_last_error(), "");
+        goto fail;
+    }
+    /* Two runs that both compute nothing would agree perfectly: an output
+     * still holding the guard pattern everywhere was never written. */
+    if (!t->view_src && nbytes > 0) {
+        size_t j = 0;
+        while (j < nbytes && raw[j] == CHECK_GUARD_PATTERN) j++;
+        char who[48] = "";
+        if (copy >= 0) snprintf(who, sizeof who, " (sub-device %d's copy)", copy);
+        if (j == nbytes) problem(out, "left its output tensor '%s' unwritten%s", tname(t), who);
+    }
+    to_f32(t, raw, v);
     free(raw);
-    *n_out = n;
     return v;
 fail:
     free(raw);
     free(v);
     return NULL;
+}
+
+/* On a meta device, every sub-device's copy of a MIRRORED output: a split
+ * output is gathered from all of them already. */
+static void read_copies(struct bp_device *dev, const struct bp_tensor *t, struct check_output *out)
+{
+    int32_t state = -1;
+    size_t n_sub = 0;
+    if (bp_device_type(dev) != BP_DEVICE_TYPE_META || !out->values ||
+        bp_meta_tensor_split(t, &state, NULL) != BP_OK || state != BP_META_SPLIT_MIRRORED ||
+        bp_meta_device_sub_devices(dev, NULL, 0, &n_sub) != BP_OK || n_sub > BP_META_MAX_DEVICES)
+        return;
+    out->copies[0] = out->values;
+    out->n_copies = 1;
+    for (size_t d = 1; d < n_sub; d++) {
+        out->copies[d] = read_values(t, (int)d, out);
+        if (!out->copies[d]) return;
+        out->n_copies = d + 1;
+    }
 }
 
 /* Bytes a tensor owns in its buffer (the buffer type may pad it). */
@@ -165,7 +194,8 @@ static bool buffer_is_host(struct bp_buffer *buf)
 /* Computes c on dev's backend, or, when reference is given, by calling it
  * on the tensors in dev's (host-memory) buffer. */
 static void run_case(const struct check_case *c, size_t case_index, struct bp_device *dev,
-                     bp_custom_op_reference_fn reference, struct check_output *out)
+                     enum check_meta_mode mode, bp_custom_op_reference_fn reference,
+                     struct check_output *out)
 {
     memset(out, 0, sizeof *out);
     struct check_builder b;
@@ -185,6 +215,15 @@ static void run_case(const struct check_case *c, size_t case_index, struct bp_de
         problem(out, "the device declines %s (tensor '%s')", bp_op_name((enum bp_op)declined->op),
                 tname(declined));
         goto done;
+    }
+    /* The callback is asked when the leaves are placed (allocation below);
+     * the CLI owns the device, so there is no application callback to keep. */
+    if (mode == CHECK_SPLIT && bp_device_type(dev) == BP_DEVICE_TYPE_META) {
+        if (bp_meta_set_split_fn(dev, check_split_fn, (void *)c) != BP_OK) {
+            problem(out, "could not split the case's inputs: %s%s", bp_last_error(), "");
+            goto done;
+        }
+        out->split = true;
     }
     const struct bp_alloc_options opts = {.guard_bytes = CHECK_GUARD_BYTES};
     if (bp_context_alloc_tensors(b.ctx, bp_device_buffer_type(dev), &opts, &buf) != BP_OK) {
@@ -223,7 +262,12 @@ static void run_case(const struct check_case *c, size_t case_index, struct bp_de
         problem(out, "compute failed: %s%s", bp_last_error(), "");
         goto done;
     }
-    out->values = read_values(t, &out->n, out);
+    out->values = read_values(t, -1, out);
+    out->n = out->values ? (size_t)bp_nelements(t) : 0;
+    read_copies(dev, t, out);
+    int32_t state = -1;
+    if (out->split && bp_meta_tensor_split(t, &state, NULL) == BP_OK && state == BP_META_SPLIT_MIRRORED)
+        problem(out, "the split of the inputs did not reach the output '%s' (still MIRRORED)%s", tname(t), "");
     check_guards(b.ctx, buf, out);
     check_inputs_intact(&b, g, sent, out);
 done:
@@ -231,19 +275,20 @@ done:
     if (be) bp_backend_free(be);
     if (buf) bp_buffer_free(buf);
     check_case_release(&b, g);
+    if (out->split) bp_meta_set_split_fn(dev, NULL, NULL);
 }
 
 void check_run_case(const struct check_case *c, size_t case_index, struct bp_device *dev,
-                    struct check_output *out)
+                    enum check_meta_mode mode, struct check_output *out)
 {
-    run_case(c, case_index, dev, NULL, out);
+    run_case(c, case_index, dev, mode, NULL, out);
 }
 
 void check_run_custom_reference(const struct check_case *c, size_t case_index,
                                 struct bp_device *host_dev, struct check_output *out)
 {
     if (c->custom && c->custom->reference) {
-        run_case(c, case_index, host_dev, c->custom->reference, out);
+        run_case(c, case_index, host_dev, CHECK_MIRRORED, c->custom->reference, out);
         return;
     }
     memset(out, 0, sizeof *out);
@@ -253,7 +298,10 @@ void check_run_custom_reference(const struct check_case *c, size_t case_index,
 
 void check_output_free(struct check_output *out)
 {
+    for (size_t d = 1; d < out->n_copies; d++) free(out->copies[d]);
     free(out->values);
+    memset(out->copies, 0, sizeof out->copies);
+    out->n_copies = 0;
     out->values = NULL;
     out->n = 0;
 }

@@ -19,6 +19,7 @@ int cmd_check(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv); /* host/run/cmd_run.c */
+int cmd_tokenize(int argc, char **argv);
 
 /* Loads plugins with crash/hang isolation so one bad plugin is reported,
  * not fatal. Prints the error and returns false when loading failed. */

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <backplane/bp_meta.h>
+
 #include "cli.h"
 
 void cli_error(const char *fmt, ...)
@@ -41,6 +43,12 @@ struct bp_device *cli_find_device(const char *name)
 {
     struct bp_device *dev = bp_device_by_name(name);
     if (dev) return dev;
+    /* "meta:cpu,vulkan0": composed on the spot, as BACKPLANE_DEVICES would. */
+    if (!strncmp(name, "meta:", 5)) {
+        if (bp_meta_device_from_spec(name, &dev) == BP_OK) return dev;
+        cli_error("%s", bp_last_error());
+        return NULL;
+    }
     size_t n = bp_device_count();
     if (n == 0) {
         cli_error("there is no device named '%s', and no device is available at all; "

@@ -13,6 +13,10 @@
 static const struct bench_mode bench_modes[] = {
     { "mul_mat", "one MUL_MAT, weights of --type times an F32 activation", bench_mul_mat },
     { "block", "decode a token through -N decoder blocks: meta(2 x dev) vs dev", bench_block },
+    { "sched", "builtin:tiny: scheduler overhead on the cpu, half the layers offloaded", bench_sched },
+    { "allreduce", "under mpirun: a dist: device's all-reduce vs MPI_Allreduce", bench_allreduce },
+    { "tokenize", "tokenizer MB/s of each --model (GGUF or builtin:NAME) vs a UTF-8 scan",
+      bench_tokenize },
 };
 #define N_MODES (sizeof bench_modes / sizeof bench_modes[0])
 
@@ -37,7 +41,10 @@ static void help(void)
          "taken within a round and the median round is reported with the range.\n"
          "--scaling also times 1 thread in every round and reports N threads / 1,\n"
          "and N one-thread copies of the problem run at once: N threads / their\n"
-         "summed speed is what the code makes of the N CPUs the machine gives it now.");
+         "summed speed is what the code makes of the N CPUs the machine gives it now.\n\n"
+         "tokenize encodes --file F (default: 1 MB of mixed prose) with the tokenizer\n"
+         "of each --model (repeatable; default builtin:tiny) and reports MB/s against\n"
+         "a UTF-8 validation scan of the same bytes timed in the same rounds.");
 }
 
 static bool parse_i64(const char *s, int64_t lo, int64_t *out)
@@ -86,6 +93,8 @@ int cmd_bench(int argc, char **argv)
             return cli_usage_error("bench", "option %s needs a value", a);
         i++;
         if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--model") && o.n_models < 8) o.models[o.n_models++] = v;
+        else if (!strcmp(a, "--file")) o.text_file = v;
         else if (!strcmp(a, "--type")) {
             if (!parse_type(v, &o.type))
                 return cli_usage_error("bench", "--type %s is not a type name (f32, f16, bf16, "
@@ -101,7 +110,7 @@ int cmd_bench(int argc, char **argv)
         else
             return cli_usage_error("bench", "option %s %s is unknown or out of range", a, v);
     }
-    if (!cli_load())
+    if (mode->run != bench_tokenize && !cli_load())   /* the tokenizer needs no device */
         return CLI_EXIT_FAIL;
     return mode->run(&o);
 }

@@ -21,7 +21,8 @@ static void help(void)
 {
     puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n"
          "                       [--report FILE.json]\n"
-         "       backplane check --diff OLD.json NEW.json\n\n"
+         "       backplane check --diff OLD.json NEW.json\n"
+         "       backplane check --sched DEVICE[,cpu] [--json]\n\n"
          "Runs every op of the harness (each element type, odd sizes, broadcasts,\n"
          "non-contiguous inputs) on each selected device (default: every device)\n"
          "and compares the output with the CPU reference by normalised mean\n"
@@ -42,7 +43,10 @@ static void help(void)
          "                 of MUL_MAT (a failed invariance fails the check)\n"
          "  --diff OLD NEW compare two reports: print every regression (a case\n"
          "                 that passed and now fails, NMSE grown 10x, coverage\n"
-         "                 lost, an invariance lost); exits 1 on any");
+         "                 lost, an invariance lost); exits 1 on any\n"
+         "  --sched D,cpu  instead: the decoder graphs of builtin:test (several weight\n"
+         "                 types) through the scheduler over D with the cpu as\n"
+         "                 fallback, against the cpu alone, with where each ran");
 }
 
 enum case_status { CASE_PASS, CASE_FAIL, CASE_UNSUPPORTED };
@@ -61,6 +65,7 @@ struct options {
     bool verbose;
     const char *report_path, *diff_old, *diff_new;
     struct check_report *report;
+    const char *sched;    /* --sched: the scheduler check of check_sched.c */
 };
 
 static bool op_by_name(const char *name, enum bp_op *out)
@@ -125,6 +130,9 @@ static int parse(int argc, char **argv, struct options *o)
                                                          need == 1 ? "a file name" : "two report files");
             if (need == 1) o->report_path = argv[++i];
             else o->diff_old = argv[i + 1], o->diff_new = argv[i + 2], i += 2;
+        } else if (!strcmp(a, "--sched")) {
+            if (i + 1 >= argc || !*argv[i + 1]) return cli_usage_error("check", "'--sched' needs a device list.");
+            o->sched = argv[++i];
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
@@ -142,58 +150,128 @@ static int parse(int argc, char **argv, struct options *o)
 struct record {
     struct bp_device *dev;
     const struct check_case *c;
+    bool split;          /* the meta device's split pass of the case */
     enum case_status status;
     struct check_verdict v;
     char message[300];
 };
 
-/* One case on one device: the device first, so a declined op costs nothing.
- * A custom op's reference is its plugin's function, run on ref_dev's memory. */
-static void run_one(struct bp_device *dev, struct bp_device *ref_dev, const struct check_case *c,
-                    size_t ci, struct record *r)
+/* "sub-device 1 (badadd)", or "" for a device that is not meta. */
+static void sub_label(struct bp_device *dev, size_t d, char *buf, size_t cap)
 {
-    struct check_output out, ref;
-    memset(r, 0, sizeof *r);
-    r->dev = dev;
-    r->c = c;
-    r->v.threshold = check_case_threshold(c);
-    r->v.nmse = -1.0;
-    check_run_case(c, ci, dev, &out);
-    if (out.unsupported) {
-        r->status = CASE_UNSUPPORTED;
-        snprintf(r->message, sizeof r->message, "%s", out.problem);
-        check_output_free(&out);
+    struct bp_device *subs[BP_META_MAX_DEVICES];
+    size_t n = 0;
+    buf[0] = '\0';
+    if (bp_meta_device_sub_devices(dev, subs, BP_META_MAX_DEVICES, &n) == BP_OK && d < n &&
+        d < BP_META_MAX_DEVICES)
+        snprintf(buf, cap, "sub-device %zu (%s)", d, bp_device_name(subs[d]));
+}
+
+/* Every sub-device's name, "cpu, badadd", for a split that failed. */
+static void sub_list(struct bp_device *dev, char *buf, size_t cap)
+{
+    struct bp_device *subs[BP_META_MAX_DEVICES];
+    size_t n = 0, used = 0;
+    buf[0] = '\0';
+    if (bp_meta_device_sub_devices(dev, subs, BP_META_MAX_DEVICES, &n) != BP_OK) return;
+    for (size_t d = 0; d < n && d < BP_META_MAX_DEVICES && used < cap; d++) {
+        int w = snprintf(buf + used, cap - used, "%s%s", d ? ", " : "", bp_device_name(subs[d]));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+/* Judges out against ref. A meta device's output is judged copy by copy
+ * (each sub-device computes a MIRRORED node itself), so the failure names
+ * the sub-device; a split output, gathered from all, names them all. */
+static void judge(struct record *r, const char *ref_name, const struct check_output *ref,
+                  const struct check_output *out)
+{
+    const struct check_case *c = r->c;
+    if (ref->unsupported || ref->problem[0] || !ref->values) {
+        /* Without a reference there is nothing to judge the device by. */
+        r->status = ref->unsupported ? CASE_UNSUPPORTED : CASE_FAIL;
+        snprintf(r->message, sizeof r->message, "reference %s: %s", ref_name,
+                 ref->problem[0] ? ref->problem : "no output");
         return;
     }
-    if (c->custom) check_run_custom_reference(c, ci, ref_dev, &ref);
-    else check_run_case(c, ci, ref_dev, &ref);
-    if (ref.unsupported || ref.problem[0] || !ref.values) {
-        /* Without a reference there is nothing to judge the device by. */
-        r->status = ref.unsupported ? CASE_UNSUPPORTED : CASE_FAIL;
-        snprintf(r->message, sizeof r->message, "reference %s: %s",
-                 c->custom ? c->custom->name : bp_device_name(ref_dev),
-                 ref.problem[0] ? ref.problem : "no output");
-    } else if (!out.values) {
+    if (!out->values) {
         r->status = CASE_FAIL;
-        snprintf(r->message, sizeof r->message, "%s", out.problem[0] ? out.problem : "no output");
-    } else {
-        check_compare(c, &ref, &out, &r->v);
-        if (out.problem[0]) {
-            r->status = CASE_FAIL;
-            snprintf(r->message, sizeof r->message, "%s", out.problem);
+        snprintf(r->message, sizeof r->message, "%s", out->problem[0] ? out->problem : "no output");
+        return;
+    }
+    check_compare(c, ref, out, &r->v);
+    if (out->problem[0]) {
+        r->status = CASE_FAIL;
+        snprintf(r->message, sizeof r->message, "%s", out->problem);
+        return;
+    }
+    char who[160];
+    size_t bad = 0;
+    struct check_verdict cv = r->v;
+    for (size_t d = 1; cv.pass && d < out->n_copies; d++) {
+        struct check_output copy = *out;
+        copy.values = out->copies[d];
+        check_compare(c, ref, &copy, &cv);
+        bad = d;
+    }
+    if (!r->v.pass || !cv.pass) {
+        if (r->v.pass) r->v = cv;
+        else bad = 0;
+        r->status = CASE_FAIL;
+        if (out->n_copies > 1) {
+            sub_label(r->dev, bad, who, sizeof who);
+            snprintf(r->message, sizeof r->message, "%s computed it wrong: %s", who, r->v.message);
+        } else if (out->split) {
+            sub_list(r->dev, who, sizeof who);
+            snprintf(r->message, sizeof r->message, "split over %s: %s", who, r->v.message);
         } else {
-            r->status = r->v.pass ? CASE_PASS : CASE_FAIL;
             snprintf(r->message, sizeof r->message, "%s", r->v.message);
         }
+        return;
     }
-    check_output_free(&out);
+    r->status = CASE_PASS;
+    snprintf(r->message, sizeof r->message, "%s", r->v.message);
+}
+
+/* One case on one device: the device first, so a declined op costs nothing.
+ * A meta device runs it twice, mirrored then split (when the case has a
+ * split), against one reference. A custom op's reference is its plugin's
+ * function, run on ref_dev's memory. Returns the number of records filled. */
+static int run_one(struct bp_device *dev, struct bp_device *ref_dev, const struct check_case *c,
+                   size_t ci, struct record r[2])
+{
+    const bool meta = bp_device_type(dev) == BP_DEVICE_TYPE_META;
+    const int n_runs = meta && check_case_splits(c) ? 2 : 1;
+    struct check_output out[2], ref;
+    memset(&ref, 0, sizeof ref);
+    for (int k = 0; k < n_runs; k++) {
+        memset(&r[k], 0, sizeof r[k]);
+        r[k] = (struct record){.dev = dev, .c = c, .split = k == 1};
+        r[k].v.threshold = check_case_threshold(c);
+        r[k].v.nmse = -1.0;
+        check_run_case(c, ci, dev, k == 1 ? CHECK_SPLIT : CHECK_MIRRORED, &out[k]);
+    }
+    if (out[0].unsupported) {
+        for (int k = 0; k < n_runs; k++) {
+            r[k].status = CASE_UNSUPPORTED;
+            snprintf(r[k].message, sizeof r[k].message, "%s", out[0].problem);
+        }
+    } else {
+        if (c->custom) check_run_custom_reference(c, ci, ref_dev, &ref);
+        else check_run_case(c, ci, ref_dev, CHECK_MIRRORED, &ref);
+        const char *ref_name = c->custom ? c->custom->name : bp_device_name(ref_dev);
+        for (int k = 0; k < n_runs; k++) judge(&r[k], ref_name, &ref, &out[k]);
+    }
+    for (int k = 0; k < n_runs; k++) check_output_free(&out[k]);
     check_output_free(&ref);
+    return n_runs;
 }
 
 static void print_line(const struct record *r, bool verbose)
 {
-    printf("%-5s %-10s %-14s %-4s %s", status_word(r->status), bp_device_name(r->dev),
-           check_case_op_label(r->c), bp_type_name(r->c->type), r->c->desc);
+    printf("%-5s %-10s %-14s %-4s %s%s", status_word(r->status), bp_device_name(r->dev),
+           check_case_op_label(r->c), bp_type_name(r->c->type), r->c->desc, r->split ? " [split]" : "");
     if (r->v.nmse >= 0.0) printf("  nmse=%.2e", r->v.nmse);
     if (verbose && r->status == CASE_PASS)
         printf(" (limit %.0e, max |err| %.2e, reference rms %.3g)", r->v.threshold,
@@ -209,9 +287,10 @@ static void json_record(struct json_writer *w, const struct record *r)
     json_object_begin(w, NULL);
     json_string(w, "device", bp_device_name(r->dev));
     json_string(w, "op", bp_op_name(r->c->op));
-    if (r->c->custom) json_string(w, "custom_op", r->c->custom->name);
     json_string(w, "type", bp_type_name(r->c->type));
     json_string(w, "case", r->c->desc);
+    json_bool(w, "split", r->split);
+    if (r->c->custom) json_string(w, "custom_op", r->c->custom->name);
     json_string(w, "status", words[r->status]);
     if (r->v.nmse >= 0.0) json_double(w, "nmse", r->v.nmse);
     else json_null(w, "nmse");
@@ -228,14 +307,18 @@ static void run_and_report(struct bp_device *dev, struct bp_device *ref_dev,
                            const struct check_case *c, size_t ci, const struct options *o,
                            struct json_writer *w, struct tally *t)
 {
-    struct record r;
-    run_one(dev, ref_dev, c, ci, &r);
-    if (r.status == CASE_PASS) t->passed++;
-    else if (r.status == CASE_FAIL) t->failed++;
-    else t->unsupported++;
-    if (o->json) json_record(w, &r);
-    else print_line(&r, o->verbose);
-    if (o->report) check_report_add(o->report, dev, c, (int)r.status, r.v.nmse, r.v.threshold, r.message);
+    struct record r[2];
+    const int n = run_one(dev, ref_dev, c, ci, r);
+    for (int k = 0; k < n; k++) {
+        if (r[k].status == CASE_PASS) t->passed++;
+        else if (r[k].status == CASE_FAIL) t->failed++;
+        else t->unsupported++;
+        if (o->json) json_record(w, &r[k]);
+        else print_line(&r[k], o->verbose);
+        if (o->report)
+            check_report_add(o->report, dev, c, r[k].split, (int)r[k].status, r[k].v.nmse,
+                             r[k].v.threshold, r[k].message);
+    }
 }
 
 int cmd_check(int argc, char **argv)
@@ -245,6 +328,7 @@ int cmd_check(int argc, char **argv)
     if (rc >= 0) return rc;
     if (o.diff_old) return check_report_diff(o.diff_old, o.diff_new);
     if (!cli_load()) return CLI_EXIT_FAIL;
+    if (o.sched) return check_sched(o.sched, o.json);
 
     struct bp_device *ref_dev = bp_device_by_name("cpu");
     if (!ref_dev) {

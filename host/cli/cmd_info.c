@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <backplane/bp_dist.h>
+
 #include "check_harness.h"
 #include "cli.h"
 #include "identity_print.h"
@@ -20,6 +22,7 @@ static const char *const known_procs[] = {
     BP_PROC_COMM_INIT, BP_PROC_COMM_ALLREDUCE_TENSOR, BP_PROC_COMM_FREE,
     BP_PROC_SET_N_THREADS, BP_PROC_GET_FEATURES, BP_PROC_WEIGHT_BUFFER_TYPE, BP_PROC_CUSTOM_OPS,
     BP_PROC_DEVICE_IDENTITY,
+    BP_PROC_COMM_GET_UNIQUE_ID, BP_PROC_COMM_INIT_RANK,
 };
 #define N_PROCS (sizeof known_procs / sizeof known_procs[0])
 

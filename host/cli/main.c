@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"version", cmd_version, "print the library and ABI versions"},
     {"bench", cmd_bench, "benchmark an op on a device against references measured in the same run"},
     {"run", cmd_run, "run a Llama decoder (GGUF or built-in model) on a device"},
+    {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer"},
 };
 
 static void usage(FILE *f)

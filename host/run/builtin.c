@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +38,25 @@ static const struct builtin_config configs[] = {
                 .n_head_kv = 4, .head_dim = 64, .n_rot = 64, .n_ctx_train = 2048,
                 .rope_base = 10000.0f, .rms_eps = 1e-5f },
       true, "about 100 M parameters, for benchmarks" },
+    /* TinyLlama-1.1B's shape, the 1B class that llama.cpp is compared on. */
+    { "1b", { .n_vocab = 32000, .n_embd = 2048, .n_ff = 5632, .n_layer = 22, .n_head = 32,
+              .n_head_kv = 4, .head_dim = 64, .n_rot = 64, .n_ctx_train = 2048,
+              .rope_base = 10000.0f, .rms_eps = 1e-5f },
+      false, "1.1 G parameters in TinyLlama-1.1B's shape, untied output" },
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
 const char *const *bp_run_builtin_names(void)
 {
-    static const char *const names[] = { "test", "tiny", NULL };
+    static const char *const names[] = { "test", "tiny", "1b", NULL };
     return names;
+}
+
+int64_t bp_run_builtin_n_vocab(const char *name)
+{
+    for (size_t i = 0; i < N_CONFIGS; i++)
+        if (!strcmp(configs[i].name, name)) return configs[i].hp.n_vocab;
+    return 0;
 }
 
 /* splitmix64: tiny, seedable, good enough for weights. */
@@ -117,78 +130,107 @@ static int plan(const struct bp_run_hparams *hp, bool fused, bool tied, struct p
     return n;
 }
 
-/* The f32 values of one planned weight. A fused QKV weight is the rows of
- * the separate attn_q, attn_k and attn_v streams stacked, so both layouts
+/* Rows [r0, r1) of one planned weight in f32, drawn straight from their
+ * place in the weight's stream, so that any split of the rows among
+ * threads gives the same values. A fused QKV weight is the rows of the
+ * separate attn_q, attn_k and attn_v streams stacked, so both layouts
  * describe the same model. */
-static void generate(const struct bp_run_hparams *hp, uint64_t seed, const struct plan_entry *p,
-                     float *dst)
+static void generate_rows(const struct bp_run_hparams *hp, uint64_t seed, const struct plan_entry *p,
+                          int64_t r0, int64_t r1, float *dst)
 {
-    const int64_t n = p->ne[0] * p->ne[1];
+    const int64_t ne0 = p->ne[0], n = (r1 - r0) * ne0;
     if (p->is_norm) {
-        draw(dst, n, seed, p->name, 0, 1.0f, 0.1f);
+        draw(dst, n, seed, p->name, r0 * ne0, 1.0f, 0.1f);
         return;
     }
     if (!strcmp(p->name, "token_embd.weight")) {
-        draw(dst, n, seed, p->name, 0, 0.0f, 0.5f);
+        draw(dst, n, seed, p->name, r0 * ne0, 0.0f, 0.5f);
         return;
     }
-    const float amp = 1.0f / sqrtf((float)p->ne[0]) * 1.7f; /* unit-variance outputs */
+    const float amp = 1.0f / sqrtf((float)ne0) * 1.7f; /* unit-variance outputs */
     const char *fused = strstr(p->name, ".attn_qkv.");
     if (!fused) {
-        draw(dst, n, seed, p->name, 0, 0.0f, amp);
+        draw(dst, n, seed, p->name, r0 * ne0, 0.0f, amp);
         return;
     }
-    const int64_t E = hp->n_embd, Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
-    char base[BP_GGUF_MAX_NAME + 1], nm[2 * BP_GGUF_MAX_NAME];
-    snprintf(base, sizeof base, "%.*s", (int)(fused - p->name), p->name);
-    snprintf(nm, sizeof nm, "%s.attn_q.weight", base);
-    draw(dst, E * Dq, seed, nm, 0, 0.0f, amp);
-    snprintf(nm, sizeof nm, "%s.attn_k.weight", base);
-    draw(dst + E * Dq, E * Dkv, seed, nm, 0, 0.0f, amp);
-    snprintf(nm, sizeof nm, "%s.attn_v.weight", base);
-    draw(dst + E * (Dq + Dkv), E * Dkv, seed, nm, 0, 0.0f, amp);
+    const int64_t Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
+    const struct { const char *part; int64_t first, rows; } seg[3] = {
+        { "attn_q", 0, Dq }, { "attn_k", Dq, Dkv }, { "attn_v", Dq + Dkv, Dkv },
+    };
+    char nm[2 * BP_GGUF_MAX_NAME];
+    for (int i = 0; i < 3; i++) {
+        const int64_t a = r0 > seg[i].first ? r0 : seg[i].first;
+        const int64_t b = r1 < seg[i].first + seg[i].rows ? r1 : seg[i].first + seg[i].rows;
+        if (a >= b) continue;
+        snprintf(nm, sizeof nm, "%.*s.%s.weight", (int)(fused - p->name), p->name, seg[i].part);
+        draw(dst + (a - r0) * ne0, (b - a) * ne0, seed, nm, (a - seg[i].first) * ne0, 0.0f, amp);
+    }
 }
 
-/* bp_quantize over row ranges on all CPUs: the K-quant search costs far
- * more than drawing the values, and rows are independent. */
-struct qjob {
-    enum bp_type t;
-    const float *src;
-    uint8_t *dst;
-    int64_t r0, r1, n_per_row;
-    size_t written;
+/* Generation as jobs of a few rows of one weight, taken in order by every
+ * thread: drawing a billion values and the K-quant search are both far too
+ * slow on one core, and rows are independent (bp_quantize converts each
+ * row alone), so the bytes do not depend on the thread count. */
+#define GEN_JOB_ELEMENTS ((int64_t)1 << 18)
+#define GEN_MAX_THREADS 64
+
+struct gen_job {
+    int32_t w;
+    int64_t r0, r1;
 };
 
-static void *qrun(void *arg)
+struct gen {
+    const struct bp_run_hparams *hp;
+    uint64_t seed;
+    const struct plan_entry *pl;
+    struct bp_run_weight *weights;  /* data points at the output bytes */
+    const struct gen_job *jobs;
+    int64_t n_jobs;
+    _Atomic int64_t next;
+    _Atomic size_t done;            /* bytes written */
+    _Atomic int failed;             /* 1 + the index of a weight that failed to convert */
+};
+
+/* Takes jobs until none is left. The caller's thread passes opts to report
+ * progress after each of its jobs (the callback need not be thread-safe). */
+static void gen_work(struct gen *g, const struct bp_run_builtin_options *opts, size_t total)
 {
-    struct qjob *j = arg;
-    j->written = j->r1 > j->r0 ? bp_quantize(j->t, j->src + j->r0 * j->n_per_row,
-                                             j->dst + (size_t)j->r0 * bp_row_size(j->t, j->n_per_row),
-                                             j->r1 - j->r0, j->n_per_row) : 0;
+    float *tmp = malloc((size_t)GEN_JOB_ELEMENTS * sizeof *tmp);
+    if (!tmp) return;   /* the other threads take the jobs */
+    int64_t j;
+    while ((j = atomic_fetch_add(&g->next, 1)) < g->n_jobs) {
+        const struct gen_job *jb = &g->jobs[j];
+        const struct bp_run_weight *w = &g->weights[jb->w];
+        const size_t row = bp_row_size(w->type, w->ne[0]), bytes = (size_t)(jb->r1 - jb->r0) * row;
+        generate_rows(g->hp, g->seed, &g->pl[jb->w], jb->r0, jb->r1, tmp);
+        if (bp_quantize(w->type, tmp, (uint8_t *)w->data + (size_t)jb->r0 * row, jb->r1 - jb->r0,
+                        w->ne[0]) != bytes)
+            atomic_store(&g->failed, jb->w + 1);
+        const size_t done = atomic_fetch_add(&g->done, bytes) + bytes;
+        if (opts && opts->progress) opts->progress(opts->progress_user, done, total);
+    }
+    free(tmp);
+}
+
+static void *gen_thread(void *arg)
+{
+    gen_work(arg, NULL, 0);
     return NULL;
 }
 
-static size_t quantize_rows(enum bp_type t, const float *src, void *dst, int64_t nrows,
-                            int64_t n_per_row)
+/* Runs every job on n_threads threads, this one included. False when some
+ * job found no thread to run it (no memory for any thread's scratch). */
+static bool gen_run(struct gen *g, int n_threads, const struct bp_run_builtin_options *opts,
+                    size_t total)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = bp_type_is_quantized(t) && nrows >= 64 ? (int)(ncpu < 1 ? 1 : ncpu > 16 ? 16 : ncpu) : 1;
-    struct qjob jobs[16];
-    pthread_t th[16];
-    bool started[16] = {false};
-    for (int i = 0; i < n; i++) {
-        jobs[i] = (struct qjob){ .t = t, .src = src, .dst = dst, .n_per_row = n_per_row,
-                                 .r0 = nrows * i / n, .r1 = nrows * (i + 1) / n };
-        if (i > 0) started[i] = pthread_create(&th[i], NULL, qrun, &jobs[i]) == 0;
-    }
-    qrun(&jobs[0]);
-    size_t total = jobs[0].written;
-    for (int i = 1; i < n; i++) {
+    pthread_t th[GEN_MAX_THREADS];
+    bool started[GEN_MAX_THREADS] = {false};
+    for (int i = 1; i < n_threads; i++) started[i] = pthread_create(&th[i], NULL, gen_thread, g) == 0;
+    gen_work(g, opts, total);
+    for (int i = 1; i < n_threads; i++)
         if (started[i]) pthread_join(th[i], NULL);
-        else qrun(&jobs[i]); /* no thread to be had: do it here */
-        total += jobs[i].written;
-    }
-    return total;
+    /* A job taken is a job done: its thread has been joined. */
+    return atomic_load(&g->next) >= g->n_jobs;
 }
 
 bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_options *opts,
@@ -200,7 +242,7 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
         if (!strcmp(configs[i].name, name)) cfg = &configs[i];
     if (!cfg) {
         snprintf(err, cap, "there is no built-in model '%s'; the built-in models are "
-                 "builtin:test and builtin:tiny.", name);
+                 "builtin:test, builtin:tiny and builtin:1b.", name);
         return BP_ERR_NOT_FOUND;
     }
     const struct bp_run_builtin_options dflt = { .weight_type = BP_TYPE_F32, .seed = 1 };
@@ -221,25 +263,29 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     struct plan_entry *pl = calloc((size_t)n, sizeof *pl);
     struct bp_run_model *m = calloc(1, sizeof *m);
     bp_status s = BP_ERR_OUT_OF_MEMORY;
-    float *tmp = NULL;
+    struct gen_job *jobs = NULL;
     if (!pl || !m) goto out;
     plan(hp, opts->fused_qkv, cfg->tied, pl);
     m->hp = *hp;
     snprintf(m->name, sizeof m->name, "builtin:%s", name);
     m->weights = calloc((size_t)n, sizeof *m->weights);
     if (!m->weights) goto out;
-    size_t total = 0, biggest = 0;
+    size_t total = 0;
     for (int i = 0; i < n; i++) {
         const enum bp_type t = pl[i].is_norm ? BP_TYPE_F32 : wt;
-        size_t sz = bp_row_size(t, pl[i].ne[0]) * (size_t)pl[i].ne[1];
-        total += (sz + 63) & ~(size_t)63;
-        size_t el = (size_t)(pl[i].ne[0] * pl[i].ne[1]);
-        if (el > biggest) biggest = el;
+        total += (bp_row_size(t, pl[i].ne[0]) * (size_t)pl[i].ne[1] + 63) & ~(size_t)63;
     }
     m->owned = malloc(total);
-    tmp = malloc(biggest * sizeof *tmp);
-    if (!m->owned || !tmp) goto out;
+    if (!m->owned) goto out;
+    int64_t n_jobs = 0;
+    for (int i = 0; i < n; i++) {
+        const int64_t per = GEN_JOB_ELEMENTS / pl[i].ne[0] > 0 ? GEN_JOB_ELEMENTS / pl[i].ne[0] : 1;
+        n_jobs += (pl[i].ne[1] + per - 1) / per;
+    }
+    jobs = malloc((size_t)n_jobs * sizeof *jobs);
+    if (!jobs) goto out;
     size_t off = 0;
+    n_jobs = 0;
     for (int i = 0; i < n; i++) {
         struct bp_run_weight *w = &m->weights[i];
         const enum bp_type t = pl[i].is_norm ? BP_TYPE_F32 : wt;
@@ -248,24 +294,35 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
         w->n_dims = pl[i].n_dims;
         memcpy(w->ne, pl[i].ne, sizeof w->ne);
         w->size = bp_row_size(t, pl[i].ne[0]) * (size_t)pl[i].ne[1];
-        uint8_t *dst = (uint8_t *)m->owned + off;
-        generate(hp, opts->seed, &pl[i], tmp);
-        if (quantize_rows(t, tmp, dst, pl[i].ne[1], pl[i].ne[0]) != w->size) {
-            snprintf(err, cap, "converting builtin weights to %s failed: %s", bp_type_name(t),
-                     bp_last_error());
-            s = BP_ERR_INTERNAL;
-            goto out;
-        }
-        w->data = dst;
+        w->data = (uint8_t *)m->owned + off;
         off += (w->size + 63) & ~(size_t)63;
-        if (opts->progress) opts->progress(opts->progress_user, off, total);
+        const int64_t per = GEN_JOB_ELEMENTS / pl[i].ne[0] > 0 ? GEN_JOB_ELEMENTS / pl[i].ne[0] : 1;
+        for (int64_t r = 0; r < pl[i].ne[1]; r += per)
+            jobs[n_jobs++] = (struct gen_job){ .w = i, .r0 = r,
+                                               .r1 = r + per < pl[i].ne[1] ? r + per : pl[i].ne[1] };
+    }
+    struct gen g = { .hp = hp, .seed = opts->seed, .pl = pl, .weights = m->weights, .jobs = jobs,
+                     .n_jobs = n_jobs };
+    atomic_init(&g.next, 0);
+    atomic_init(&g.done, 0);
+    atomic_init(&g.failed, 0);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = opts->n_threads > 0 ? opts->n_threads : ncpu > 0 ? (int)ncpu : 1;
+    if (nth > GEN_MAX_THREADS) nth = GEN_MAX_THREADS;
+    if (!gen_run(&g, nth, opts, total)) goto out;
+    if (atomic_load(&g.failed)) {
+        const int i = atomic_load(&g.failed) - 1;
+        snprintf(err, cap, "converting builtin weight '%s' to %s failed: %s", pl[i].name,
+                 bp_type_name(m->weights[i].type), bp_last_error());
+        s = BP_ERR_INTERNAL;
+        goto out;
     }
     m->n_weights = (size_t)n;
     s = bp_run_model_bind(m, err, cap);
 out:
     if (s == BP_ERR_OUT_OF_MEMORY && err && cap && !err[0])
         snprintf(err, cap, "out of memory generating builtin:%s.", name);
-    free(tmp);
+    free(jobs);
     free(pl);
     if (s != BP_OK) {
         bp_run_model_free(m);

@@ -1,7 +1,7 @@
 /*
  * cmd_run.c — `backplane run`: load a Llama model (GGUF or built-in), run a
- * prompt and greedy decoding on a device, report speed, and optionally
- * check every logit against a second device.
+ * prompt and decoding (greedy or sampled, run_text.c) on a device, report
+ * speed, and optionally check every logit against a second device.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,7 +17,10 @@
 #include "../cli/json.h"
 #include "../cli/bench.h"
 #include "decoder.h"
+#include "dist.h"
 #include "model.h"
+#include "run_text.h"
+#include "profile.h"
 #include "split.h"
 
 #define ERR_CAP 1024
@@ -25,25 +28,37 @@
 static void help(void)
 {
     puts("usage: backplane run [--model PATH|builtin:NAME] [--device NAME]\n"
-         "                     [--prompt-tokens 1,2,3 | --prompt-len N] [--n-gen N]\n"
+         "                     [--prompt TEXT | --prompt-file F | --prompt-tokens 1,2,3 |\n"
+         "                      --prompt-len N] [--n-gen N] [--temp T] [--top-k N] [--top-p P]\n"
+         "                     [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed N]\n"
+         "                     [--ignore-eos]\n"
          "                     [--threads N] [--compare DEVICE] [--json]\n"
-         "                     [--dump-logits FILE] [--weight-type T] [--seed N]\n"
-         "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n\n"
+         "                     [--dump-logits FILE] [--weight-type T] [--weight-seed N]\n"
+         "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
+         "                     [--offload-layers N] [--strict] [--profile] [--prefill-runs N]\n\n"
          "Runs a Llama-architecture decoder: the prompt in one graph (prefill), then\n"
-         "greedy decoding token by token with a KV cache, and prints the generated\n"
-         "token ids with prefill and decode tokens per second.\n\n"
+         "decoding token by token with a KV cache (greedy unless --temp), and prints the\n"
+         "generated text or token ids with prefill and decode tokens per second. It\n"
+         "stops at the model's end-of-generation token when it has a tokenizer.\n\n"
          "  --model PATH         a GGUF file of the llama architecture (f32, f16, bf16,\n"
          "                       q4_0, q8_0, q4_K, q6_K weights; mapped, not copied)\n"
          "  --model builtin:NAME built-in model with pseudo-random weights: 'test'\n"
-         "                       (1.4 M parameters) or 'tiny' (~100 M; the default)\n"
+         "                       (1.4 M parameters), 'tiny' (~100 M; the default) or\n"
+         "                       '1b' (TinyLlama-1.1B's shape)\n"
          "  --weight-type T      storage type of a built-in model's weights (default f16)\n"
-         "  --seed N             seed of a built-in model's weights (default 1)\n"
+         "  --weight-seed N      seed of a built-in model's weights (default 1)\n"
          "  --fused-qkv          store a built-in model's Q, K, V as one attn_qkv tensor\n"
          "  --device NAME        cpu, vulkan0, meta:cpu*2, ... (default: BACKPLANE_DEVICES,\n"
-         "                       else the first GPU, else the CPU)\n"
+         "                       else the first GPU, else the CPU); ops it lacks run on\n"
+         "                       the cpu (the placement line says which); dist:DEV under\n"
+         "                       mpirun -np N splits the model over the N ranks, each on\n"
+         "                       its DEV (cuda0 counts up by node-local rank)\n"
+         "  --offload-layers N   only the first N layers' weights and KV cache on the\n"
+         "                       device, the rest on the cpu (default: all)\n"
+         "  --strict             fail instead of running any op on the cpu fallback\n"
          "  --prompt-tokens LIST comma-separated token ids\n"
          "  --prompt-len N       N pseudo-random prompt tokens (default 8)\n"
-         "  --n-gen N            tokens to generate (default 16)\n"
+         "  --n-gen N            tokens to generate at most (default 16)\n"
          "  --n-ctx N            KV cache positions (default: prompt + n-gen)\n"
          "  --threads N          threads of a CPU device\n"
          "  --compare DEVICE     run the same tokens on DEVICE too and report the largest\n"
@@ -54,19 +69,30 @@ static void help(void)
          "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
          "                       and report the median decode step's weight streaming\n"
          "                       as a fraction of it (implied by --json on a CPU)\n"
+         "  --prefill-runs N     prefill the prompt N times (the cache emptied between)\n"
+         "                       and report the first (cold) and the median of the\n"
+         "                       others (warm); the prefill is planned at load time\n"
+         "  --profile            time per op type of the prefill graph and of the decode\n"
+         "                       steps (CPU devices; also BACKPLANE_PROFILE=1), printed\n"
+         "                       after the report (on stderr with --json)\n"
          "  --json               machine-readable report on stdout\n"
          "  --plan               print the memory plan (weights in the device's layout,\n"
          "                       KV cache at --n-ctx, step buffers) and stop; a plain run\n"
          "                       refuses before allocating when the plan does not fit\n");
+    fputs(run_text_help, stdout);
 }
 
 struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
-    int64_t prompt_len, n_gen, n_ctx;
+    int64_t prompt_len, n_gen, n_ctx, prefill_runs;
     int threads;
-    bool json, fused, bandwidth, plan;
+    int64_t offload_layers;
+    bool json, fused, bandwidth, strict, profile, plan;
     enum bp_type wtype;
     uint64_t seed;
+    struct bp_run_dist *dist;   /* dist: devices only */
+    bool root;                  /* prints and writes files: not a dist: rank above 0 */
+    struct run_text_opts text;
 };
 
 static double now(void)
@@ -80,23 +106,22 @@ static double now(void)
 
 struct progress {
     double t0, last;
-    bool tty, shown;
+    bool tty, shown, mute;
 };
 
 static void progress_line(struct progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void progress_line(struct progress *p, const char *fmt, ...)
 {
     double t = now();
-    /* On a terminal: always, redrawn in place. Elsewhere: only for work
-     * that has already taken a second, and at most once a second. */
-    if (!p->tty && (t - p->t0 < 1.0 || t - p->last < 1.0)) return;
-    if (p->tty && t - p->last < 0.05) return;
+    if (p->mute) return;
+    /* Only on a terminal, once the work has taken a second, one line
+     * redrawn in place at most 20 times a second. */
+    if (!p->tty || t - p->t0 < 1.0 || t - p->last < 0.05) return;
     p->last = t;
     va_list ap;
     va_start(ap, fmt);
-    if (p->tty) fputs("\r\033[K", stderr);
+    fputs("\r\033[K", stderr);
     vfprintf(stderr, fmt, ap);
-    if (!p->tty) fputc('\n', stderr);
     va_end(ap);
     p->shown = true;
 }
@@ -143,17 +168,30 @@ static bool parse_type(const char *s, enum bp_type *out)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1 };
+    *o = (struct opts){ .prompt_len = 8, .n_gen = 16, .wtype = BP_TYPE_F16, .seed = 1, .root = true,
+                        .prefill_runs = 1 };
+    run_text_defaults(&o->text);
+    const char *prof = getenv("BACKPLANE_PROFILE");
+    o->profile = prof && *prof && strcmp(prof, "0") != 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t n;
+        int used;
 #define NEEDV() do { if (!v) return cli_usage_error("run", "%s needs a value.", a); i++; } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return -1; }
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--fused-qkv")) o->fused = true;
         else if (!strcmp(a, "--bandwidth")) o->bandwidth = true;
         else if (!strcmp(a, "--plan")) o->plan = true;
+        else if (!strcmp(a, "--strict")) o->strict = true;
+        else if (!strcmp(a, "--offload-layers")) {
+            NEEDV();
+            if (!parse_i64(v, 1, 1 << 20, &o->offload_layers))
+                return cli_usage_error("run", "--offload-layers wants a number of layers >= 1, not '%s' "
+                                       "(for none, run on --device cpu).", v);
+        }
+        else if (!strcmp(a, "--profile")) o->profile = true;
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
         else if (!strcmp(a, "--device")) { NEEDV(); o->device = v; }
         else if (!strcmp(a, "--compare")) { NEEDV(); o->compare = v; }
@@ -168,6 +206,10 @@ static int parse(int argc, char **argv, struct opts *o)
             NEEDV();
             if (!parse_i64(v, 0, 1 << 20, &o->n_gen))
                 return cli_usage_error("run", "--n-gen wants a number >= 0, not '%s'.", v);
+        } else if (!strcmp(a, "--prefill-runs")) {
+            NEEDV();
+            if (!parse_i64(v, 1, 1000, &o->prefill_runs))
+                return cli_usage_error("run", "--prefill-runs wants a number from 1 to 1000, not '%s'.", v);
         } else if (!strcmp(a, "--n-ctx")) {
             NEEDV();
             if (!parse_i64(v, 1, 1 << 24, &o->n_ctx))
@@ -177,20 +219,25 @@ static int parse(int argc, char **argv, struct opts *o)
             if (!parse_i64(v, 1, 1024, &n))
                 return cli_usage_error("run", "--threads wants a number from 1 to 1024, not '%s'.", v);
             o->threads = (int)n;
-        } else if (!strcmp(a, "--seed")) {
+        } else if (!strcmp(a, "--weight-seed")) {
             NEEDV();
             if (!parse_i64(v, 0, INT64_MAX, &n))
-                return cli_usage_error("run", "--seed wants a number >= 0, not '%s'.", v);
+                return cli_usage_error("run", "--weight-seed wants a number >= 0, not '%s'.", v);
             o->seed = (uint64_t)n;
         } else if (!strcmp(a, "--weight-type")) {
             NEEDV();
             if (!parse_type(v, &o->wtype))
                 return cli_usage_error("run", "--weight-type wants f32, f16, bf16, q4_0, q8_0, "
                                        "q4_K or q6_K, not '%s'.", v);
+        } else if ((used = run_text_option(&o->text, a, v)) != 0) {
+            if (used < 0) return CLI_EXIT_USAGE;
+            i += used - 1;
         } else
             return cli_usage_error("run", "unknown option '%s'.", a);
 #undef NEEDV
     }
+    if (!!o->prompt_list + !!o->text.prompt + !!o->text.prompt_file > 1)
+        return cli_usage_error("run", "give one of --prompt, --prompt-file and --prompt-tokens.");
     return 0;
 }
 
@@ -264,11 +311,20 @@ struct result {
     int32_t *gen;
     int64_t n_gen, n_prompt;
     double t_prefill, t_decode, bandwidth;
+    double t_prefill_warm;    /* median of the prefills after the first (--prefill-runs) */
     double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
     double t_step_median;
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
+    const char *text;          /* the generated text, when the model has a tokenizer */
     bool have_cmp;
     struct cmp cmp;
+    bool have_place;
+    struct bp_sched_summary place;   /* the decode graph's placement */
+    uint64_t copies;                 /* the scheduler's copies over the whole run */
+    uint64_t rank_weight_bytes[BP_META_MAX_DEVICES];  /* dist: devices */
+    uint64_t dist_reductions, dist_bytes;             /* over the decode steps */
+    bool profiled;
+    struct bp_run_profile prof_prefill, prof_decode;
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
@@ -277,9 +333,36 @@ static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
     return !f || fwrite(rows, sizeof(float), (size_t)(n * n_vocab), f) == (size_t)(n * n_vocab);
 }
 
+/* Whether this step went well on every rank (alone: on this one). In a
+ * dist: job a failure on any rank stops all, and rank 0 says which rank
+ * failed and why: one sentence for the job. */
+static bool dist_gate(const struct opts *o, bool ok, char *err)
+{
+    if (!o->dist) {
+        if (!ok) cli_error("%s", err);
+        return ok;
+    }
+    if (bp_run_dist_agree(o->dist, ok, err, ERR_CAP)) return true;
+    if (o->root) cli_error("%s", err);
+    return false;
+}
+
+/* An eval of the session under test; on a dist: device, step `step` of the
+ * job, and the logits (this rank's slices, zeros elsewhere) summed whole. */
+static bp_status eval_main(const struct opts *o, struct bp_run_session *s, int64_t step,
+                           const int32_t *tokens, int64_t n, bool all, float *lg, int64_t V,
+                           char *err, size_t cap)
+{
+    bp_run_dist_step(o->dist, step);
+    bp_status st = bp_run_session_eval(s, tokens, n, all, lg, err, cap);
+    if (st == BP_OK && o->dist && (st = bp_run_dist_gather(o->dist, lg, (size_t)((all ? n : 1) * V))) != BP_OK)
+        snprintf(err, cap, "gathering the logits across ranks failed.");
+    return st;
+}
+
 static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct bp_run_session *s,
                       struct bp_run_session *cs, const int32_t *prompt, int64_t n_prompt,
-                      struct progress *pr, struct result *res)
+                      struct progress *pr, struct run_gen *g, struct result *res)
 {
     char err[ERR_CAP] = "";
     const int64_t V = m->hp.n_vocab;
@@ -294,17 +377,35 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     res->have_cmp = cs != NULL;
     int rc = CLI_EXIT_FAIL;
     if (!lg || (cs && !lg2) || !res->gen || !res->step_sec) { cli_error("out of memory for the logits."); goto out; }
-    if (o->dump && !(dump = fopen(o->dump, "wb"))) {
-        cli_error("cannot write '%s': %s.", o->dump, strerror(errno));
-        goto out;
-    }
+    if (o->dump && o->root && !(dump = fopen(o->dump, "wb")))
+        snprintf(err, sizeof err, "cannot write '%s': %s.", o->dump, strerror(errno));
+    if (!dist_gate(o, !o->dump || !o->root || dump, err)) goto out;
     progress_line(pr, "prefill: %" PRId64 " tokens", n_prompt);
+    if (o->profile) {
+        res->profiled = bp_run_profile_attach(s, &res->prof_prefill) == BP_OK;
+        if (!res->profiled)
+            fprintf(stderr, "backplane: %s offers no per-op profile (the cpu device does); "
+                    "running without one.\n", bp_device_name(bp_run_session_device(s)));
+    }
     double t0 = now();
-    if (bp_run_session_eval(s, prompt, n_prompt, all, lg, err, sizeof err) != BP_OK) {
+    if (eval_main(o, s, 0, prompt, n_prompt, all, lg, V, err, sizeof err) != BP_OK) {
         cli_error("%s", err);
         goto out;
     }
     res->t_prefill = now() - t0;
+    if (o->prefill_runs > 1) {
+        double warm[1000];
+        for (int64_t r = 1; r < o->prefill_runs; r++) {
+            bp_run_session_reset(s);
+            t0 = now();
+            if (bp_run_session_eval(s, prompt, n_prompt, all, lg, err, sizeof err) != BP_OK) {
+                cli_error("%s", err);
+                goto out;
+            }
+            warm[r - 1] = now() - t0;
+        }
+        res->t_prefill_warm = bench_median(warm, (int)(o->prefill_runs - 1));
+    }
     const int64_t rows = all ? n_prompt : 1;
     const float *last = lg + (rows - 1) * V;
     if (cs) {
@@ -315,13 +416,17 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         compare_rows(&res->cmp, lg, lg2, n_prompt, V, 0);
     }
     if (!dump_rows(dump, lg, rows, V)) { cli_error("writing '%s' failed.", o->dump); goto out; }
-    if (o->n_gen > 0) res->gen[0] = bp_run_argmax(last, V);
+    if (o->n_gen > 0) res->gen[0] = run_gen_next(g, last);
     res->n_gen = o->n_gen > 0 ? 1 : 0;
+    bool stop = res->n_gen == 0 || run_gen_emit(g, res->gen[0]);
+    if (res->profiled) bp_run_profile_attach(s, &res->prof_decode);
     t0 = now();
-    for (int64_t i = 1; i < o->n_gen; i++) {
+    uint64_t red0 = 0, bytes0 = 0, red1, bytes1;
+    if (o->dist) bp_run_dist_counters(o->dist, &red0, &bytes0);
+    for (int64_t i = 1; i < o->n_gen && !stop; i++) {
         progress_line(pr, "decode: %" PRId64 " of %" PRId64 " tokens", i + 1, o->n_gen);
         double ts = now();
-        if (bp_run_session_eval(s, &res->gen[i - 1], 1, true, lg, err, sizeof err) != BP_OK) {
+        if (eval_main(o, s, i, &res->gen[i - 1], 1, true, lg, V, err, sizeof err) != BP_OK) {
             cli_error("%s", err);
             goto out;
         }
@@ -336,10 +441,15 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
             compare_rows(&res->cmp, lg, lg2, 1, V, n_prompt + i - 1);
         }
         if (!dump_rows(dump, lg, 1, V)) { cli_error("writing '%s' failed.", o->dump); goto out; }
-        res->gen[i] = bp_run_argmax(lg, V);
+        res->gen[i] = run_gen_next(g, lg);
         res->n_gen = i + 1;
+        stop = run_gen_emit(g, res->gen[i]);
     }
     (void)t0;
+    if (o->dist) {
+        bp_run_dist_counters(o->dist, &red1, &bytes1);
+        res->dist_reductions = red1 - red0, res->dist_bytes = bytes1 - bytes0;
+    }
     /* The median step, not the mean: one step that the OS preempted on a
      * shared machine should not decide the streaming figure. */
     if (res->n_gen > 1) res->t_step_median = bench_median(res->step_sec, (int)(res->n_gen - 1));
@@ -347,6 +457,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     rc = CLI_EXIT_OK;
 out:
     progress_done(pr);
+    if (res->profiled) bp_run_profile_attach(s, NULL);
     if (dump && fclose(dump) != 0 && rc == CLI_EXIT_OK) {
         cli_error("writing '%s' failed.", o->dump);
         rc = CLI_EXIT_FAIL;
@@ -371,7 +482,18 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     if (r->output_copy_bytes)
         printf("         the logits read a copy of the embedding in the device's weight layout "
                "(%s more)\n", bp_format_bytes(r->output_copy_bytes, wb, sizeof wb));
-    printf("device:  %s (%s)\n", bp_device_name(dev), bp_device_description(dev));
+    printf("device:  %s (%s)\n", o->dist ? o->device : bp_device_name(dev), bp_device_description(dev));
+    if (o->dist) {
+        const int32_t n = bp_run_dist_info(o->dist)->nranks;
+        printf("ranks:   %d, reducing through %s; weights per rank:", (int)n,
+               bp_run_dist_comm_path(o->dist) ? bp_run_dist_comm_path(o->dist) : "nothing");
+        for (int32_t i = 0; i < n; i++) printf(" %s", bp_format_bytes(r->rank_weight_bytes[i], wb, sizeof wb));
+        if (r->n_gen > 1)
+            printf("\n         %.1f reductions of %s in all per decoded token",
+                   (double)r->dist_reductions / (double)(r->n_gen - 1),
+                   bp_format_bytes(r->dist_bytes / (uint64_t)(r->n_gen - 1), wb, sizeof wb));
+        printf("\n");
+    }
     if (cdev) printf("compare: %s (%s)\n", bp_device_name(cdev), bp_device_description(cdev));
     printf("prompt:  %" PRId64 " tokens:", r->n_prompt);
     for (int64_t i = 0; i < r->n_prompt && i < 32; i++) printf(" %d", prompt[i]);
@@ -381,6 +503,9 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
     printf("\n");
     printf("prefill: %.1f tokens/s (%" PRId64 " tokens in %.3f s)\n",
            r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0.0, r->n_prompt, r->t_prefill);
+    if (r->t_prefill_warm > 0)
+        printf("         warm: %.1f tokens/s (median of the %" PRId64 " prefills after the first)\n",
+               (double)r->n_prompt / r->t_prefill_warm, o->prefill_runs - 1);
     if (r->n_gen > 1) {
         double tps = (double)(r->n_gen - 1) / r->t_decode;
         printf("decode:  %.1f tokens/s (%" PRId64 " steps in %.3f s), %s of weights read per "
@@ -392,10 +517,39 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
                    "measured read bandwidth %.2f GB/s\n", r->t_step_median * 1e3, stream / 1e9,
                    100.0 * stream / r->bandwidth, r->bandwidth / 1e9);
     }
+    if (r->have_place) {
+        char line[1024];
+        printf("placement: %s%s\n", bp_sched_summary_format(&r->place, line, sizeof line),
+               r->place.n_fallback_nodes ? " (ops the device lacks ran on the cpu; --strict forbids it)" : "");
+    }
     if (r->have_cmp)
         printf("compare: largest |logit difference| %.3g; argmax %s\n", r->cmp.max_diff,
                r->cmp.argmax_agree ? "agrees at every position" : "DISAGREES");
-    (void)o;
+}
+
+static void print_json_placement(struct json_writer *w, const struct bp_sched_summary *p, uint64_t copies)
+{
+    json_object_begin(w, "placement");
+    json_array_begin(w, "backends");
+    for (size_t i = 0; i < p->n_backends; i++) {
+        json_object_begin(w, NULL);
+        json_string(w, "device", p->backends[i].name);
+        json_uint(w, "nodes", p->backends[i].n_nodes);
+        json_uint(w, "runs", p->backends[i].n_runs);
+        json_uint(w, "copies_in", p->backends[i].n_copies_in);
+        json_uint(w, "bytes_in", p->backends[i].bytes_in);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_begin(w, "fallback_ops");
+    for (size_t i = 0; i < p->n_fallback_ops; i++)
+        json_uint(w, bp_op_name(p->fallback_ops[i].op), p->fallback_ops[i].count);
+    json_object_end(w);
+    json_uint(w, "fallback_nodes", p->n_fallback_nodes);
+    json_uint(w, "copies_per_decode_step", p->n_copies);
+    json_uint(w, "bytes_copied_per_decode_step", p->bytes_copied);
+    json_uint(w, "copies_total", copies);
+    json_object_end(w);
 }
 
 static void print_json(const struct opts *o, const struct bp_run_model *m, struct bp_device *dev,
@@ -419,15 +573,32 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     json_bool(&w, "tied_output", m->tied_output);
     json_uint(&w, "output_copy_bytes", r->output_copy_bytes);
     json_object_end(&w);
-    json_string(&w, "device", bp_device_name(dev));
+    json_string(&w, "device", o->dist ? o->device : bp_device_name(dev));
+    if (o->dist) {
+        json_object_begin(&w, "dist");
+        json_int(&w, "ranks", bp_run_dist_info(o->dist)->nranks);
+        json_string(&w, "comm", bp_run_dist_comm_path(o->dist) ? bp_run_dist_comm_path(o->dist) : "none");
+        json_array_begin(&w, "weight_bytes_per_rank");
+        for (int32_t i = 0; i < bp_run_dist_info(o->dist)->nranks; i++) json_uint(&w, NULL, r->rank_weight_bytes[i]);
+        json_array_end(&w);
+        const double steps = r->n_gen > 1 ? (double)(r->n_gen - 1) : 1.0;
+        json_double(&w, "reductions_per_token", (double)r->dist_reductions / steps);
+        json_double(&w, "bytes_reduced_per_token", (double)r->dist_bytes / steps);
+        json_object_end(&w);
+    }
     json_array_begin(&w, "prompt");
     for (int64_t i = 0; i < r->n_prompt; i++) json_int(&w, NULL, prompt[i]);
     json_array_end(&w);
     json_array_begin(&w, "tokens");
     for (int64_t i = 0; i < r->n_gen; i++) json_int(&w, NULL, r->gen[i]);
     json_array_end(&w);
+    if (r->text) json_string(&w, "text", r->text);
     json_double(&w, "prefill_seconds", r->t_prefill);
     json_double(&w, "prefill_tokens_per_s", r->t_prefill > 0 ? (double)r->n_prompt / r->t_prefill : 0);
+    if (r->t_prefill_warm > 0) {
+        json_double(&w, "prefill_warm_seconds_median", r->t_prefill_warm);
+        json_double(&w, "prefill_warm_tokens_per_s", (double)r->n_prompt / r->t_prefill_warm);
+    }
     json_int(&w, "decode_steps", r->n_gen > 0 ? r->n_gen - 1 : 0);
     json_double(&w, "decode_seconds", r->t_decode);
     double tps = r->n_gen > 1 && r->t_decode > 0 ? (double)(r->n_gen - 1) / r->t_decode : 0.0;
@@ -441,6 +612,7 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
         json_double(&w, "read_bandwidth_bytes_per_s", r->bandwidth);
         json_double(&w, "decode_bandwidth_fraction", stream / r->bandwidth);
     }
+    if (r->have_place) print_json_placement(&w, &r->place, r->copies);
     if (r->have_cmp) {
         json_object_begin(&w, "compare");
         json_string(&w, "device", bp_device_name(cdev));
@@ -472,9 +644,8 @@ static struct bp_device *pick_device(const char *name)
     return d;
 }
 
-static struct bp_run_model *load_model(const struct opts *o, struct progress *pr)
+static struct bp_run_model *load_model(const struct opts *o, struct progress *pr, char *err)
 {
-    char err[ERR_CAP] = "";
     struct bp_run_model *m = NULL;
     const char *name = o->model ? o->model : "builtin:tiny";
     bp_status s;
@@ -482,13 +653,16 @@ static struct bp_run_model *load_model(const struct opts *o, struct progress *pr
         struct bp_run_builtin_options bo = { .weight_type = o->wtype, .seed = o->seed,
                                              .fused_qkv = o->fused,
                                              .progress = generate_progress, .progress_user = pr };
-        s = bp_run_model_builtin(name + 8, &bo, &m, err, sizeof err);
+        s = bp_run_model_builtin(name + 8, &bo, &m, err, ERR_CAP);
     } else {
-        s = bp_run_model_load_gguf(name, &m, err, sizeof err);
+        s = bp_run_model_load_gguf(name, &m, err, ERR_CAP);
     }
     if (s != BP_OK) {
-        if (strncmp(name, "builtin:", 8)) cli_error("%s: %s", name, err);
-        else cli_error("%s", err);
+        if (strncmp(name, "builtin:", 8)) {
+            char e[ERR_CAP];
+            snprintf(e, sizeof e, "%s", err);
+            snprintf(err, ERR_CAP, "%.200s: %.800s", name, e);
+        }
         return NULL;
     }
     return m;
@@ -500,34 +674,62 @@ int cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc) return rc < 0 ? CLI_EXIT_OK : rc;
     if (!cli_load()) return CLI_EXIT_FAIL;
-    struct progress pr = { .t0 = now(), .tty = isatty(2) };
+    struct progress pr = { .t0 = now(), .tty = isatty(1) && isatty(2) && !o.json };
     struct bp_run_model *m = NULL;
     struct bp_run_session *s = NULL, *cs = NULL;
     int32_t *prompt = NULL;
+    struct bp_tokenizer *tok = NULL;
+    struct run_gen gen = {0};
     struct bench_probe *probe = NULL;
     struct result res = {0};
     char err[ERR_CAP] = "";
     rc = CLI_EXIT_FAIL;
 
+    if (bp_run_dist_wanted(o.device)) {
+        if (bp_run_dist_open(&o.dist, err, sizeof err) != BP_OK) { cli_error("%s", err); goto out; }
+        o.root = bp_run_dist_info(o.dist)->rank == 0;
+        pr.mute = !o.root;
+    }
     progress_line(&pr, "loading %s", o.model ? o.model : "builtin:tiny");
-    if (!(m = load_model(&o, &pr))) goto out;
+    m = load_model(&o, &pr, err);
+    if (!dist_gate(&o, m != NULL, err)) goto out;
+    if (o.dist && !bp_run_dist_check_model(o.dist, m, err, sizeof err)) {
+        if (o.root) cli_error("%s", err);
+        goto out;
+    }
     progress_done(&pr);
-    if (o.save) {
+    if (o.save && o.root) {
         bp_status st = bp_run_model_save_gguf(m, o.save, 3, 32);
         if (st != BP_OK) {
             cli_error("writing '%s' failed (%s).", o.save, bp_status_name(st));
             goto out;
         }
     }
-    struct bp_device *dev = pick_device(o.device);
+    struct bp_device *dev = NULL;
+    if (o.dist && !dist_gate(&o, bp_run_dist_device(o.dist, o.device, o.threads, &dev, err,
+                                                     sizeof err) == BP_OK, err))
+        goto out;
+    if (!o.dist) dev = pick_device(o.device);
     struct bp_device *cdev = o.compare ? pick_device(o.compare) : NULL;
     if (!dev || (o.compare && !cdev)) goto out;
     int64_t n_prompt = 0;
-    if (!(prompt = make_prompt(&o, m->hp.n_vocab, &n_prompt))) goto out;
+    const bool text_prompt = o.text.prompt || o.text.prompt_file;
+    tok = run_text_tokenizer(&o.text, o.model ? o.model : "builtin:tiny");
+    if (text_prompt && !tok) goto out;
+    if (tok && bp_tokenizer_n_tokens(tok) > m->hp.n_vocab) {   /* fewer: padded embedding */
+        cli_error("the tokenizer has %d tokens but the model's vocabulary only %" PRId64 "; the "
+                  "file is inconsistent.", bp_tokenizer_n_tokens(tok), m->hp.n_vocab);
+        goto out;
+    }
+    if (!(prompt = text_prompt ? run_text_prompt(&o.text, tok, &n_prompt)
+                               : make_prompt(&o, m->hp.n_vocab, &n_prompt)))
+        goto out;
     const int64_t need = n_prompt + (o.n_gen > 0 ? o.n_gen - 1 : 0);
     struct bp_run_session_options so = {
-        .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.threads,
+        .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.dist ? 0 : o.threads,
+        .n_prefill = n_prompt, .prefill_all = o.dump || o.compare,
         .progress = upload_progress, .progress_user = &pr,
+        .offload_layers = o.offload_layers, .strict = o.strict,
     };
     if (need > m->hp.n_ctx_train || so.n_ctx < need) {
         cli_error("the prompt and generation need %" PRId64 " positions but the %s holds %" PRId64
@@ -537,18 +739,25 @@ int cmd_run(int argc, char **argv)
     }
     /* The plan before any allocation: --plan prints it, a run that would
      * not fit stops here with a sentence instead of failing half-loaded. */
+    if (o.plan && o.dist) {
+        if (o.root) cli_error("--plan covers one process's device, not a dist: job; plan each rank's device instead.");
+        goto out;
+    }
     struct bp_run_plan plan;
-    struct bp_run_plan_options po = { .n_ctx = so.n_ctx, .n_prompt = n_prompt };
-    bool planned = bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
+    struct bp_run_plan_options po = { .n_ctx = so.n_ctx, .n_prompt = n_prompt,
+                                      .offload_layers = o.offload_layers, .prefill_all = so.prefill_all };
+    bool planned = !o.dist && bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
     if (o.plan || (planned && !bp_run_plan_fits(&plan, err, sizeof err))) {
         if (o.plan && planned) bp_run_plan_print(&plan, m, o.json);
         else cli_error("%s", err);
         rc = o.plan && planned ? CLI_EXIT_OK : CLI_EXIT_FAIL;
         goto out;
     }
-    if (bp_run_session_new(m, dev, &so, &s, err, sizeof err) != BP_OK) {
-        progress_done(&pr);
-        cli_error("%s", err);
+    const bool made = bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK;
+    progress_done(&pr);
+    if (!dist_gate(&o, made, err)) goto out;
+    if (o.dist && bp_run_dist_weight_bytes(o.dist, s, m, res.rank_weight_bytes) != BP_OK) {
+        cli_error("rank %d: gathering the ranks' weight bytes failed.", (int)bp_run_dist_info(o.dist)->rank);
         goto out;
     }
     if (cdev && bp_run_session_new(m, cdev, &so, &cs, err, sizeof err) != BP_OK) {
@@ -575,23 +784,45 @@ int cmd_run(int argc, char **argv)
         bw_before = bench_probe_run(probe, probe_threads, 3);
         progress_done(&pr);
     }
-    if ((rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &res)) != CLI_EXIT_OK) goto out;
+    /* A dist: job streams its text from rank 0 alone. */
+    if (!run_gen_begin(&gen, &o.text, tok, m->hp.n_vocab, prompt, n_prompt,
+                       text_prompt && !o.json && o.root))
+        goto out;
+    if (text_prompt) pr.tty = false;   /* the text streams to the terminal now */
+    rc = run_tokens(&o, m, s, cs, prompt, n_prompt, &pr, &gen, &res);
+    run_gen_end(&gen);
+    res.text = gen.text;
+    if (rc != CLI_EXIT_OK) goto out;
+    res.place.size = sizeof res.place;
+    res.have_place = bp_run_session_placement(s, &res.place) == BP_OK;
+    struct bp_run_session_stats rs;
+    bp_run_session_get_stats(s, &rs);
+    res.copies = rs.copies;
     if (probe) {
         progress_line(&pr, "measuring read bandwidth");
         const double bw_after = bench_probe_run(probe, probe_threads, 3);
         res.bandwidth = bw_before > 0 && bw_after > 0 ? 0.5 * (bw_before + bw_after) : 0.0;
         progress_done(&pr);
     }
-    if (o.json) print_json(&o, m, dev, cdev, prompt, &res);
-    else print_text(&o, m, dev, cdev, prompt, &res);
+    if (o.json && o.root) print_json(&o, m, dev, cdev, prompt, &res);
+    else if (o.root) print_text(&o, m, dev, cdev, prompt, &res);
+    if (res.profiled && o.root) {
+        char what[64];
+        snprintf(what, sizeof what, "prefill of %" PRId64 " tokens", res.n_prompt);
+        bp_run_profile_print(o.json ? stderr : stdout, what, &res.prof_prefill);
+        bp_run_profile_print(o.json ? stderr : stdout, "decode steps", &res.prof_decode);
+    }
     if (res.have_cmp && !res.cmp.argmax_agree) rc = CLI_EXIT_FAIL;
 out:
     bench_probe_free(probe);
     free(res.step_sec);
     free(res.gen);
     free(prompt);
+    free(gen.text);
+    bp_tokenizer_free(tok);
     bp_run_session_free(cs);
     bp_run_session_free(s);
     bp_run_model_free(m);
+    bp_run_dist_free(o.dist);
     return rc;
 }

@@ -28,7 +28,17 @@
  * nothing, while attention reads at most twice the positions it needs —
  * rather than all of n_ctx, which for the reference attention kernel would
  * cost more than the weights. A prefill (many tokens) gets a plan of its
- * own, freed after it.
+ * own, kept for the next prefill of the same shape; with
+ * bp_run_session_options.n_prefill it is made, and its memory touched, at
+ * load time, so the first prompt of a process runs as fast as later ones
+ * (issue 15: a first prompt paid the page faults of its plan).
+ *
+ * Plans are computed through the scheduler (bp_sched) over the device and,
+ * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
+ * tensors (a buffer per backend) and runs what the device declines on the
+ * cpu; `direct` sessions (the benchmark's reference) skip it. With one
+ * backend the plan's tensors are placed before the scheduler sees them,
+ * sharing memory along the graph (bp_context_alloc_graph).
  */
 #include "decoder.h"
 #include "run_error.h"
@@ -61,8 +71,8 @@ struct plan {
  * more in memory, for the projection that reads a quarter of a small
  * model's bytes per token (1.4x slower per byte in the CPU's plain layout).
  * Distinct buffer types come from distinct weight types or the default, so
- * BP_TYPE_COUNT + 1 groups always do. */
-#define MAX_WEIGHT_GROUPS (BP_TYPE_COUNT + 1)
+ * BP_TYPE_COUNT + 1 groups per device (dev and the cpu fallback) always do. */
+#define MAX_WEIGHT_GROUPS (2 * (BP_TYPE_COUNT + 1))
 /* The name of a tied output's copy: the model has no tensor of that name. */
 #define OUTPUT_COPY_NAME "output.weight"
 struct weight_group {
@@ -75,10 +85,19 @@ struct bp_run_session {
     const struct bp_run_model *m;
     struct bp_device *dev;
     struct bp_backend *be;
+    /* The scheduler over be and, when dev is not a CPU, fb_be on the cpu
+     * (NULL: direct). home_w and home_cache say where each weight and each
+     * layer's caches live: dev, or fb for layers past --offload-layers and
+     * for tensors a node dev declines reads or writes. */
+    struct bp_sched *sched;
+    struct bp_device *fb;
+    struct bp_backend *fb_be;
+    struct bp_device **home_w;
+    struct bp_device **home_cache;
     struct weight_group wg[MAX_WEIGHT_GROUPS];
     size_t n_wg;
-    struct bp_context *cctx;    /* KV caches */
-    struct bp_buffer *cbuf;
+    struct bp_context *cctx[2]; /* KV caches on dev, on fb */
+    struct bp_buffer *cbuf[2];
     struct bp_tensor **w;       /* device tensor per m->weights[i] */
     /* A tied output's copy in the device's weight buffer type (NULL when the
      * output is not tied or the device has no weight buffer type of its own):
@@ -88,6 +107,9 @@ struct bp_run_session {
     struct bp_tensor **cache_k, **cache_v;
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
+    struct plan *last_decode;
+    struct plan prefill;        /* the last prefill's plan, for one of the same shape */
+    bool prefill_all;           /* it computes logits at every position */
     float *mask_host;           /* n_ctx floats: a decode step's mask row */
     struct bp_run_split_table split;
     bool split_installed;
@@ -106,10 +128,35 @@ int32_t bp_run_argmax(const float *v, int64_t n)
 int64_t bp_run_session_n_past(const struct bp_run_session *s) { return s->n_past; }
 int64_t bp_run_session_n_ctx(const struct bp_run_session *s) { return s->n_ctx; }
 void bp_run_session_reset(struct bp_run_session *s) { s->n_past = 0; }
+struct bp_device *bp_run_session_device(const struct bp_run_session *s) { return s->dev; }
+struct bp_backend *bp_run_session_backend(const struct bp_run_session *s) { return s->be; }
 
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out)
 {
     *out = s->stats;
+    if (!s->sched) return;
+    struct bp_sched_stats st = { .size = sizeof st };
+    bp_sched_get_stats(s->sched, &st);
+    out->buffers_allocated += st.buffers_allocated;
+    out->sched_plans = st.plans_made;
+    out->copies = st.copies;
+}
+
+bp_status bp_run_session_placement(const struct bp_run_session *s, struct bp_sched_summary *out)
+{
+    if (!s->sched || !s->last_decode || !s->last_decode->g)
+        return BP_ERR_NOT_FOUND;
+    return bp_sched_graph_summary(s->sched, s->last_decode->g, out);
+}
+
+size_t bp_run_session_device_bytes(const struct bp_run_session *s, const struct bp_device *dev)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_wg; i++)
+        if (s->wg[i].buf && s->wg[i].buft->device == dev) n += bp_buffer_size(s->wg[i].buf);
+    for (int i = 0; i < 2; i++)
+        if (s->cbuf[i] && s->cbuf[i]->buft->device == dev) n += bp_buffer_size(s->cbuf[i]);
+    return n;
 }
 
 static struct bp_tensor *dev_weight(const struct bp_run_session *s, const struct bp_run_weight *w)
@@ -131,8 +178,9 @@ struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const ch
     return NULL;
 }
 
-static void plan_free(struct plan *p)
+static void plan_free(struct bp_run_session *s, struct plan *p)
 {
+    if (s->sched && p->g) bp_sched_reset_graph(s->sched, p->g);
     bp_graph_free(p->g);
     bp_buffer_free(p->buf);
     bp_context_free(p->ctx);
@@ -142,16 +190,23 @@ static void plan_free(struct plan *p)
 void bp_run_session_free(struct bp_run_session *s)
 {
     if (!s) return;
-    for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(&s->decode[i]);
+    for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(s, &s->decode[i]);
+    plan_free(s, &s->prefill);
+    bp_sched_free(s->sched);
     /* The device outlives the session: it must not keep our table. */
     if (s->split_installed) bp_meta_set_split_fn(s->dev, NULL, NULL);
     if (s->be) bp_backend_free(s->be);
+    if (s->fb_be) bp_backend_free(s->fb_be);
     for (size_t i = 0; i < s->n_wg; i++) {
         bp_buffer_free(s->wg[i].buf);
         bp_context_free(s->wg[i].ctx);
     }
-    bp_buffer_free(s->cbuf);
-    bp_context_free(s->cctx);
+    for (int i = 0; i < 2; i++) {
+        bp_buffer_free(s->cbuf[i]);
+        bp_context_free(s->cctx[i]);
+    }
+    free(s->home_w);
+    free(s->home_cache);
     free(s->w);
     free(s->cache_k);
     free(s->cache_v);
@@ -188,17 +243,25 @@ static struct bp_context *group_ctx(struct bp_run_session *s, struct bp_buffer_t
     return s->wg[i].ctx;
 }
 
+/* The cache context of a device: 0 for dev, 1 for the fallback. */
+static int cache_slot(const struct bp_run_session *s, int64_t l)
+{
+    return s->home_cache[l] == s->dev ? 0 : 1;
+}
+
 static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
 {
     const struct bp_run_model *m = s->m;
     const struct bp_run_hparams *hp = &m->hp;
-    struct bp_buffer_type *def = bp_device_buffer_type(s->dev);
-    bp_status st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx);
+    bp_status st = BP_OK;
+    for (int i = 0; i < 2 && st == BP_OK; i++)
+        st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx[i]);
     if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the cache context failed: %s", bp_last_error());
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *w = &m->weights[i];
-        struct bp_buffer_type *buft =
-            mul_mat_only(m, w) ? bp_device_weight_buffer_type(s->dev, w->type) : def;
+        struct bp_device *home = s->home_w[i];
+        struct bp_buffer_type *buft = mul_mat_only(m, w) ? bp_device_weight_buffer_type(home, w->type)
+                                                         : bp_device_buffer_type(home);
         struct bp_context *ctx = group_ctx(s, buft);
         if (!ctx)
             return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "creating the weight context failed: %s",
@@ -208,9 +271,10 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
         s->w[i]->flags |= BP_TENSOR_FLAG_PARAM;
     }
     const struct bp_run_weight *out = m->output;
+    struct bp_device *out_home = out ? s->home_w[out - m->weights] : s->dev;
     struct bp_buffer_type *out_buft =
-        m->tied_output && out ? bp_device_weight_buffer_type(s->dev, out->type) : NULL;
-    if (out_buft && out_buft != def) {
+        m->tied_output && out ? bp_device_weight_buffer_type(out_home, out->type) : NULL;
+    if (out_buft && out_buft != bp_device_buffer_type(out_home)) {
         struct bp_context *ctx = group_ctx(s, out_buft);
         if (!ctx)
             return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "creating the weight context failed: %s",
@@ -222,48 +286,56 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
     for (size_t i = 0; i < s->n_wg && st == BP_OK; i++) st = bp_context_status(s->wg[i].ctx);
     for (int64_t l = 0; l < hp->n_layer; l++) {
         char nm[32];
+        struct bp_context *cc = s->cctx[cache_slot(s, l)];
         snprintf(nm, sizeof nm, "blk.%d.cache_k", (int)l);
         s->cache_k[l] = bp_tensor_set_name(
-            bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
         snprintf(nm, sizeof nm, "blk.%d.cache_v", (int)l);
         s->cache_v[l] = bp_tensor_set_name(
-            bp_tensor_new_3d(s->cctx, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
     }
-    if (st == BP_OK) st = bp_context_status(s->cctx);
+    for (int i = 0; i < 2 && st == BP_OK; i++) st = bp_context_status(s->cctx[i]);
     if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the model's tensors failed: %s", bp_last_error());
     return BP_OK;
 }
 
 /* Weights in one device buffer per group, their bytes straight from the
- * model's memory (for a GGUF file, its mapping); the caches in another,
- * zeroed. */
+ * model's memory (for a GGUF file, its mapping); the caches in one buffer
+ * per device, zeroed. */
 static bp_status upload(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
                         size_t cap)
 {
     const struct bp_run_model *m = s->m;
-    struct bp_buffer_type *buft = bp_device_buffer_type(s->dev);
-    bp_status st = bp_context_alloc_tensors(s->cctx, buft, NULL, &s->cbuf);
+    struct bp_device *cdev[2] = { s->dev, s->fb ? s->fb : s->dev };
+    bp_status st = BP_OK;
+    for (int i = 0; i < 2 && st == BP_OK; i++)
+        st = bp_context_alloc_tensors(s->cctx[i], bp_device_buffer_type(cdev[i]), NULL, &s->cbuf[i]);
     for (size_t i = 0; i < s->n_wg && st == BP_OK; i++)
         st = bp_context_alloc_tensors(s->wg[i].ctx, s->wg[i].buft, NULL, &s->wg[i].buf);
     if (st != BP_OK) {
         char need[32];
-        size_t bytes = bp_context_alloc_size(s->cctx, buft, NULL);
+        size_t bytes = 0;
+        for (int i = 0; i < 2; i++) bytes += bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(cdev[i]), NULL);
         for (size_t i = 0; i < s->n_wg; i++)
             bytes += bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
         return bp_run_fail(err, cap, st, "allocating %s for the weights and KV cache on '%s' failed: %s",
                     bp_format_bytes(bytes, need, sizeof need), bp_device_name(s->dev),
                     bp_last_error());
     }
-    s->stats.buffers_allocated += 1 + s->n_wg;
-    if ((st = bp_buffer_clear(s->cbuf, 0)) != BP_OK)
-        return bp_run_fail(err, cap, st, "clearing the KV cache on '%s' failed: %s", bp_device_name(s->dev),
-                    bp_last_error());
+    for (int i = 0; i < 2; i++) {
+        if (!s->cbuf[i]) continue;
+        s->stats.buffers_allocated++;
+        if ((st = bp_buffer_clear(s->cbuf[i], 0)) != BP_OK)
+            return bp_run_fail(err, cap, st, "clearing the KV cache on '%s' failed: %s",
+                               bp_device_name(cdev[i]), bp_last_error());
+    }
+    s->stats.buffers_allocated += s->n_wg;
     size_t total = bp_run_model_weight_bytes(m) + (s->out_copy ? m->output->size : 0), done = 0;
     for (size_t i = 0; i < m->n_weights; i++) {
         st = bp_tensor_set(s->w[i], m->weights[i].data, 0, m->weights[i].size);
         if (st != BP_OK)
             return bp_run_fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", m->weights[i].name,
-                        bp_device_name(s->dev), bp_last_error());
+                        bp_device_name(s->home_w[i]), bp_last_error());
         done += m->weights[i].size;
         if (o && o->progress) o->progress(o->progress_user, done, total);
     }
@@ -277,6 +349,136 @@ static bp_status upload(struct bp_run_session *s, const struct bp_run_session_op
     return BP_OK;
 }
 
+static bp_status build(const struct bp_run_session *s, struct plan *p, bool all);
+
+/* The layer a weight belongs to ("blk.N."), or -1 for the embedding,
+ * output norm and output. */
+static int64_t weight_layer(const struct bp_run_weight *w)
+{
+    int l = -1, n = 0;
+    return sscanf(w->name, "blk.%d.%n", &l, &n) == 1 && n > 0 ? l : -1;
+}
+
+/* Where each weight and cache lives. With a fallback: layers from
+ * offload_layers on, and (then) the embedding, output norm and output, go
+ * to it; so does a tensor that a node dev declines reads or writes — found
+ * by building the decode graph once over unallocated stand-ins — because
+ * the node then runs on the fallback, which may not reach dev's memory (a
+ * meta device's cache written by SET_ROWS on the cpu). */
+static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, char *err, size_t cap)
+{
+    const struct bp_run_model *m = s->m;
+    const int64_t L = m->hp.n_layer;
+    const bool partial = s->fb && offload_layers > 0 && offload_layers < L;
+    for (size_t i = 0; i < m->n_weights; i++) {
+        int64_t l = weight_layer(&m->weights[i]);
+        s->home_w[i] = partial && (l < 0 || l >= offload_layers) ? s->fb : s->dev;
+    }
+    for (int64_t l = 0; l < L; l++) s->home_cache[l] = partial && l >= offload_layers ? s->fb : s->dev;
+    if (!s->fb) return BP_OK;
+
+    struct bp_context *scratch = NULL;
+    struct plan p = { .n = 1, .n_kv = s->n_ctx < MIN_DECODE_CAPACITY ? s->n_ctx : MIN_DECODE_CAPACITY };
+    bp_status st = bp_context_new(m->n_weights + 2 * (size_t)L + 8, &scratch);
+    for (size_t i = 0; i < m->n_weights && st == BP_OK; i++)
+        s->w[i] = bp_tensor_new(scratch, m->weights[i].type, m->weights[i].n_dims, m->weights[i].ne);
+    for (int64_t l = 0; l < L && st == BP_OK; l++) {
+        s->cache_k[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, s->n_ctx, m->hp.n_head_kv);
+        s->cache_v[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, s->n_ctx, m->hp.n_head_kv);
+    }
+    if (st == BP_OK) st = bp_context_status(scratch);
+    if (st == BP_OK) st = build(s, &p, true);
+    if (st == BP_OK && (st = bp_graph_new(bp_context_tensor_count(p.ctx) + 8, &p.g)) == BP_OK)
+        st = bp_graph_build(p.g, p.logits);
+    for (int32_t i = 0; st == BP_OK && i < p.g->n_nodes; i++) {
+        const struct bp_tensor *node = p.g->nodes[i];
+        if (bp_op_is_view((enum bp_op)node->op) || bp_device_supports_op(s->dev, node)) continue;
+        for (int j = 0; j <= BP_MAX_SRC; j++) {
+            const struct bp_tensor *t = j < BP_MAX_SRC ? node->src[j] : node;
+            while (t && t->view_src) t = t->view_src;
+            if (!t) continue;
+            for (size_t k = 0; k < m->n_weights; k++)
+                if (s->w[k] == t) s->home_w[k] = s->fb;
+            for (int64_t l = 0; l < L; l++)
+                if (s->cache_k[l] == t || s->cache_v[l] == t) s->home_cache[l] = s->fb;
+        }
+    }
+    bp_graph_free(p.g);
+    bp_context_free(p.ctx);
+    bp_context_free(scratch);
+    memset(s->w, 0, m->n_weights * sizeof *s->w);
+    memset(s->cache_k, 0, (size_t)L * sizeof *s->cache_k);
+    memset(s->cache_v, 0, (size_t)L * sizeof *s->cache_v);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "building the decoder graph to place the weights failed: %s",
+                           bp_last_error());
+    return BP_OK;
+}
+
+/* The fallback device of a session on dev: the cpu, unless dev is a CPU
+ * itself or the session is direct. */
+static struct bp_device *fallback_of(struct bp_device *dev, bool direct)
+{
+    return direct || bp_device_type(dev) == BP_DEVICE_TYPE_CPU ? NULL : bp_device_by_name("cpu");
+}
+
+/* The backends and the scheduler: dev first, the cpu as fallback unless
+ * dev is a CPU itself. */
+static bp_status start_backends(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
+                                size_t cap)
+{
+    bp_status st = bp_backend_init(s->dev, NULL, &s->be);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(s->dev),
+                           bp_last_error());
+    if (o && o->direct) return BP_OK;
+    struct bp_device *cpu = fallback_of(s->dev, false);
+    if (cpu) {
+        if ((st = bp_backend_init(cpu, NULL, &s->fb_be)) != BP_OK)
+            return bp_run_fail(err, cap, st, "starting the fallback backend on 'cpu' failed: %s", bp_last_error());
+        s->fb = cpu;
+    }
+    struct bp_backend *list[2] = { s->be, s->fb_be };
+    struct bp_sched_options so = { .size = sizeof so, .strict = o && o->strict };
+    if ((st = bp_sched_new(list, s->fb_be ? 2 : 1, &so, &s->sched)) != BP_OK)
+        return bp_run_fail(err, cap, st, "creating the scheduler failed: %s", bp_last_error());
+    return BP_OK;
+}
+
+static bp_status set_threads(struct bp_run_session *s, int n, char *err, size_t cap)
+{
+    struct bp_backend *bs[2] = { s->be, s->fb_be };
+    for (int i = 0; i < 2 && n > 0; i++) {
+        if (!bs[i]) continue;
+        bp_status st = bp_backend_set_n_threads(bs[i], n);
+        if (st != BP_OK && st != BP_ERR_UNSUPPORTED)
+            return bp_run_fail(err, cap, st, "setting %d threads on '%s' failed: %s", n,
+                               bp_device_name(bs[i]->device), bp_last_error());
+    }
+    return BP_OK;
+}
+
+static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
+                              struct plan **out, char *err, size_t cap);
+
+/* m, dev, n_ctx (0: 512, capped at the model's) and the per-weight and
+ * per-layer arrays of a session or of a memory plan; false when out of memory. */
+static bool session_arrays(struct bp_run_session *s, const struct bp_run_model *m, struct bp_device *dev,
+                           int64_t n_ctx)
+{
+    s->m = m;
+    s->dev = dev;
+    s->n_ctx = n_ctx > 0 ? n_ctx : 512;
+    if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
+    s->w = calloc(m->n_weights, sizeof *s->w);
+    s->home_w = calloc(m->n_weights, sizeof *s->home_w);
+    s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
+    s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
+    s->home_cache = calloc((size_t)m->hp.n_layer, sizeof *s->home_cache);
+    s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
+    return s->w && s->home_w && s->cache_k && s->cache_v && s->home_cache && s->mask_host;
+}
+
 bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
                              const struct bp_run_session_options *opts,
                              struct bp_run_session **out, char *err, size_t cap)
@@ -284,37 +486,26 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     *out = NULL;
     struct bp_run_session *s = calloc(1, sizeof *s);
     if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
-    s->m = m;
-    s->dev = dev;
-    s->n_ctx = opts && opts->n_ctx > 0 ? opts->n_ctx : 512;
-    if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
-    s->w = calloc(m->n_weights, sizeof *s->w);
-    s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
-    s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
-    s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
     bp_status st = BP_ERR_OUT_OF_MEMORY;
-    if (!s->w || !s->cache_k || !s->cache_v || !s->mask_host) {
+    if (!session_arrays(s, m, dev, opts ? opts->n_ctx : 0)) {
         bp_run_fail(err, cap, st, "out of memory creating a session.");
         goto out;
     }
     bp_run_split_table_init(&s->split, m);
     if ((st = bp_run_split_install(dev, &s->split, err, cap)) != BP_OK) goto out;
     s->split_installed = bp_device_type(dev) == BP_DEVICE_TYPE_META;
-    if ((st = bp_backend_init(dev, NULL, &s->be)) != BP_OK) {
-        bp_run_fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(dev),
-             bp_last_error());
-        goto out;
-    }
-    if (opts && opts->n_threads > 0) {
-        st = bp_backend_set_n_threads(s->be, opts->n_threads);
-        if (st != BP_OK && st != BP_ERR_UNSUPPORTED) {
-            bp_run_fail(err, cap, st, "setting %d threads on '%s' failed: %s", opts->n_threads,
-                 bp_device_name(dev), bp_last_error());
-            goto out;
-        }
-    }
+    if ((st = start_backends(s, opts, err, cap)) != BP_OK) goto out;
+    if ((st = set_threads(s, opts ? opts->n_threads : 0, err, cap)) != BP_OK) goto out;
+    if ((st = choose_homes(s, opts ? opts->offload_layers : 0, err, cap)) != BP_OK) goto out;
     if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
-    st = upload(s, opts, err, cap);
+    if ((st = upload(s, opts, err, cap)) != BP_OK) goto out;
+    if (opts && opts->n_prefill > 1 && opts->n_prefill <= s->n_ctx) {
+        struct plan *p;
+        if ((st = prefill_plan(s, opts->n_prefill, 0, opts->prefill_all, &p, err, cap)) == BP_OK && p->buf &&
+            (st = bp_buffer_clear(p->buf, 0)) != BP_OK)
+            bp_run_fail(err, cap, st, "touching the prefill's memory on '%s' failed: %s",
+                        bp_device_name(dev), bp_last_error());
+    }
 out:
     if (st != BP_OK) {
         bp_run_session_free(s);
@@ -366,13 +557,16 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
                                      (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
     struct bp_tensor *a = bp_flash_attn_ext(c, bp_permute(c, q, 0, 2, 1, 3), kv_k, kv_v, p->mask,
                                             1.0f / sqrtf((float)D));
-    a = bp_reshape(c, a, 2, (int64_t[]){D * H, n});
+    char nm[BP_MAX_NAME];
+    snprintf(nm, sizeof nm, "blk.%d.attn_out_in", (int)l);
+    a = bp_tensor_set_name(bp_reshape(c, a, 2, (int64_t[]){D * H, n}), nm);
     x = bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->wo), a));
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
     struct bp_tensor *g = bp_silu(c, bp_mul_mat(c, dev_weight(s, L->gate), h));
     struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up), h);
-    return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_mul(c, g, u)));
+    snprintf(nm, sizeof nm, "blk.%d.ffn_down_in", (int)l);
+    return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_tensor_set_name(bp_mul(c, g, u), nm)));
 }
 
 static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
@@ -398,20 +592,38 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     return bp_context_status(c);
 }
 
-/* Build, allocate and order the graph of p (n and n_kv set). */
-static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
+/* Build the graph of p (n and n_kv set), allocating nothing. */
+static bp_status plan_graph(const struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
 {
     bp_status r = build(s, p, all);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
-    if ((r = bp_context_alloc_tensors(p->ctx, bp_device_buffer_type(s->dev), NULL, &p->buf)) != BP_OK)
-        return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
-                    bp_device_name(s->dev), bp_last_error());
-    s->stats.buffers_allocated++;
     if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
         (r = bp_graph_build(p->g, p->logits)) != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
+    return BP_OK;
+}
+
+/* Build, allocate and order the graph of p (n and n_kv set): the
+ * scheduler places its tensors, or (direct) one buffer on the device.
+ * bp_run_plan_make measures the same two placements (plan_bytes). */
+static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
+{
+    bp_status r = plan_graph(s, p, all, err, cap);
+    if (r != BP_OK) return r;
     s->stats.graphs_built++;
+    /* Intermediates share memory along the graph: a 512-token prefill of a
+     * 1B model would otherwise touch 2 GB of fresh pages (issue 15). With a
+     * fallback the scheduler places them per backend instead. */
+    if (!s->fb) {
+        if ((r = bp_context_alloc_graph(p->ctx, p->g, bp_device_buffer_type(s->dev), &p->buf)) != BP_OK)
+            return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
+                               bp_device_name(s->dev), bp_last_error());
+        s->stats.buffers_allocated++;
+    }
+    if (s->sched && (r = bp_sched_alloc_graph(s->sched, p->g)) != BP_OK)
+        return bp_run_fail(err, cap, r, "scheduling the decoder graph on '%s' failed: %s",
+                           bp_device_name(s->dev), bp_last_error());
     return BP_OK;
 }
 
@@ -428,12 +640,12 @@ static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan
     if (capacity > s->n_ctx) capacity = s->n_ctx;
     struct plan *p = &s->decode[i];
     if (!p->g) {
-        plan_free(p);
+        plan_free(s, p);
         p->n = 1;
         p->n_kv = capacity;
         bp_status r = plan_make(s, p, true, err, cap);
         if (r != BP_OK) {
-            plan_free(p);
+            plan_free(s, p);
             return r;
         }
     }
@@ -464,13 +676,38 @@ static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_
     bp_status r = set_inputs(s, p, tokens, pos, mask);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "setting the step's inputs failed: %s", bp_last_error());
-    if ((r = bp_backend_graph_compute(s->be, p->g)) != BP_OK ||
-        (r = bp_backend_synchronize(s->be)) != BP_OK)
+    if (s->sched)
+        r = bp_sched_graph_compute(s->sched, p->g);
+    else
+        r = bp_backend_graph_compute(s->be, p->g);
+    if (r == BP_OK) r = s->sched ? bp_sched_synchronize(s->sched) : bp_backend_synchronize(s->be);
+    if (r != BP_OK)
         return bp_run_fail(err, cap, r, "computing the decoder graph on '%s' failed: %s",
                     bp_device_name(s->dev), bp_last_error());
     if ((r = bp_tensor_get(p->logits, logits, 0, bp_nbytes(p->logits))) != BP_OK)
         return bp_run_fail(err, cap, r, "reading the logits failed: %s", bp_last_error());
     s->n_past += p->n;
+    return BP_OK;
+}
+
+/* The prefill plan of n tokens after n_past, the kept one when its shape
+ * matches. */
+static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
+                              struct plan **out, char *err, size_t cap)
+{
+    struct plan *p = &s->prefill;
+    if (!p->g || p->n != n || p->n_kv != n_past + n || s->prefill_all != all) {
+        plan_free(s, p);
+        p->n = n;
+        p->n_kv = n_past + n;
+        s->prefill_all = all;
+        bp_status r = plan_make(s, p, all, err, cap);
+        if (r != BP_OK) {
+            plan_free(s, p);
+            return r;
+        }
+    }
+    *out = p;
     return BP_OK;
 }
 
@@ -495,25 +732,64 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
         struct plan *p;
         int32_t pos;
         bp_status r = decode_plan(s, s->n_past + 1, &p, err, cap);
+        if (r == BP_OK) s->last_decode = p;
         return r != BP_OK ? r : run_plan(s, p, tokens, &pos, s->mask_host, logits, err, cap);
     }
-    struct plan p = { .n = n, .n_kv = s->n_past + n };
+    struct plan *p = NULL;
     int32_t *pos = malloc((size_t)n * sizeof *pos);
-    float *mask = malloc((size_t)(n * p.n_kv) * sizeof *mask);
+    float *mask = malloc((size_t)(n * (s->n_past + n)) * sizeof *mask);
     bp_status r = !pos || !mask ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
                                        "inputs of %lld tokens.", (long long)n)
-                                : plan_make(s, &p, all_positions, err, cap);
-    if (r == BP_OK) r = run_plan(s, &p, tokens, pos, mask, logits, err, cap);
+                                : prefill_plan(s, n, s->n_past, all_positions, &p, err, cap);
+    if (r == BP_OK) r = run_plan(s, p, tokens, pos, mask, logits, err, cap);
     free(pos);
     free(mask);
-    plan_free(&p);
     return r;
 }
 
 /* ------------------------------------------------------------ memory plan */
 
-/* The plan uses the session's own make_tensors and build, so the placement
- * is stated once; only the allocation is replaced by bp_context_alloc_size. */
+/* The slot of a device in a plan: 0 for the session's device, 1 for the
+ * fallback. */
+static int plan_slot(const struct bp_run_session *s, const struct bp_device *d)
+{
+    return s->fb && d == s->fb ? 1 : 0;
+}
+
+/* What plan_make would allocate for p, added to bytes[slot]: with one
+ * backend, bp_context_alloc_graph on the device; with a fallback, the
+ * scheduler's buffers, measured over the unallocated weights and caches. */
+static bp_status plan_bytes(const struct bp_run_session *s, const struct plan *p, size_t bytes[2], char *err,
+                            size_t cap)
+{
+    if (!s->fb) {
+        bytes[0] += bp_context_alloc_graph_size(p->ctx, p->g, bp_device_buffer_type(s->dev));
+        return BP_OK;
+    }
+    struct bp_context *ctx[MAX_WEIGHT_GROUPS + 2];
+    struct bp_buffer_type *buft[MAX_WEIGHT_GROUPS + 2];
+    size_t n = 0, got[BP_SCHED_MAX_BACKENDS] = {0};
+    for (size_t i = 0; i < s->n_wg; i++, n++) {
+        ctx[n] = s->wg[i].ctx;
+        buft[n] = s->wg[i].buft;
+    }
+    for (int i = 0; i < 2; i++, n++) {
+        ctx[n] = s->cctx[i];
+        buft[n] = bp_device_buffer_type(i ? s->fb : s->dev);
+    }
+    bp_status st = bp_sched_measure_graph(s->sched, p->g, ctx, buft, n, got);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "planning the scheduler's buffers on '%s' failed: %s",
+                           bp_device_name(s->dev), bp_last_error());
+    bytes[0] += got[0];
+    bytes[1] += got[1];
+    return BP_OK;
+}
+
+/* The plan is a session that stops before allocating: the same backends,
+ * choose_homes, make_tensors and graphs, sized with bp_context_alloc_size,
+ * bp_context_alloc_graph_size and bp_sched_measure_graph instead of
+ * allocated, so each placement is stated once. */
 bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
                            const struct bp_run_plan_options *o, struct bp_run_plan *out,
                            char *err, size_t cap)
@@ -522,59 +798,62 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
     if (bp_device_type(dev) == BP_DEVICE_TYPE_META)
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the memory plan does not split a meta "
                            "device's share per sub-device yet; plan each sub-device on its own.");
-    if (o && o->n_offload_layers)
-        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the runner does not offload layers yet.");
     struct bp_run_session *s = calloc(1, sizeof *s);
     if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
-    s->m = m;
-    s->dev = dev;
-    s->n_ctx = o && o->n_ctx > 0 ? o->n_ctx : 512;
-    if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
+    bp_status st = session_arrays(s, m, dev, o ? o->n_ctx : 0)
+                       ? BP_OK
+                       : bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
     int64_t n_prompt = o && o->n_prompt > 0 ? o->n_prompt : 1;
     if (n_prompt > s->n_ctx) n_prompt = s->n_ctx;
-    s->w = calloc(m->n_weights, sizeof *s->w);
-    s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
-    s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
-    bp_status st = !s->w || !s->cache_k || !s->cache_v
-                       ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.")
-                       : make_tensors(s, err, cap);
-    struct bp_run_plan_device *d = &out->d[0];
-    struct bp_buffer_type *def = bp_device_buffer_type(dev);
+    if (st == BP_OK) st = start_backends(s, NULL, err, cap);
+    if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, err, cap);
+    if (st == BP_OK) st = make_tensors(s, err, cap);
+    struct bp_run_plan_device *d = out->d;
     if (st == BP_OK) {
         for (size_t i = 0; i < s->n_wg; i++)
-            d->weights += bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
-        d->output_copy = s->out_copy ? bp_nbytes(s->out_copy) : 0;
-        d->kv_cache = bp_context_alloc_size(s->cctx, def, NULL);
+            d[plan_slot(s, s->wg[i].buft->device)].weights +=
+                bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
+        if (s->out_copy)
+            d[plan_slot(s, s->home_w[m->output - m->weights])].output_copy = bp_nbytes(s->out_copy);
+        for (int i = 0; i < 1 + (s->fb != NULL); i++)
+            d[i].kv_cache = bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(i ? s->fb : dev), NULL);
     }
-    /* The step buffers decode_plan and eval would allocate: one per decode
-     * capacity up to n_ctx, kept; one for the prefill, freed after it. */
+    /* The step buffers decode_plan and prefill_plan keep: one per decode
+     * capacity up to n_ctx, and the prefill's. */
+    size_t decode[2] = {0, 0}, prefill[2] = {0, 0};
     for (int64_t c = MIN_DECODE_CAPACITY, done = 0; st == BP_OK && !done; c *= 2) {
         struct plan p = { .n = 1, .n_kv = c < s->n_ctx ? c : s->n_ctx };
         done = c >= s->n_ctx;
-        if ((st = build(s, &p, true)) == BP_OK) d->decode += bp_context_alloc_size(p.ctx, def, NULL);
-        else bp_run_fail(err, cap, st, "planning the decode graph failed: %s", bp_last_error());
-        plan_free(&p);
+        if ((st = plan_graph(s, &p, true, err, cap)) == BP_OK) st = plan_bytes(s, &p, decode, err, cap);
+        plan_free(s, &p);
     }
     if (st == BP_OK && n_prompt > 1) {
         struct plan p = { .n = n_prompt, .n_kv = n_prompt };
-        if ((st = build(s, &p, false)) == BP_OK) d->prefill = bp_context_alloc_size(p.ctx, def, NULL);
-        else bp_run_fail(err, cap, st, "planning the prefill graph failed: %s", bp_last_error());
-        plan_free(&p);
+        if ((st = plan_graph(s, &p, o && o->prefill_all, err, cap)) == BP_OK)
+            st = plan_bytes(s, &p, prefill, err, cap);
+        plan_free(s, &p);
     }
-    d->dev = dev;
-    d->peak = d->weights + d->kv_cache + (d->decode > d->prefill ? d->decode : d->prefill);
-    bp_device_memory(dev, &d->mem_free, &d->mem_total);
-    out->n_devices = 1;
+    out->n_devices = s->fb ? 2 : 1;
+    for (size_t i = 0; i < out->n_devices; i++) {
+        d[i].dev = i ? s->fb : dev;
+        d[i].decode = decode[i];
+        d[i].prefill = prefill[i];
+        d[i].peak = d[i].weights + d[i].kv_cache + d[i].decode + d[i].prefill;
+        bp_device_memory(d[i].dev, &d[i].mem_free, &d[i].mem_total);
+    }
     out->n_ctx = s->n_ctx;
     out->n_prompt = n_prompt;
+    out->n_layer = m->hp.n_layer;
+    out->offload_layers = s->fb && o && o->offload_layers > 0 && o->offload_layers < m->hp.n_layer
+                              ? o->offload_layers : m->hp.n_layer;
     bp_run_session_free(s);
     return st;
 }
 
-size_t bp_run_session_device_bytes(const struct bp_run_session *s)
+size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const struct bp_device *dev)
 {
-    size_t n = s->cbuf ? bp_buffer_size(s->cbuf) : 0;
-    for (size_t i = 0; i < s->n_wg; i++) n += s->wg[i].buf ? bp_buffer_size(s->wg[i].buf) : 0;
+    size_t n = bp_run_session_device_bytes(s, dev) + bp_sched_buffer_bytes(s->sched, dev);
+    if (dev != s->dev) return n;
     for (int i = 0; i < N_DECODE_PLANS; i++) n += s->decode[i].buf ? bp_buffer_size(s->decode[i].buf) : 0;
-    return n;
+    return n + (s->prefill.buf ? bp_buffer_size(s->prefill.buf) : 0);
 }

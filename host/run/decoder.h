@@ -20,9 +20,23 @@ struct bp_run_session;
 struct bp_run_session_options {
     int64_t n_ctx;              /* KV cache positions; 0: 512 (capped by the model's) */
     int n_threads;              /* 0: the backend's default */
+    /* > 1: the first prefill's token count, planned and its memory touched
+     * at load time (with logits at every position when prefill_all), so
+     * the first prompt runs at the speed of later ones. */
+    int64_t n_prefill;
+    bool prefill_all;
     /* Called after each weight upload: done and total bytes. May be NULL. */
     void (*progress)(void *user, size_t done, size_t total);
     void *progress_user;
+    /* Scheduling (bp_sched over dev and, when dev is not a CPU, the cpu
+     * device as fallback): the first offload_layers layers' weights and KV
+     * caches go on dev, the rest and the embedding, output norm and output
+     * on the cpu (llama.cpp's -ngl); 0 means all layers. strict forbids
+     * fallback (BACKPLANE_SCHED_STRICT=1 too). direct skips the scheduler
+     * and computes on dev alone (the benchmark's reference). */
+    int64_t offload_layers;
+    bool strict;
+    bool direct;
 };
 
 /* Create a session of m on dev (m must outlive it). On a meta device the
@@ -47,11 +61,14 @@ void bp_run_session_reset(struct bp_run_session *s);
 
 /* What a session has built and allocated so far: a decode step reuses the
  * plan of its capacity, so after the first step of each capacity (32, 64,
- * ... positions) these stop growing; a prefill adds one of each. */
+ * ... positions) these stop growing; a prefill adds one of each unless the
+ * one before had the same shape (tokens, past positions, logits wanted). */
 struct bp_run_session_stats {
     uint64_t evals;             /* bp_run_session_eval calls that ran */
     uint64_t graphs_built;
-    uint64_t buffers_allocated; /* device buffers, weights and caches included */
+    uint64_t buffers_allocated; /* device buffers, weights, caches and the scheduler's included */
+    uint64_t sched_plans;       /* plans the scheduler made (one per graph built) */
+    uint64_t copies;            /* boundary copies the scheduler made, all evals */
 };
 void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_session_stats *out);
 
@@ -59,9 +76,21 @@ void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_sess
  * its buffer shows where the session placed it. */
 struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name);
 
-/* Bytes of the device buffers the session holds now: weights, KV cache and
- * the decode-step buffers made so far (what bp_run_plan_make predicts). */
-size_t bp_run_session_device_bytes(const struct bp_run_session *s);
+/* Bytes of every buffer the session holds now on dev: weights, KV cache,
+ * the step buffers of the plans made so far (its own, or the scheduler's
+ * and their copies), what bp_run_plan_make predicts per device. */
+size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const struct bp_device *dev);
+
+/* The scheduler's placement of the latest decode graph (BP_ERR_NOT_FOUND
+ * before the first decode step or without a scheduler). */
+bp_status bp_run_session_placement(const struct bp_run_session *s, struct bp_sched_summary *out);
+
+/* Bytes of the session's weight and cache buffers on dev. */
+size_t bp_run_session_device_bytes(const struct bp_run_session *s, const struct bp_device *dev);
+
+/* The session's device and execution stream (owned by the session). */
+struct bp_device *bp_run_session_device(const struct bp_run_session *s);
+struct bp_backend *bp_run_session_backend(const struct bp_run_session *s);
 
 /* Index of the largest value (the first of equals). */
 int32_t bp_run_argmax(const float *v, int64_t n);

@@ -157,6 +157,12 @@ static bp_status read_hparams(const struct bp_gguf *g, struct bp_run_hparams *hp
         (s = hp_u(g, "llama.attention.head_count_kv", &hp->n_head_kv, true, hp->n_head, err, cap)) ||
         (s = hp_u(g, "llama.context_length", &hp->n_ctx_train, true, 2048, err, cap)))
         return s;
+    /* Bounds what binding allocates per layer before any tensor is looked
+     * up (the fuzzer found a block_count of 2^30 in a few-kB file). */
+    if ((uint64_t)hp->n_layer > g->n_tensors)
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                    "the model's llama.block_count %" PRId64 " exceeds its %" PRIu64 " tensors "
+                    "(each block has several); the file is corrupt.", hp->n_layer, g->n_tensors);
     if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
         return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the model's metadata is inconsistent: embedding_length %" PRId64

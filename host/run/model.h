@@ -57,9 +57,11 @@ bp_status bp_run_model_load_gguf(const char *path, struct bp_run_model **out, ch
 bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_run_model **out,
                                  char *err, size_t err_cap);
 
-/* Built-in configurations: "test" (very small) and "tiny" (about 100 M
- * parameters), weights pseudo-random from seed, stored in weight_type
- * (norms stay f32). fused_qkv stores Q, K and V as one attn_qkv tensor. */
+/* Built-in configurations: "test" (very small), "tiny" (about 100 M
+ * parameters) and "1b" (TinyLlama-1.1B's shape), weights pseudo-random from
+ * seed, stored in weight_type (norms stay f32). fused_qkv stores Q, K and V
+ * as one attn_qkv tensor. Generated on n_threads threads (0: one per online
+ * CPU); the bytes are the same for any thread count. */
 struct bp_run_builtin_options {
     enum bp_type weight_type;
     uint64_t seed;
@@ -67,11 +69,14 @@ struct bp_run_builtin_options {
     /* Called after each weight is generated: done and total bytes. May be NULL. */
     void (*progress)(void *user, size_t done, size_t total);
     void *progress_user;
+    int n_threads;
 };
 bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_options *opts,
                                struct bp_run_model **out, char *err, size_t err_cap);
 /* Names of the built-in configurations, NULL-terminated. */
 const char *const *bp_run_builtin_names(void);
+/* The vocabulary size of the built-in configuration name (0: no such one). */
+int64_t bp_run_builtin_n_vocab(const char *name);
 
 /* Write m as a GGUF file (version 3) that bp_run_model_load_gguf reads back. */
 bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path, uint32_t version,

@@ -19,39 +19,47 @@
 struct bp_run_plan_options {
     int64_t n_ctx;             /* KV positions, as bp_run_session_options (0: 512, capped) */
     int64_t n_prompt;          /* the longest prefill (tokens in one eval); 0: 1 */
-    /* Layers to keep off this device (the scheduler's --offload-layers, not
-     * yet in the runner): must be 0 today; the field exists so that plans
-     * with offloading are one more input, not a new API. */
-    int64_t n_offload_layers;
+    /* As bp_run_session_options.offload_layers: with a cpu fallback, layers
+     * from this one on (and the embedding and output) live on the cpu. */
+    int64_t offload_layers;
+    bool prefill_all;          /* the prefill computes logits at every position */
 };
 
+/* One device's share; d[0] is the session's device, d[1] the cpu fallback
+ * (present whenever the device is not a CPU, since the scheduler places
+ * step buffers and declined ops there even without --offload-layers). */
 struct bp_run_plan_device {
     struct bp_device *dev;
-    size_t weights;            /* every weight, in the buffer types the session uses */
+    size_t weights;            /* its weights, in the buffer types the session uses */
     size_t output_copy;        /* of weights: a tied output's copy in the weight layout */
     size_t kv_cache;
     size_t decode;             /* decode-step buffers of every capacity up to n_ctx (kept) */
-    size_t prefill;            /* the longest prefill's buffer (freed after it) */
-    size_t peak;               /* weights + kv_cache + max(decode, prefill) */
+    size_t prefill;            /* the prefill's buffers (kept for the next prompt) */
+    size_t peak;               /* weights + kv_cache + decode + prefill */
     size_t mem_free, mem_total;
 };
 
 struct bp_run_plan {
     int64_t n_ctx, n_prompt;
-    size_t n_devices;          /* 1 today (a meta device is refused, see bp_run_plan_make) */
-    struct bp_run_plan_device d[1];
+    int64_t n_layer;           /* the model's layers */
+    int64_t offload_layers;    /* layers on d[0] (n_layer without offloading) */
+    size_t n_devices;          /* 1, or 2 with a cpu fallback (a meta device is refused) */
+    struct bp_run_plan_device d[2];
 };
 
-/* Plan a session of m on dev: the session's own placement code creates the
- * tensors and sizes them with bp_context_alloc_size; no device memory is
- * allocated. A meta device is refused (BP_ERR_UNSUPPORTED, a sentence in
- * err): its per-sub-device split is not planned yet. */
+/* Plan a session of m on dev as bp_run_session_new would place it: the
+ * session's own placement code (backends, choose_homes, make_tensors, the
+ * graphs) sized instead of allocated; no model or step memory is
+ * allocated (the backends are started, as the scheduler needs them). A
+ * meta device is refused (BP_ERR_UNSUPPORTED, a sentence in err): its
+ * per-sub-device split is not planned yet. */
 bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
                            const struct bp_run_plan_options *opts, struct bp_run_plan *out,
                            char *err, size_t err_cap);
 
 /* False, with one sentence in why naming the device, what it needs, what
- * it has free and what to try, when a device's peak exceeds its free memory.
+ * it has free and what to try (on a device with a cpu fallback, the
+ * --offload-layers that would fit), when a device's peak exceeds its free memory.
  * A device reporting no memory figures (0 free) is not judged. */
 bool bp_run_plan_fits(const struct bp_run_plan *p, char *why, size_t cap);
 

@@ -16,6 +16,7 @@ void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m
         json_string(&w, "model", m->name);
         json_int(&w, "n_ctx", p->n_ctx);
         json_int(&w, "n_prompt", p->n_prompt);
+        json_int(&w, "offload_layers", p->offload_layers);
         json_array_begin(&w, "devices");
         for (size_t i = 0; i < p->n_devices; i++) {
             const struct bp_run_plan_device *d = &p->d[i];
@@ -38,8 +39,9 @@ void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m
         json_finish(&w);
         return;
     }
-    printf("memory plan: %s, %lld positions, prefill of %lld tokens\n", m->name,
-           (long long)p->n_ctx, (long long)p->n_prompt);
+    printf("memory plan: %s, %lld positions, prefill of %lld tokens, %lld of %lld layers on %s\n",
+           m->name, (long long)p->n_ctx, (long long)p->n_prompt, (long long)p->offload_layers,
+           (long long)p->n_layer, bp_device_name(p->d[0].dev));
     for (size_t i = 0; i < p->n_devices; i++) {
         const struct bp_run_plan_device *d = &p->d[i];
         char a[32], b[32], c[32], e[32], f[32], g[32], h[32];

@@ -11,6 +11,8 @@
  *   blk.*.ffn_down.weight      by input features (axis 0)  -> partial sums
  *   output.weight              by vocabulary (axis 1)
  *   blk.*.cache_k/v            by kv heads (axis 2)
+ *   blk.*.attn_out_in#*,       the scheduler's copies of attn_output's and
+ *   blk.*.ffn_down_in#*        ffn_down's inputs: by their rows (axis 0)
  *   everything else            mirrored (norms, token_embd, inputs)
  *
  * Units are chosen so that the slices line up across tensors: a device
@@ -68,6 +70,11 @@ void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_m
     RULE("blk.*.ffn_gate.weight", axis(BP_META_SPLIT_AXIS_1, uff));
     RULE("blk.*.ffn_up.weight", axis(BP_META_SPLIT_AXIS_1, uff));
     RULE("blk.*.ffn_down.weight", axis(BP_META_SPLIT_AXIS_0, uff));
+    /* The row-parallel weights' inputs when the scheduler copies them in
+     * from another device (its copies are named "<source>#<device>"): cut
+     * like the weights' rows, so each device multiplies its own slice. */
+    RULE("blk.*.attn_out_in#*", axis(BP_META_SPLIT_AXIS_0, uq));
+    RULE("blk.*.ffn_down_in#*", axis(BP_META_SPLIT_AXIS_0, uff));
     RULE("blk.*.cache_k", axis(BP_META_SPLIT_AXIS_2, ukv / hp->head_dim));
     RULE("blk.*.cache_v", axis(BP_META_SPLIT_AXIS_2, ukv / hp->head_dim));
     /* Tied: the embedding is the output projection and stays mirrored. */

@@ -1,6 +1,10 @@
 /* alloc.c — placing a context's tensors in one buffer: aligned offsets,
- * optional guard bytes around each tensor, then views resolved. */
+ * optional guard bytes around each tensor, then views resolved; or, along a
+ * graph, with the bytes of a tensor reused once its last reader has run. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tensor_internal.h"
 
@@ -29,24 +33,27 @@ static bp_status layout_begin(struct bp_buffer_type *buft, const struct bp_alloc
     if (!buft || !buft->iface)
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the buffer type is NULL; get one from bp_device_buffer_type.", what);
     size_t align = 1;
-    if (BP_IFACE_HAS(buft->iface, get_alignment) && buft->iface->get_alignment)
-        align = buft->iface->get_alignment(buft);
+    size_t (*alignment)(struct bp_buffer_type *) = BP_IFACE_GET(buft->iface, get_alignment);
+    if (alignment) align = alignment(buft);
     if (align == 0 || (align & (align - 1)) != 0)
         return bp__fail(BP_ERR_PLUGIN, "%s: buffer type %s reports alignment %zu, which is not a power of two; "
                         "its plugin is broken.", what, bp__buft_name(buft), align);
     l->align = align;
     l->cur = 0;
     l->guard = 0;
-    if (opts && !round_up(opts->guard_bytes, align, &l->guard))
-        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: guard_bytes %zu is too large.", what, opts->guard_bytes);
+    size_t guard = BP__OPT(opts, guard_bytes, 0);
+    if (!round_up(guard, align, &l->guard))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: guard_bytes %zu is too large.", what, guard);
     return BP_OK;
 }
 
 static size_t tensor_alloc_size(struct bp_buffer_type *buft, const struct bp_tensor *t)
 {
     size_t n = bp_nbytes(t);
-    if (BP_IFACE_HAS(buft->iface, get_alloc_size) && buft->iface->get_alloc_size) {
-        size_t a = buft->iface->get_alloc_size(buft, t);
+    size_t (*alloc_size)(struct bp_buffer_type *, const struct bp_tensor *) =
+        BP_IFACE_GET(buft->iface, get_alloc_size);
+    if (alloc_size) {
+        size_t a = alloc_size(buft, t);
         if (a > n) n = a; /* a plugin may pad, never shrink */
     }
     return n;
@@ -143,8 +150,9 @@ bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type
         layout_place(&l, tensor_alloc_size(buft, t), &off); /* cannot overflow: it did not above */
         t->data = base + off;
         t->buffer = buf;
-        if (BP_IFACE_HAS(buf->iface, init_tensor) && buf->iface->init_tensor) {
-            st = buf->iface->init_tensor(buf, t);
+        bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(buf->iface, init_tensor);
+        if (init_tensor) {
+            st = init_tensor(buf, t);
             if (st != BP_OK) {
                 char lb[BP_MAX_NAME + 8];
                 bp__fail(st, "%s: buffer %s could not set up tensor %s (%s); see the log for the plugin's reason.",
@@ -160,4 +168,243 @@ bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type
     }
     *out = buf;
     return BP_OK;
+}
+
+/* ------------------------------------------------ reuse along a graph */
+
+/* A tensor of the context that needs memory: when it is written (the index
+ * of the node that computes it, -1 for one that no node computes) and the
+ * last node that reads it (INT32_MAX: never freed). */
+struct galloc_item {
+    struct bp_tensor *t;
+    size_t size, off;
+    int32_t def, last;
+};
+
+struct galloc_block {
+    size_t off, size;
+};
+
+/* Pointer -> item index, open addressing over a power-of-two table. */
+struct galloc_map {
+    struct bp_tensor **keys;
+    int32_t *vals;
+    size_t mask;
+};
+
+static size_t galloc_hash(const struct bp_tensor *t, size_t mask)
+{
+    return (size_t)(((uintptr_t)t >> 4) * 0x9e3779b97f4a7c15ull) & mask;
+}
+
+static void galloc_map_put(struct galloc_map *m, struct bp_tensor *t, int32_t v)
+{
+    size_t h = galloc_hash(t, m->mask);
+    while (m->keys[h]) h = (h + 1) & m->mask;
+    m->keys[h] = t;
+    m->vals[h] = v;
+}
+
+/* The item whose memory t uses (itself or, for a view, its source), or -1. */
+static int32_t galloc_map_owner(const struct galloc_map *m, const struct bp_tensor *t)
+{
+    if (t && t->view_src) t = t->view_src;
+    if (!t) return -1;
+    for (size_t h = galloc_hash(t, m->mask); m->keys[h]; h = (h + 1) & m->mask)
+        if (m->keys[h] == t) return m->vals[h];
+    return -1;
+}
+
+/* The smallest free block that holds size (split), else the end of the arena. */
+static size_t galloc_take(struct galloc_block *fb, size_t *n_free, size_t *end, size_t size)
+{
+    size_t best = *n_free;
+    for (size_t i = 0; i < *n_free; i++)
+        if (fb[i].size >= size && (best == *n_free || fb[i].size < fb[best].size)) best = i;
+    if (best == *n_free) {
+        size_t off = *end;
+        *end += size;
+        return off;
+    }
+    size_t off = fb[best].off;
+    fb[best].off += size;
+    fb[best].size -= size;
+    if (fb[best].size == 0) {
+        memmove(&fb[best], &fb[best + 1], (*n_free - best - 1) * sizeof *fb);
+        (*n_free)--;
+    }
+    return off;
+}
+
+/* Give [off, off + size) back, merged with its neighbours; blocks stay in
+ * offset order, and a block that reaches the arena's end shrinks it. */
+static void galloc_give(struct galloc_block *fb, size_t *n_free, size_t *end, size_t off, size_t size)
+{
+    size_t i = 0;
+    while (i < *n_free && fb[i].off < off) i++;
+    memmove(&fb[i + 1], &fb[i], (*n_free - i) * sizeof *fb);
+    fb[i] = (struct galloc_block){ off, size };
+    (*n_free)++;
+    if (i + 1 < *n_free && fb[i].off + fb[i].size == fb[i + 1].off) {
+        fb[i].size += fb[i + 1].size;
+        memmove(&fb[i + 1], &fb[i + 2], (*n_free - i - 2) * sizeof *fb);
+        (*n_free)--;
+    }
+    if (i > 0 && fb[i - 1].off + fb[i - 1].size == fb[i].off) {
+        fb[i - 1].size += fb[i].size;
+        memmove(&fb[i], &fb[i + 1], (*n_free - i - 1) * sizeof *fb);
+        (*n_free)--;
+        i--;
+    }
+    if (fb[i].off + fb[i].size == *end) {
+        *end = fb[i].off;
+        (*n_free)--;
+    }
+}
+
+/* Offsets for every item: the ones no node computes, and outputs, first and
+ * for good; the others from the node that computes them to the last node
+ * that reads them. Returns the arena's size. */
+static size_t galloc_plan(struct galloc_item *it, size_t n, const struct bp_graph *g,
+                          const struct galloc_map *map, struct galloc_block *fb)
+{
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const struct bp_tensor *node = g->nodes[k];
+        const int32_t o = galloc_map_owner(map, node);
+        if (o >= 0 && !node->view_src && it[o].def < 0) it[o].def = it[o].last = k;
+        if (o >= 0 && (node->flags & BP_TENSOR_FLAG_OUTPUT)) it[o].last = INT32_MAX;
+        for (int s = 0; s < BP_MAX_SRC; s++) {
+            const int32_t so = galloc_map_owner(map, node->src[s]);
+            if (so >= 0 && it[so].last < k) it[so].last = k;
+        }
+    }
+    size_t end = 0, n_free = 0;
+    for (size_t i = 0; i < n; i++)
+        if (it[i].def < 0 || it[i].last == INT32_MAX) {
+            it[i].off = end;
+            end += it[i].size;
+        }
+    /* The nodes in order: place what node k computes, then free what only
+     * node k still read (after placing: a node never writes over its sources). */
+    size_t peak = end;
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const int32_t o = galloc_map_owner(map, g->nodes[k]);
+        if (o >= 0 && it[o].def == k && it[o].last != INT32_MAX) {
+            it[o].off = galloc_take(fb, &n_free, &end, it[o].size);
+            if (end > peak) peak = end;
+        }
+        for (int s = 0; s <= BP_MAX_SRC; s++) {
+            const struct bp_tensor *src = s < BP_MAX_SRC ? g->nodes[k]->src[s] : g->nodes[k];
+            const int32_t so = galloc_map_owner(map, src);
+            if (so >= 0 && it[so].def >= 0 && it[so].def <= k && it[so].last == k) {
+                it[so].last = -1; /* freed once, however many sources name it */
+                galloc_give(fb, &n_free, &end, it[so].off, it[so].size);
+            }
+        }
+    }
+    return peak;
+}
+
+/* The items of ctx that need memory, their offsets along g and the arena's
+ * size (galloc_plan); *n_out is 0 when none needs memory. The caller frees
+ * *it_out. */
+static bp_status galloc_layout(struct bp_context *ctx, const struct bp_graph *g, struct bp_buffer_type *buft,
+                               const char *what, struct galloc_item **it_out, size_t *n_out,
+                               size_t *total, size_t *align)
+{
+    *it_out = NULL;
+    *n_out = 0;
+    *total = 0;
+    if (!ctx || !g || (g->n_nodes > 0 && !g->nodes))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the context or the graph is NULL.", what);
+    struct layout l;
+    bp_status st = layout_begin(buft, NULL, &l, what);
+    if (st != BP_OK) return st;
+    *align = l.align;
+    size_t n = 0;
+    const size_t count = bp_context_tensor_count(ctx);
+    for (size_t i = 0; i < count; i++) n += needs_memory(bp_context_tensor(ctx, i));
+    if (n == 0) return BP_OK;
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    struct galloc_item *it = calloc(n, sizeof *it);
+    struct galloc_block *fb = calloc(n + 1, sizeof *fb);
+    struct galloc_map map = { calloc(cap, sizeof *map.keys), calloc(cap, sizeof *map.vals), cap - 1 };
+    st = BP_ERR_OUT_OF_MEMORY;
+    if (!it || !fb || !map.keys || !map.vals) {
+        bp__fail(st, "%s: out of memory planning %zu tensors.", what, n);
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct bp_tensor *t = bp_context_tensor(ctx, i);
+        if (!needs_memory(t)) continue;
+        size_t size;
+        if (!round_up(tensor_alloc_size(buft, t), l.align, &size)) {
+            bp__fail(st, "%s: a tensor of this context needs more bytes than fit in size_t.", what);
+            goto out;
+        }
+        it[k] = (struct galloc_item){ .t = t, .size = size, .def = -1, .last = -1 };
+        galloc_map_put(&map, t, (int32_t)k++);
+    }
+    *total = galloc_plan(it, n, g, &map, fb);
+    *n_out = n;
+    st = BP_OK;
+out:
+    if (st != BP_OK) free(it);
+    else *it_out = it;
+    free(fb);
+    free(map.keys);
+    free(map.vals);
+    return st;
+}
+
+size_t bp_context_alloc_graph_size(struct bp_context *ctx, const struct bp_graph *g,
+                                   struct bp_buffer_type *buft)
+{
+    struct galloc_item *it;
+    size_t n, total, align = 1;
+    bp_status st = galloc_layout(ctx, g, buft, "bp_context_alloc_graph_size", &it, &n, &total, &align);
+    free(it);
+    if (st != BP_OK || n == 0) return 0;
+    return total ? total : align;
+}
+
+bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *g,
+                                 struct bp_buffer_type *buft, struct bp_buffer **out)
+{
+    const char *what = "bp_context_alloc_graph";
+    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL; pass the address of a buffer pointer.", what);
+    *out = NULL;
+    struct galloc_item *it;
+    size_t n, total, align = 1;
+    bp_status st = galloc_layout(ctx, g, buft, what, &it, &n, &total, &align);
+    if (st != BP_OK) return st;
+    if (n == 0) return resolve_views(ctx);
+    struct bp_buffer *buf = NULL;
+    if ((st = bp_buffer_alloc(buft, total ? total : align, &buf)) != BP_OK) goto out;
+    char *base = buf->iface->get_base(buf);
+    for (size_t i = 0; i < n && st == BP_OK; i++) {
+        struct bp_tensor *t = it[i].t;
+        t->data = base + it[i].off;
+        t->buffer = buf;
+        if (BP_IFACE_HAS(buf->iface, init_tensor) && buf->iface->init_tensor) {
+            st = buf->iface->init_tensor(buf, t);
+            if (st != BP_OK) {
+                char lb[BP_MAX_NAME + 8];
+                bp__fail(st, "%s: buffer %s could not set up tensor %s (%s); see the log for the plugin's reason.",
+                         what, bp__buffer_name(buf), bp__tensor_label(t, lb, sizeof lb), bp_status_name(st));
+            }
+        }
+    }
+    if (st == BP_OK) st = resolve_views(ctx);
+    if (st != BP_OK) {
+        unplace(ctx, buf);
+        bp_buffer_free(buf);
+        buf = NULL;
+    }
+out:
+    free(it);
+    *out = buf;
+    return st;
 }

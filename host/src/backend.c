@@ -6,34 +6,45 @@
 
 static const char *dev_name(struct bp_device *dev)
 {
-    const char *n = NULL;
-    if (dev && dev->iface && BP_IFACE_HAS(dev->iface, get_name) && dev->iface->get_name)
-        n = dev->iface->get_name(dev);
-    return n ? n : "(unnamed device)";
+    const char *n = bp_device_name(dev);
+    return *n ? n : "(unnamed device)";
 }
 
+/* A backend handed back by bp_backend_init: its table was checked there. */
 static bool backend_ok(const struct bp_backend *b)
 {
-    return b && b->iface && b->device && b->device->iface;
+    return b && b->iface && b->device;
 }
 
 bp_status bp_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out)
 {
     if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_backend_init: out is NULL; pass the address of a backend pointer.");
     *out = NULL;
-    if (!dev || !dev->iface || !BP_IFACE_HAS(dev->iface, init_backend) || !dev->iface->init_backend)
+    bp_status (*init)(struct bp_device *, const char *, struct bp_backend **) =
+        dev ? BP_IFACE_GET(dev->iface, init_backend) : NULL;
+    if (!init)
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_backend_init: the device is NULL or cannot make backends; "
                         "get one from bp_device_by_name or bp_device_get.");
     struct bp_backend *b = NULL;
-    bp_status st = dev->iface->init_backend(dev, params, &b);
+    bp_status st = init(dev, params, &b);
     if (st != BP_OK || !b) {
         if (st == BP_OK) st = BP_ERR_PLUGIN;
         return bp__fail(st, "device %s could not start a backend (%s)%s%s; see the log for the plugin's reason.",
                         dev_name(dev), bp_status_name(st), params ? " with params " : "", params ? params : "");
     }
-    if (!b->iface || !b->iface->graph_compute || !b->iface->free) {
-        return bp__fail(BP_ERR_PLUGIN, "device %s returned a backend without graph_compute or free; "
-                        "its plugin is broken.", dev_name(dev));
+    /* Made at run time, so checked here, once: later calls trust it. */
+    struct bp_iface_problem p = bp_backend_iface_check(b->iface);
+    if (p.field) {
+        char why[160];
+        bp__log(BP_LOG_ERROR, "backplane", "device %s (plugin %s) returned a backend whose table %s; the "
+                "backend is refused (fix the plugin: bp_plugin.h marks the required fields).", dev_name(dev),
+                bp__device_family(dev), bp_iface_problem_text(p, why, sizeof why));
+        /* Give it back only when the table reaches free; otherwise it leaks. */
+        void (*free_fn)(struct bp_backend *) = b->iface && b->iface->size <= BP_IFACE_MAX_SIZE
+                                                   ? BP_IFACE_GET(b->iface, free) : NULL;
+        if (free_fn) free_fn(b);
+        return bp__fail(BP_ERR_PLUGIN, "device %s returned a broken backend (its %s); see the log.",
+                        dev_name(dev), p.field);
     }
     if (!b->device) b->device = dev;
     *out = b;
@@ -42,14 +53,16 @@ bp_status bp_backend_init(struct bp_device *dev, const char *params, struct bp_b
 
 void bp_backend_free(struct bp_backend *b)
 {
-    if (b && b->iface && b->iface->free) b->iface->free(b);
+    void (*free_fn)(struct bp_backend *) = b ? BP_IFACE_GET(b->iface, free) : NULL;
+    if (free_fn) free_fn(b);
 }
 
 bp_status bp_backend_synchronize(struct bp_backend *b)
 {
     if (!backend_ok(b)) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_backend_synchronize: the backend is NULL.");
-    if (!BP_IFACE_HAS(b->iface, synchronize) || !b->iface->synchronize) return BP_OK; /* nothing is queued */
-    bp_status st = b->iface->synchronize(b);
+    bp_status (*sync)(struct bp_backend *) = BP_IFACE_GET(b->iface, synchronize);
+    if (!sync) return BP_OK; /* nothing is queued */
+    bp_status st = sync(b);
     if (st != BP_OK)
         return bp__fail(st, "%s: synchronize failed (%s); see the log for the plugin's reason.",
                         dev_name(b->device), bp_status_name(st));
@@ -62,10 +75,7 @@ bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads)
     if (n_threads < 1)
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_backend_set_n_threads: %d threads asked for; pass 1 or more.",
                         n_threads);
-    struct bp_registry *reg = b->device->reg;
-    bp_set_n_threads_fn fn = NULL;
-    if (reg && reg->iface && BP_IFACE_HAS(reg->iface, get_proc_address) && reg->iface->get_proc_address)
-        fn = (bp_set_n_threads_fn)reg->iface->get_proc_address(reg, BP_PROC_SET_N_THREADS);
+    bp_set_n_threads_fn fn = (bp_set_n_threads_fn)bp_device_proc_address(b->device, BP_PROC_SET_N_THREADS);
     if (!fn)
         return bp__fail(BP_ERR_UNSUPPORTED, "%s does not let the thread count be set (no %s).",
                         dev_name(b->device), BP_PROC_SET_N_THREADS);
@@ -79,8 +89,7 @@ bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads)
 static bp_status check_buffer(struct bp_device *dev, const struct bp_tensor *t)
 {
     struct bp_buffer_type *buft = t->buffer->buft;
-    if (!buft || !BP_IFACE_HAS(dev->iface, supports_buft) || !dev->iface->supports_buft) return BP_OK;
-    if (dev->iface->supports_buft(dev, buft)) return BP_OK;
+    if (!buft || bp__device_supports_buft(dev, buft)) return BP_OK;
     char d[BP_MAX_NAME + 96];
     return bp__fail(BP_ERR_UNSUPPORTED, "%s cannot read tensor %s in a buffer of type %s; allocate it in "
                     "this device's buffer type (bp_device_buffer_type).",
@@ -112,7 +121,6 @@ bp_status bp_backend_graph_compute(struct bp_backend *b, struct bp_graph *g)
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_backend_graph_compute: the graph is NULL or malformed; "
                         "make it with bp_graph_new and bp_graph_build.");
     struct bp_device *dev = b->device;
-    bool has_supports = BP_IFACE_HAS(dev->iface, supports_op) && dev->iface->supports_op;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         struct bp_tensor *node = g->nodes[i];
         if (!node)
@@ -123,7 +131,7 @@ bp_status bp_backend_graph_compute(struct bp_backend *b, struct bp_graph *g)
         if (st != BP_OK) return st;
         /* Views run no kernel: no device needs to claim them. */
         if (bp_op_is_view((enum bp_op)node->op)) continue;
-        if (!has_supports || !dev->iface->supports_op(dev, node)) {
+        if (!bp_device_supports_op(dev, node)) {
             char l[BP_MAX_NAME + 8];
             return bp__fail(BP_ERR_UNSUPPORTED, "%s cannot compute %s %s (%s): the device declines it; run it on "
                             "another device (`backplane info %s` lists what it supports).",

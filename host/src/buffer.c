@@ -1,15 +1,15 @@
 /* buffer.c — buffers: allocation, release and raw byte access, each plugin
  * call wrapped with a status and a sentence. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor_internal.h"
 
 const char *bp__buft_name(struct bp_buffer_type *buft)
 {
-    const char *name = NULL;
-    if (buft && BP_IFACE_HAS(buft->iface, get_name) && buft->iface->get_name)
-        name = buft->iface->get_name(buft);
+    const char *(*fn)(struct bp_buffer_type *) = buft ? BP_IFACE_GET(buft->iface, get_name) : NULL;
+    const char *name = fn ? fn(buft) : NULL;
     return name ? name : "(unnamed buffer type)";
 }
 
@@ -22,12 +22,21 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
 {
     if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_alloc: out is NULL; pass the address of a buffer pointer.");
     *out = NULL;
-    if (!buft || !BP_IFACE_HAS(buft->iface, alloc_buffer) || !buft->iface->alloc_buffer)
+    if (!buft)
         return bp__fail(BP_ERR_INVALID_ARGUMENT,
-                        "bp_buffer_alloc: the buffer type is NULL or has no alloc_buffer; get one from bp_device_buffer_type.");
-    size_t max = 0;
-    if (BP_IFACE_HAS(buft->iface, get_max_size) && buft->iface->get_max_size)
-        max = buft->iface->get_max_size(buft);
+                        "bp_buffer_alloc: the buffer type is NULL; get one from bp_device_buffer_type.");
+    char why[160];
+    struct bp_iface_problem p = bp_buffer_type_iface_check(buft->iface);
+    if (p.field) {
+        bp__log(BP_LOG_ERROR, "backplane", "a buffer type of device '%s' (plugin %s) has a table that %s; "
+                "nothing is allocated (fix the plugin: bp_plugin.h marks the required fields).",
+                bp_device_name(buft->device), bp__device_family(buft->device),
+                bp_iface_problem_text(p, why, sizeof why));
+        return bp__fail(BP_ERR_PLUGIN, "bp_buffer_alloc: the buffer type's table is broken (its %s); see the log.",
+                        p.field);
+    }
+    size_t (*max_fn)(struct bp_buffer_type *) = BP_IFACE_GET(buft->iface, get_max_size);
+    size_t max = max_fn ? max_fn(buft) : 0;
     char want[32], most[32];
     if (max && size > max)
         return bp__fail(BP_ERR_OUT_OF_MEMORY,
@@ -41,11 +50,18 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
         return bp__fail(st, "buffer type %s could not allocate %s (%s); free memory on the device or use a smaller model.",
                         bp__buft_name(buft), bp_format_bytes(size, want, sizeof want), bp_status_name(st));
     }
-    if (!buf->iface || !buf->iface->get_base || !buf->iface->free_buffer) {
+    /* Made at run time, so checked here, once: later calls trust it. */
+    p = bp_buffer_iface_check(buf->iface);
+    if (p.field) {
+        bp__log(BP_LOG_ERROR, "backplane", "buffer type %s (plugin %s) returned a buffer whose table %s; "
+                "the buffer is refused (fix the plugin: bp_plugin.h marks the required fields).",
+                bp__buft_name(buft), bp__device_family(buft->device), bp_iface_problem_text(p, why, sizeof why));
         /* Without free_buffer we cannot even give it back: leak rather than crash. */
-        if (buf->iface && buf->iface->free_buffer) buf->iface->free_buffer(buf);
-        return bp__fail(BP_ERR_PLUGIN, "buffer type %s returned a buffer without get_base or free_buffer; its plugin is broken.",
-                        bp__buft_name(buft));
+        void (*free_fn)(struct bp_buffer *) = buf->iface && buf->iface->size <= BP_IFACE_MAX_SIZE
+                                                  ? BP_IFACE_GET(buf->iface, free_buffer) : NULL;
+        if (free_fn) free_fn(buf);
+        return bp__fail(BP_ERR_PLUGIN, "buffer type %s returned a broken buffer (its %s); see the log.",
+                        bp__buft_name(buft), p.field);
     }
     if (!buf->buft) buf->buft = buft;
     *out = buf;
@@ -54,25 +70,13 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
 
 void bp_buffer_free(struct bp_buffer *buf)
 {
-    if (buf && buf->iface && buf->iface->free_buffer) buf->iface->free_buffer(buf);
+    void (*free_fn)(struct bp_buffer *) = buf ? BP_IFACE_GET(buf->iface, free_buffer) : NULL;
+    if (free_fn) free_fn(buf);
 }
 
 size_t bp_buffer_size(const struct bp_buffer *buf)
 {
     return buf ? buf->size : 0;
-}
-
-bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value)
-{
-    if (!buf || !buf->iface) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_clear: the buffer is NULL.");
-    if (!BP_IFACE_HAS(buf->iface, clear) || !buf->iface->clear)
-        return bp__fail(BP_ERR_UNSUPPORTED, "buffer %s cannot be cleared: its plugin has no clear function.",
-                        bp__buffer_name(buf));
-    bp_status st = buf->iface->clear(buf, value);
-    if (st != BP_OK)
-        return bp__fail(st, "buffer %s failed to clear (%s); see the log for the plugin's reason.",
-                        bp__buffer_name(buf), bp_status_name(st));
-    return BP_OK;
 }
 
 /* A 1-D I32 tensor spanning the whole buffer from its base. Plugins address
@@ -91,10 +95,40 @@ static void whole_buffer_tensor(struct bp_buffer *buf, struct bp_tensor *t)
     snprintf(t->name, sizeof t->name, "(raw buffer bytes)");
 }
 
+/* Without the optional clear, the same bytes go through set_tensor, which
+ * every buffer has, a chunk at a time. */
+static bp_status clear_by_writes(struct bp_buffer *buf, uint8_t value)
+{
+    enum { CHUNK = 1 << 16 };
+    size_t chunk = buf->size < CHUNK ? buf->size : CHUNK;
+    if (chunk == 0) return BP_OK;
+    unsigned char *fill = malloc(chunk);
+    if (!fill) return BP_ERR_OUT_OF_MEMORY;
+    memset(fill, value, chunk);
+    struct bp_tensor t;
+    whole_buffer_tensor(buf, &t);
+    bp_status st = BP_OK;
+    for (size_t off = 0; off < buf->size && st == BP_OK; off += chunk)
+        st = buf->iface->set_tensor(buf, &t, fill, off, buf->size - off < chunk ? buf->size - off : chunk);
+    free(fill);
+    return st;
+}
+
+bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value)
+{
+    if (!buf || !buf->iface) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_buffer_clear: the buffer is NULL.");
+    bp_status (*clear)(struct bp_buffer *, uint8_t) = BP_IFACE_GET(buf->iface, clear);
+    bp_status st = clear ? clear(buf, value) : clear_by_writes(buf, value);
+    if (st != BP_OK)
+        return bp__fail(st, "buffer %s failed to clear (%s); see the log for the plugin's reason.",
+                        bp__buffer_name(buf), bp_status_name(st));
+    return BP_OK;
+}
+
 static bp_status check_raw(const char *what, struct bp_buffer *buf, const void *host, size_t offset,
                            size_t size)
 {
-    if (!buf || !buf->iface || !buf->iface->get_base)
+    if (!buf || !BP_IFACE_GET(buf->iface, get_base))
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the buffer is NULL or has no get_base.", what);
     if (!host && size) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the host pointer is NULL.", what);
     if (offset > buf->size || size > buf->size - offset)

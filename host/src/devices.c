@@ -6,7 +6,13 @@
 
 #include "loader_internal.h"
 
-static struct bp_device **devices;
+/* Every loaded device with the name it is listed by (owned): usually the
+ * plugin's own, "<family>:<name>" when that does not begin with the family. */
+struct listed {
+    struct bp_device *dev;
+    char *name;
+};
+static struct listed *devices;
 static size_t n_devices, cap_devices;
 
 /* What bp_meta_device_from_spec looks like; the meta plugin exports it
@@ -15,21 +21,73 @@ typedef bp_status (*meta_device_from_spec_fn)(const char *spec, struct bp_device
 #define META_FAMILY "meta"
 #define META_FROM_SPEC "bp_meta_device_from_spec"
 
-bp_status bp__devices_append(struct bp_device *dev)
+/* The plugin's own name for dev, "" when it has none. */
+static const char *plugin_name(struct bp_device *dev)
+{
+    const char *(*get_name)(struct bp_device *) = dev ? BP_IFACE_GET(dev->iface, get_name) : NULL;
+    const char *n = get_name ? get_name(dev) : NULL;
+    return n ? n : "";
+}
+
+/* The name dev of family is listed by, into buf. Names are namespaced by
+ * family so that a plugin cannot take over another's device name ("cpu")
+ * just by loading first. */
+static const char *listed_name(struct bp_device *dev, const char *family, char *buf, size_t cap)
+{
+    const char *n = plugin_name(dev);
+    if (!strncmp(n, family, strlen(family)))
+        snprintf(buf, cap, "%s", n);
+    else
+        snprintf(buf, cap, "%s:%s", family, n);
+    return buf;
+}
+
+bool bp__devices_check_names(struct bp_registry *reg, size_t n, const char *family,
+                             struct bp__refusal *r)
+{
+    char name[2 * BP_MAX_NAME], other[2 * BP_MAX_NAME];
+    for (size_t i = 0; i < n; i++) {
+        struct bp_device *d = reg->iface->get_device(reg, i);
+        listed_name(d, family, name, sizeof name);
+        struct bp_device *taken = bp__devices_find_loaded(name);
+        for (size_t k = 0; k < i && !taken; k++) {
+            struct bp_device *e = reg->iface->get_device(reg, k);
+            if (!strcmp(listed_name(e, family, other, sizeof other), name)) taken = e;
+        }
+        if (taken)
+            return bp__refuse(r, BP_PLUGIN_FAIL_DUPLICATE,
+                              "Give every device a name of its own that begins with the "
+                              "family (e.g. <family>0, <family>1).",
+                              "its device %zu is named '%s', which %s already has.", i, name,
+                              taken->reg == reg ? "another of its devices" : "a loaded device");
+    }
+    return true;
+}
+
+bp_status bp__devices_append(struct bp_device *dev, const char *family)
 {
     if (n_devices == cap_devices) {
         size_t cap = cap_devices ? cap_devices * 2 : 8;
-        struct bp_device **v = realloc(devices, cap * sizeof *v);
+        struct listed *v = realloc(devices, cap * sizeof *v);
         if (!v) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory growing the device list.");
         devices = v;
         cap_devices = cap;
     }
-    devices[n_devices++] = dev;
+    char name[2 * BP_MAX_NAME];
+    listed_name(dev, family, name, sizeof name);
+    char *copy = strdup(name);
+    if (!copy) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory growing the device list.");
+    if (strcmp(name, plugin_name(dev)) != 0)
+        bp__log(BP_LOG_WARN, "backplane",
+                "device '%s' of plugin family %s is listed as '%s': device names must begin "
+                "with their family.", plugin_name(dev), family, name);
+    devices[n_devices++] = (struct listed){dev, copy};
     return BP_OK;
 }
 
 void bp__devices_clear(void)
 {
+    for (size_t i = 0; i < n_devices; i++) free(devices[i].name);
     free(devices);
     devices = NULL;
     n_devices = cap_devices = 0;
@@ -42,14 +100,14 @@ size_t bp__devices_count_loaded(void)
 
 struct bp_device *bp__devices_get_loaded(size_t index)
 {
-    return index < n_devices ? devices[index] : NULL;
+    return index < n_devices ? devices[index].dev : NULL;
 }
 
 static const char *dev_name(struct bp_device *dev)
 {
-    if (!dev || !dev->iface || !dev->iface->get_name) return "";
-    const char *n = dev->iface->get_name(dev);
-    return n ? n : "";
+    for (size_t i = 0; dev && i < n_devices; i++)
+        if (devices[i].dev == dev) return devices[i].name;
+    return plugin_name(dev);
 }
 
 struct bp_device *bp__devices_find_loaded(const char *name)
@@ -57,7 +115,7 @@ struct bp_device *bp__devices_find_loaded(const char *name)
     if (!name) return NULL;
     if (bp__identity_is_selector(name)) return bp__identity_find(name);
     for (size_t i = 0; i < n_devices; i++)
-        if (!strcmp(dev_name(devices[i]), name)) return devices[i];
+        if (!strcmp(devices[i].name, name)) return devices[i].dev;
     return NULL;
 }
 
@@ -77,7 +135,7 @@ struct bp_device *bp_device_get(size_t index)
                  index, n_devices);
         return NULL;
     }
-    return devices[index];
+    return devices[index].dev;
 }
 
 /* "cpu, vulkan0" into buf, for error messages. */
@@ -90,7 +148,7 @@ static const char *available_names(char *buf, size_t cap)
         return buf;
     }
     for (size_t i = 0; i < n_devices && used < cap; i++) {
-        int w = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", dev_name(devices[i]));
+        int w = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", devices[i].name);
         if (w < 0) break;
         used += (size_t)w;
     }
@@ -119,9 +177,8 @@ struct bp_device *bp_device_by_name(const char *name)
 static bp_status meta_device(const char *spec, struct bp_device **out)
 {
     struct bp_registry *reg = bp_registry_by_name(META_FAMILY);
-    meta_device_from_spec_fn fn = NULL;
-    if (reg && BP_IFACE_HAS(reg->iface, get_proc_address) && reg->iface->get_proc_address)
-        fn = (meta_device_from_spec_fn)reg->iface->get_proc_address(reg, META_FROM_SPEC);
+    void *(*proc)(struct bp_registry *, const char *) = reg ? BP_IFACE_GET(reg->iface, get_proc_address) : NULL;
+    meta_device_from_spec_fn fn = proc ? (meta_device_from_spec_fn)proc(reg, META_FROM_SPEC) : NULL;
     if (!fn)
         return bp__fail(BP_ERR_NOT_FOUND,
                         "BACKPLANE_DEVICES asks for '%s' but the meta plugin is not loaded; "
@@ -209,15 +266,15 @@ bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out)
     } else {
         struct bp_device *pick = NULL;
         for (size_t i = 0; i < n_devices && !pick; i++) {
-            enum bp_device_type t = bp_device_type(devices[i]);
+            enum bp_device_type t = bp_device_type(devices[i].dev);
             /* A software rasterizer (llvmpipe) is slower than the CPU plugin. */
             struct bp_device_identity id = { .size = sizeof id };
-            (void)bp_device_identity(devices[i], &id);
+            (void)bp_device_identity(devices[i].dev, &id);
             if ((t == BP_DEVICE_TYPE_GPU || t == BP_DEVICE_TYPE_IGPU) && !id.software)
-                pick = devices[i];
+                pick = devices[i].dev;
         }
         for (size_t i = 0; i < n_devices && !pick; i++)
-            if (bp_device_type(devices[i]) == BP_DEVICE_TYPE_CPU) pick = devices[i];
+            if (bp_device_type(devices[i].dev) == BP_DEVICE_TYPE_CPU) pick = devices[i].dev;
         if (!pick)
             return bp__fail(BP_ERR_NOT_FOUND,
                             "no GPU or CPU device is available; run `backplane devices` to see "
@@ -232,7 +289,15 @@ bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out)
     return BP_OK;
 }
 
-/* ---- device properties: thin, NULL-safe wrappers over the device table ---- */
+/* ---- device properties: thin, NULL-safe wrappers over the device table.
+ * Every field is read through BP_IFACE_GET: a device from the meta plugin
+ * was never checked at load time. ---- */
+
+/* The device's table, or NULL for a NULL device. */
+static const struct bp_device_iface *iface_of(struct bp_device *dev)
+{
+    return dev ? dev->iface : NULL;
+}
 
 const char *bp_device_name(struct bp_device *dev)
 {
@@ -241,18 +306,15 @@ const char *bp_device_name(struct bp_device *dev)
 
 const char *bp_device_description(struct bp_device *dev)
 {
-    if (!dev || !dev->iface || !BP_IFACE_HAS(dev->iface, get_description) ||
-        !dev->iface->get_description)
-        return "";
-    const char *d = dev->iface->get_description(dev);
+    const char *(*fn)(struct bp_device *) = BP_IFACE_GET(iface_of(dev), get_description);
+    const char *d = fn ? fn(dev) : NULL;
     return d ? d : "";
 }
 
 enum bp_device_type bp_device_type(struct bp_device *dev)
 {
-    if (!dev || !dev->iface || !BP_IFACE_HAS(dev->iface, get_type) || !dev->iface->get_type)
-        return BP_DEVICE_TYPE_ACCEL;
-    return dev->iface->get_type(dev);
+    enum bp_device_type (*fn)(struct bp_device *) = BP_IFACE_GET(iface_of(dev), get_type);
+    return fn ? fn(dev) : BP_DEVICE_TYPE_ACCEL;
 }
 
 const char *bp_device_type_name(enum bp_device_type type)
@@ -270,30 +332,65 @@ const char *bp_device_type_name(enum bp_device_type type)
 void bp_device_memory(struct bp_device *dev, size_t *free_bytes, size_t *total_bytes)
 {
     size_t f = 0, t = 0;
-    if (dev && dev->iface && BP_IFACE_HAS(dev->iface, get_memory) && dev->iface->get_memory)
-        dev->iface->get_memory(dev, &f, &t);
+    void (*fn)(struct bp_device *, size_t *, size_t *) = BP_IFACE_GET(iface_of(dev), get_memory);
+    if (fn) fn(dev, &f, &t);
     if (free_bytes) *free_bytes = f;
     if (total_bytes) *total_bytes = t;
 }
 
 void bp_device_caps(struct bp_device *dev, struct bp_device_caps *caps)
 {
-    if (!caps) return;
-    memset(caps, 0, sizeof *caps);
-    caps->size = sizeof *caps;
-    if (dev && dev->iface && BP_IFACE_HAS(dev->iface, get_caps) && dev->iface->get_caps)
-        dev->iface->get_caps(dev, caps);
-    caps->size = sizeof *caps;
+    /* The plugin fills a full-size copy (told our size); the caller gets
+     * only the bytes its own `size` covers, and keeps its `size`. */
+    if (!caps || caps->size < sizeof caps->size) return;
+    struct bp_device_caps all;
+    memset(&all, 0, sizeof all);
+    all.size = sizeof all;
+    void (*fn)(struct bp_device *, struct bp_device_caps *) = BP_IFACE_GET(iface_of(dev), get_caps);
+    if (fn) fn(dev, &all);
+    size_t n = caps->size < sizeof all ? caps->size : sizeof all;
+    memcpy((char *)caps + sizeof caps->size, (const char *)&all + sizeof all.size,
+           n - sizeof caps->size);
+}
+
+/* buft of dev, checked against the buffer-type floor (it is handed out at
+ * run time, so it is checked every time it is handed out). */
+static struct bp_buffer_type *checked_buft(struct bp_device *dev, struct bp_buffer_type *buft,
+                                           const char *what)
+{
+    struct bp_iface_problem p = bp_buffer_type_iface_check(buft ? buft->iface : NULL);
+    if (buft && !p.field) return buft;
+    char why[160];
+    bp__log(BP_LOG_ERROR, "backplane", "device '%s' (plugin %s) returned a %s that %s; fix the plugin.",
+            dev_name(dev), bp__device_family(dev), what,
+            buft ? bp_iface_problem_text(p, why, sizeof why) : "is NULL");
+    bp__fail(BP_ERR_PLUGIN, "device '%s' returned an unusable %s; see the log.", dev_name(dev),
+             what);
+    return NULL;
 }
 
 struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev)
 {
-    if (!dev || !dev->iface || !BP_IFACE_HAS(dev->iface, get_buffer_type) ||
-        !dev->iface->get_buffer_type) {
+    struct bp_buffer_type *(*fn)(struct bp_device *) = BP_IFACE_GET(iface_of(dev), get_buffer_type);
+    if (!fn) {
         bp__fail(BP_ERR_INVALID_ARGUMENT, "device '%s' has no buffer type.", dev_name(dev));
         return NULL;
     }
-    return dev->iface->get_buffer_type(dev);
+    return checked_buft(dev, fn(dev), "buffer type (get_buffer_type)");
+}
+
+const char *bp__device_family(struct bp_device *dev)
+{
+    struct bp_registry *reg = dev ? dev->reg : NULL;
+    const char *(*fn)(struct bp_registry *) = reg ? BP_IFACE_GET(reg->iface, get_name) : NULL;
+    const char *n = fn ? fn(reg) : NULL;
+    return n ? n : "?";
+}
+
+bool bp__device_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)
+{
+    bool (*fn)(struct bp_device *, struct bp_buffer_type *) = BP_IFACE_GET(iface_of(dev), supports_buft);
+    return fn ? fn(dev, buft) : buft && buft->device == dev;
 }
 
 struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev, enum bp_type type)
@@ -304,10 +401,10 @@ struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev, enum 
         bp_weight_buffer_type_fn fn;
         memcpy(&fn, &p, sizeof fn);
         struct bp_buffer_type *buft = fn(dev, type);
+        if (buft) buft = checked_buft(dev, buft, "weight buffer type (bp_weight_buffer_type)");
         /* A plugin offering a buffer type its own device refuses is a bug;
          * the default still works, so fall back rather than fail. */
-        if (buft && dev->iface && BP_IFACE_HAS(dev->iface, supports_buft) &&
-            dev->iface->supports_buft && !dev->iface->supports_buft(dev, buft))
+        if (buft && !bp__device_supports_buft(dev, buft))
             bp__log(BP_LOG_WARN, "backplane",
                     "device '%s' offers a weight buffer type it does not support; using its "
                     "default buffer type.", dev_name(dev));
@@ -319,16 +416,13 @@ struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev, enum 
 
 bool bp_device_supports_op(struct bp_device *dev, const struct bp_tensor *node)
 {
-    if (!dev || !node || !dev->iface || !BP_IFACE_HAS(dev->iface, supports_op) ||
-        !dev->iface->supports_op)
-        return false;
-    return dev->iface->supports_op(dev, node);
+    bool (*fn)(struct bp_device *, const struct bp_tensor *) = BP_IFACE_GET(iface_of(dev), supports_op);
+    return fn && node ? fn(dev, node) : false;
 }
 
 void *bp_device_proc_address(struct bp_device *dev, const char *name)
 {
-    if (!dev || !name || !dev->reg || !dev->reg->iface) return NULL;
-    const struct bp_registry_iface *ri = dev->reg->iface;
-    if (!BP_IFACE_HAS(ri, get_proc_address) || !ri->get_proc_address) return NULL;
-    return ri->get_proc_address(dev->reg, name);
+    if (!dev || !name || !dev->reg) return NULL;
+    void *(*fn)(struct bp_registry *, const char *) = BP_IFACE_GET(dev->reg->iface, get_proc_address);
+    return fn ? fn(dev->reg, name) : NULL;
 }

@@ -118,6 +118,7 @@ const char *bp_plugin_failure_code_name(enum bp_plugin_failure_code code)
     case BP_PLUGIN_FAIL_OUTSCORED: return "OUTSCORED";
     case BP_PLUGIN_FAIL_BAD_NAME: return "BAD_NAME";
     case BP_PLUGIN_FAIL_BAD_REGISTRY: return "BAD_REGISTRY";
+    case BP_PLUGIN_FAIL_ABI_MINOR: return "ABI_MINOR";
     }
     return "UNKNOWN";
 }

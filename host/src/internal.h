@@ -12,6 +12,13 @@
 
 #define BP_HIDDEN __attribute__((visibility("hidden")))
 
+/* An application options struct's field when its `size` covers it (size 0:
+ * every field, the caller predates the size or left it zero), else dflt. */
+#define BP__OPT(opts, field, dflt)                                                         \
+    ((opts) && ((opts)->size == 0 ||                                                      \
+                (opts)->size >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field)) \
+         ? (opts)->field : (dflt))
+
 /* error.c — the per-thread last error. Returns status, so a failing path can
  * `return bp__fail(BP_ERR_SHAPE, "...")`. Also logs at debug level. */
 BP_HIDDEN bp_status bp__fail(bp_status status, const char *fmt, ...)
@@ -30,6 +37,14 @@ BP_HIDDEN const char *bp__getenv(const char *name);
 /* loader.c — load plugins on first use (idempotent, thread-safe). Every
  * public entry point that touches plugins or devices calls it. */
 BP_HIDDEN void bp__ensure_loaded(void);
+
+/* devices.c — whether dev's backends read buffers of buft: its
+ * supports_buft, or (without one) only buffer types of dev itself. */
+BP_HIDDEN bool bp__device_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft);
+
+/* devices.c — the family of dev's plugin (its registry's name), for the
+ * sentence that blames a plugin for a broken table; "?" when unknown. */
+BP_HIDDEN const char *bp__device_family(struct bp_device *dev);
 
 /* The host-services table handed to plugins. */
 BP_HIDDEN const struct bp_host_services *bp__host_services(void);

@@ -19,10 +19,6 @@ static int loaded;                      /* atomic: discovery has run */
 static _Thread_local bool in_load;      /* this thread is inside discovery */
 static struct plugin *plugins;
 static size_t n_plugins, cap_plugins;
-/* Handles of plugins whose init succeeded but whose registry was refused:
- * they may have threads, so they stay mapped until bp_unload. */
-static void **resident;
-static size_t n_resident, cap_resident;
 
 /* ---- small helpers ---- */
 
@@ -74,19 +70,6 @@ static bp_status parse_backends(const char *env, struct strlist *out)
     return st;
 }
 
-static bool keep_resident(void *handle)
-{
-    if (n_resident == cap_resident) {
-        size_t cap = cap_resident ? cap_resident * 2 : 4;
-        void **v = realloc(resident, cap * sizeof *v);
-        if (!v) return false; /* the handle leaks, which is what resident means anyway */
-        resident = v;
-        cap_resident = cap;
-    }
-    resident[n_resident++] = handle;
-    return true;
-}
-
 static bp_status add_plugin(const struct bp__candidate *c, const struct bp__opened *o)
 {
     if (n_plugins == cap_plugins) {
@@ -116,13 +99,8 @@ static bp_status add_plugin(const struct bp__candidate *c, const struct bp__open
     }
     plugins[n_plugins++] = p;
     for (size_t i = 0; i < o->n_devices; i++) {
-        struct bp_device *d = o->reg->iface->get_device(o->reg, i);
-        bp_status st = bp__devices_append(d);
+        bp_status st = bp__devices_append(o->reg->iface->get_device(o->reg, i), c->family);
         if (st != BP_OK) return st;
-        if (bp__devices_find_loaded(bp_device_name(d)) != d)
-            bp__log(BP_LOG_WARN, "backplane",
-                    "device name '%s' of %s is already taken by another plugin's device; "
-                    "bp_device_by_name finds the first.", bp_device_name(d), c->path);
     }
     bp__log(BP_LOG_INFO, "backplane", "loaded %s (family %s%s%s, score %d, %zu device%s).",
             c->path, c->family, *c->variant ? ", variant " : "", c->variant, o->score,
@@ -160,8 +138,9 @@ static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_optio
     size_t cannot_run = 0;
     for (size_t i = 0; i < n; i++) {
         struct bp__refusal r;
-        if (opts->isolate_probe &&
-            !bp__probe_plugin(g[i].c, opts->probe_timeout_s ? opts->probe_timeout_s : 10, &r)) {
+        unsigned timeout_s = BP__OPT(opts, probe_timeout_s, 0u);
+        if (BP__OPT(opts, isolate_probe, false) &&
+            !bp__probe_plugin(g[i].c, timeout_s ? timeout_s : 10, &r)) {
             bp__record_failure(g[i].c->path, family, &r);
             continue;
         }
@@ -228,19 +207,16 @@ static ptrdiff_t load_group(struct slot *g, size_t n, const struct bp_load_optio
             close_slot(s);
             continue;
         }
-        bool resident_needed = false;
-        if (!bp__init_plugin(s->c, &s->o, &r, &resident_needed)) {
+        /* A plugin whose init succeeded is pinned resident: closing the
+         * loader's handle below never unmaps it. */
+        if (!bp__init_plugin(s->c, &s->o, &r)) {
             bp__record_failure(s->c->path, family, &r);
-            if (resident_needed) {
-                keep_resident(s->o.handle);
-                s->o.handle = NULL;
-            }
             close_slot(s);
             continue;
         }
         if (add_plugin(s->c, &s->o) != BP_OK) {
-            /* Out of memory: keep it mapped, it may own threads. */
-            keep_resident(s->o.handle);
+            /* Out of memory: the plugin list may already hold the handle,
+             * so leave it to bp_unload (the plugin is pinned anyway). */
             s->o.handle = NULL;
             continue;
         }
@@ -386,14 +362,11 @@ void bp_unload(void)
     for (size_t i = n_plugins; i-- > 0;) {
         struct plugin *p = &plugins[i];
         struct bp_registry *reg = p->info.reg;
-        bool shut = false;
-        if (BP_IFACE_HAS(reg->iface, shutdown) && reg->iface->shutdown) {
-            reg->iface->shutdown(reg);
-            shut = true;
-        }
-        /* Without a shutdown entry the plugin may still own threads: it
-         * stays mapped (bp_plugin.h, "Lifetime"). */
-        if (shut && p->handle) dlclose(p->handle);
+        void (*shutdown)(struct bp_registry *) = BP_IFACE_GET(reg->iface, shutdown);
+        if (shutdown) shutdown(reg);
+        /* Pinned at init (RTLD_NODELETE): this drops our reference, the
+         * mappings stay (bp_plugin.h, "Lifetime"). */
+        if (p->handle) dlclose(p->handle);
         free((char *)p->info.family);
         free((char *)p->info.variant);
         free((char *)p->info.path);
@@ -401,11 +374,6 @@ void bp_unload(void)
     free(plugins);
     plugins = NULL;
     n_plugins = cap_plugins = 0;
-    /* Refused after a successful init: no usable registry to shut down, so
-     * unmapping could pull code from under its threads. They stay. */
-    free(resident);
-    resident = NULL;
-    n_resident = cap_resident = 0;
     bp__devices_clear();
     bp__failures_clear();
     __atomic_store_n(&loaded, 0, __ATOMIC_RELEASE);

@@ -55,7 +55,15 @@ BP_HIDDEN const char *bp__plugin_log_capture_end(void);
 
 /* ---- devices.c: the device list, appended as registries load ---- */
 
-BP_HIDDEN bp_status bp__devices_append(struct bp_device *dev);
+/* Append dev under the name it is listed by (see bp__devices_check_names). */
+BP_HIDDEN bp_status bp__devices_append(struct bp_device *dev, const char *family);
+/* Device names are unique: a device whose name does not begin with its
+ * family is listed as "<family>:<name>" (logged once at load); a listed name
+ * that is still taken, by a loaded device or by another of this registry's,
+ * refuses the plugin as DUPLICATE. The registry's tables are already
+ * checked. Returns false with r filled. */
+BP_HIDDEN bool bp__devices_check_names(struct bp_registry *reg, size_t n, const char *family,
+                                       struct bp__refusal *r);
 BP_HIDDEN void bp__devices_clear(void);
 /* Without bp__ensure_loaded: what host services hand to plugins mid-load. */
 BP_HIDDEN size_t bp__devices_count_loaded(void);
@@ -106,10 +114,11 @@ struct bp__opened {
  * nothing stays open. */
 BP_HIDDEN bool bp__open_plugin(const struct bp__candidate *c, struct bp__opened *o,
                                struct bp__refusal *r);
-/* bp_plugin_init and registry validation. On failure r is filled; when init
- * itself succeeded the handle must stay open (*keep_resident is set). */
+/* bp_plugin_init and registry validation. On failure r is filled. Once
+ * init itself succeeded the plugin is pinned resident (RTLD_NODELETE), so
+ * the caller may dlclose its handle either way. */
 BP_HIDDEN bool bp__init_plugin(const struct bp__candidate *c, struct bp__opened *o,
-                               struct bp__refusal *r, bool *keep_resident);
+                               struct bp__refusal *r);
 
 /* ---- probe.c ---- */
 

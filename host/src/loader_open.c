@@ -90,6 +90,24 @@ bool bp__open_plugin(const struct bp__candidate *c, struct bp__opened *o, struct
                           "it was built for ABI %u.%u, this host speaks %u.%u.", pmaj, pmin,
                           (unsigned)BP_ABI_MAJOR, (unsigned)BP_ABI_MINOR);
     }
+    /* A newer minor loads unless the plugin says it needs a newer host. */
+    bp_plugin_min_host_version_fn min_host =
+        (bp_plugin_min_host_version_fn)dlsym(h, BP_PLUGIN_MIN_HOST_SYMBOL);
+    uint32_t need = min_host ? min_host() : 0;
+    if (need > BP_ABI_VERSION) {
+        char remedy[320];
+        snprintf(remedy, sizeof remedy,
+                 "Upgrade backplane to ABI %u.%u or newer, or install a build of the plugin "
+                 "made for ABI %u.%u.", (unsigned)BP_ABI_VERSION_MAJOR(need),
+                 (unsigned)BP_ABI_VERSION_MINOR(need), (unsigned)BP_ABI_MAJOR,
+                 (unsigned)BP_ABI_MINOR);
+        dlclose(h);
+        return bp__refuse(r, BP_PLUGIN_FAIL_ABI_MINOR, remedy,
+                          "it needs a host of ABI %u.%u or newer (%s), this host speaks %u.%u.",
+                          (unsigned)BP_ABI_VERSION_MAJOR(need),
+                          (unsigned)BP_ABI_VERSION_MINOR(need), BP_PLUGIN_MIN_HOST_SYMBOL "()",
+                          (unsigned)BP_ABI_MAJOR, (unsigned)BP_ABI_MINOR);
+    }
     if (BP_ABI_VERSION_MINOR(v) > BP_ABI_MINOR)
         bp__log(BP_LOG_DEBUG, "backplane",
                 "%s was built for ABI %u.%u, newer than this host's %u.%u; features of the "
@@ -108,30 +126,60 @@ bool bp__open_plugin(const struct bp__candidate *c, struct bp__opened *o, struct
     return true;
 }
 
-/* A registry the host can use: tables present, family as the file says,
- * every device named. */
-static bool check_registry(const struct bp__candidate *c, struct bp_registry *reg,
-                           size_t *n_devices, struct bp__refusal *r)
+static const char table_remedy[] =
+    "Fix the plugin: every table must start with its size and fill the required fields "
+    "bp_plugin.h marks (the README's plugin-author section lists them).";
+
+/* Device i: a table that reaches its required fields, and a name. Its
+ * buffer type is checked when handed out (bp_device_buffer_type): a device
+ * forwarding to another plugin's may not have one yet at load time. */
+static bool check_device(struct bp_device *d, size_t i, size_t n, struct bp__refusal *r)
 {
-    static const char remedy[] =
-        "Fix the plugin: its registry must fill the bp_registry_iface required fields and "
-        "name the family of its file.";
-    const struct bp_registry_iface *ri = reg ? reg->iface : NULL;
-    if (!reg || !ri)
-        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, remedy,
-                          "bp_plugin_init returned BP_OK but no registry%s.",
-                          reg ? " interface table" : "");
-    /* A size beyond any plausible table means garbage, not a newer minor. */
-    if (ri->size < offsetof(struct bp_registry_iface, get_device) + sizeof ri->get_device ||
-        ri->size > 65536)
-        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, remedy,
-                          "its registry table claims size %zu, which cannot hold the required "
-                          "fields.", ri->size);
-    if (!ri->get_name || !ri->get_device_count || !ri->get_device)
-        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, remedy,
-                          "its registry lacks %s.",
-                          !ri->get_name ? "get_name"
-                                        : !ri->get_device_count ? "get_device_count" : "get_device");
+    char why[160];
+    if (!d)
+        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, table_remedy,
+                          "its registry's get_device returned NULL for device %zu of %zu.", i, n);
+    struct bp_iface_problem p = bp_device_iface_check(d->iface);
+    if (p.field)
+        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, table_remedy,
+                          "the table of its device %zu (bp_device_iface) %s.", i,
+                          bp_iface_problem_text(p, why, sizeof why));
+    const char *dn = d->iface->get_name(d);
+    if (!dn || !*dn)
+        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, table_remedy,
+                          "its device %zu of %zu has no name (get_name returned %s).", i, n,
+                          dn ? "\"\"" : "NULL");
+    return true;
+}
+
+/* A registry the host can use: tables that reach their required fields,
+ * the ABI version of its entry symbol, the family of its file name, and
+ * devices that pass check_device. */
+static bool check_registry(const struct bp__candidate *c, const struct bp__opened *o,
+                           struct bp_registry *reg, size_t *n_devices, struct bp__refusal *r)
+{
+    char why[160];
+    if (!reg)
+        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, table_remedy,
+                          "bp_plugin_init returned BP_OK but no registry.");
+    struct bp_iface_problem p = bp_registry_iface_check(reg->iface);
+    if (p.field)
+        return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, table_remedy,
+                          "its registry table (bp_registry_iface) %s.",
+                          bp_iface_problem_text(p, why, sizeof why));
+    if (reg->abi_version != o->abi_version) {
+        bool major = BP_ABI_VERSION_MAJOR(reg->abi_version) != BP_ABI_VERSION_MAJOR(o->abi_version);
+        return bp__refuse(r, major ? BP_PLUGIN_FAIL_ABI_MAJOR : BP_PLUGIN_FAIL_BAD_REGISTRY,
+                          "Rebuild the plugin so that its registry and its exported version "
+                          "come from the same headers (set abi_version = BP_ABI_VERSION).",
+                          "its registry says ABI %u.%u but its %s says %u.%u.",
+                          (unsigned)BP_ABI_VERSION_MAJOR(reg->abi_version),
+                          (unsigned)BP_ABI_VERSION_MINOR(reg->abi_version),
+                          BP_PLUGIN_ABI_VERSION_SYMBOL "()",
+                          (unsigned)BP_ABI_VERSION_MAJOR(o->abi_version),
+                          (unsigned)BP_ABI_VERSION_MINOR(o->abi_version));
+    }
+    const struct bp_registry_iface *ri = reg->iface;
     const char *name = ri->get_name(reg);
     if (!name || strcmp(name, c->family) != 0)
         return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY,
@@ -140,22 +188,30 @@ static bool check_registry(const struct bp__candidate *c, struct bp_registry *re
                           "its registry calls itself '%s' but the file name says family '%s'.",
                           name ? name : "(null)", c->family);
     size_t n = ri->get_device_count(reg);
-    for (size_t i = 0; i < n; i++) {
-        struct bp_device *d = ri->get_device(reg, i);
-        const char *dn = (d && d->iface && d->iface->get_name) ? d->iface->get_name(d) : NULL;
-        if (!dn || !*dn)
-            return bp__refuse(r, BP_PLUGIN_FAIL_BAD_REGISTRY, remedy,
-                              "its device %zu of %zu is %s.", i, n,
-                              !d ? "NULL" : "unnamed (no interface table or get_name)");
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!check_device(ri->get_device(reg, i), i, n, r)) return false;
+    if (!bp__devices_check_names(reg, n, c->family, r)) return false;
     *n_devices = n;
     return true;
 }
 
-bool bp__init_plugin(const struct bp__candidate *c, struct bp__opened *o, struct bp__refusal *r,
-                     bool *keep_resident)
+/* Residency: once init succeeded the plugin may own threads and has handed
+ * out strings and tables, so it must never be unmapped. A second reference,
+ * opened RTLD_NODELETE and never closed, pins it whatever the loader's own
+ * handle does later (dlclose on refusal or bp_unload). */
+static void pin_resident(const char *path)
 {
-    *keep_resident = false;
+    dlerror();
+    if (!dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) {
+        const char *err = dlerror();
+        bp__log(BP_LOG_WARN, "backplane",
+                "cannot pin %s resident (%s); it may be unmapped at bp_unload.", path,
+                err ? err : "unknown error");
+    }
+}
+
+bool bp__init_plugin(const struct bp__candidate *c, struct bp__opened *o, struct bp__refusal *r)
+{
     bp_plugin_init_fn init = (bp_plugin_init_fn)dlsym(o->handle, BP_PLUGIN_INIT_SYMBOL);
     struct bp_registry *reg = NULL;
     bp__plugin_log_capture_begin();
@@ -174,12 +230,12 @@ bool bp__init_plugin(const struct bp__candidate *c, struct bp__opened *o, struct
                           "remove the plugin.",
                           "bp_plugin_init returned %s without saying why.", bp_status_name(s));
     }
-    /* From here on the plugin may have threads running: it stays mapped. */
-    *keep_resident = true;
-    if (!check_registry(c, reg, &o->n_devices, r)) {
-        if (reg && reg->iface && reg->iface->size <= 65536 && BP_IFACE_HAS(reg->iface, shutdown) &&
-            reg->iface->shutdown)
-            reg->iface->shutdown(reg);
+    pin_resident(c->path);
+    if (!check_registry(c, o, reg, &o->n_devices, r)) {
+        void (*shutdown)(struct bp_registry *) = NULL;
+        if (reg && reg->iface && reg->iface->size <= BP_IFACE_MAX_SIZE)
+            shutdown = BP_IFACE_GET(reg->iface, shutdown);
+        if (shutdown) shutdown(reg);
         return false;
     }
     o->reg = reg;

@@ -10,9 +10,8 @@ static void *meta_proc(const char *name, const char *what)
 {
     bp__ensure_loaded();
     struct bp_registry *reg = bp_registry_by_name("meta");
-    void *fn = NULL;
-    if (reg && reg->iface && BP_IFACE_HAS(reg->iface, get_proc_address) && reg->iface->get_proc_address)
-        fn = reg->iface->get_proc_address(reg, name);
+    void *(*proc)(struct bp_registry *, const char *) = reg ? BP_IFACE_GET(reg->iface, get_proc_address) : NULL;
+    void *fn = proc ? proc(reg, name) : NULL;
     if (!fn)
         bp__fail(BP_ERR_NOT_FOUND, "%s needs the meta plugin (libbackplane-meta.so with %s), which is not "
                  "loaded; see `backplane devices`.", what, name);
@@ -59,8 +58,9 @@ bp_status bp_meta_backend_stats(struct bp_backend *b, struct bp_meta_stats *out)
 {
     bp_meta_get_stats_fn fn = (bp_meta_get_stats_fn)meta_proc(BP_PROC_META_GET_STATS, "bp_meta_backend_stats");
     if (!fn) return BP_ERR_NOT_FOUND;
-    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out.");
-    out->size = sizeof *out;
+    if (!out || out->size < sizeof out->size)
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_backend_stats needs out with out->size set "
+                                                 "(struct bp_meta_stats st = {.size = sizeof st}).");
     bp_status st = fn(b, out);
     if (st != BP_OK) return bp__fail(st, "bp_meta_backend_stats: the backend is not a meta backend.");
     return BP_OK;
@@ -74,5 +74,47 @@ bp_status bp_meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes)
     if (!buf || !bytes) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_buffer_device_bytes needs a buffer and bytes.");
     bp_status st = fn(buf, bytes);
     if (st != BP_OK) return bp__fail(st, "bp_meta_buffer_device_bytes: the buffer is not a meta buffer.");
+    return BP_OK;
+}
+
+bp_status bp_meta_device_from_spec(const char *spec, struct bp_device **out)
+{
+    if (!spec || !out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_device_from_spec needs a spec and out.");
+    *out = NULL;
+    bp_meta_device_from_spec_fn fn = (bp_meta_device_from_spec_fn)meta_proc(BP_PROC_META_DEVICE_FROM_SPEC,
+                                                                             "bp_meta_device_from_spec");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    bp_status st = fn(spec, out);
+    if (st == BP_OK && !*out) st = BP_ERR_PLUGIN;
+    if (st != BP_OK)
+        return bp__fail(st, "the meta plugin refused the device spec '%s' (%s); check the names of its "
+                        "sub-devices with `backplane devices`.", spec, bp_status_name(st));
+    return BP_OK;
+}
+
+bp_status bp_meta_device_sub_devices(struct bp_device *meta, struct bp_device **subs, size_t cap, size_t *n)
+{
+    bp_meta_device_sub_devices_fn fn = (bp_meta_device_sub_devices_fn)meta_proc(
+        BP_PROC_META_DEVICE_SUB_DEVICES, "bp_meta_device_sub_devices");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!meta || !n || (cap && !subs))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_device_sub_devices needs a device, n, and subs when cap is not 0.");
+    bp_status st = fn(meta, subs, cap, n);
+    if (st != BP_OK)
+        return bp__fail(st, "bp_meta_device_sub_devices: device '%s' is not a meta device.", bp_device_name(meta));
+    return BP_OK;
+}
+
+bp_status bp_meta_tensor_get_copy(const struct bp_tensor *t, size_t device, void *dst, size_t offset,
+                                  size_t size)
+{
+    bp_meta_tensor_get_copy_fn fn = (bp_meta_tensor_get_copy_fn)meta_proc(BP_PROC_META_TENSOR_GET_COPY,
+                                                                          "bp_meta_tensor_get_copy");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!t || (size && !dst)) return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_tensor_get_copy needs a tensor and dst.");
+    bp_status st = fn(t, device, dst, offset, size);
+    if (st != BP_OK)
+        return bp__fail(st, "bp_meta_tensor_get_copy: tensor '%s' has no copy %zu of those bytes (it is not "
+                        "MIRRORED in a meta buffer, or the device has fewer sub-devices).", t->name, device);
     return BP_OK;
 }

@@ -60,9 +60,8 @@ __attribute__((noreturn)) static void child_main(const struct bp__candidate *c, 
         if (o.score == 0) {
             rep.ok = 1;
         } else {
-            bool keep;
             stage(fd, STAGE_INIT);
-            rep.ok = bp__init_plugin(c, &o, &rep.r, &keep);
+            rep.ok = bp__init_plugin(c, &o, &rep.r);
         }
     }
     stage(fd, STAGE_REPORT);

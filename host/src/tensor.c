@@ -167,8 +167,9 @@ static bp_status view_resolve(struct bp_tensor *t, int depth)
     struct bp_buffer *buf = src->buffer;
     t->data = (char *)src->data + t->view_offs;
     t->buffer = buf;
-    if (BP_IFACE_HAS(buf->iface, init_tensor) && buf->iface->init_tensor) {
-        bp_status st = buf->iface->init_tensor(buf, t);
+    bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(buf->iface, init_tensor);
+    if (init_tensor) {
+        bp_status st = init_tensor(buf, t);
         if (st != BP_OK) {
             char a[BP_MAX_NAME + 8], b[BP_MAX_NAME + 8];
             t->data = NULL;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <stdatomic.h>
 
@@ -63,6 +64,7 @@ struct cpu_step {
     bool owned;             /* tasks in per-thread ranges, not in order (see above) */
     size_t claim0;          /* its claim words: cb->claims[claim0 ..], nth if owned, else 1 */
     _Atomic int64_t done;   /* tasks finished */
+    uint64_t t_end;         /* profiling: when its last task finished (ns) */
 };
 
 /* One node of a chunk step: its chunks are the step's tasks [previous end, end). */
@@ -91,6 +93,7 @@ struct cpu_backend {
     size_t claims_cap;
     bp_cpu_abort_fn abort_cb;
     void *abort_data;
+    struct bp_cpu_profile *profile; /* the caller's, NULL when not profiling */
 };
 
 /* One graph_compute as seen by every thread of the pool. */
@@ -111,6 +114,13 @@ void cpu_params_barrier(const struct cpu_compute_params *p)
 }
 
 static const struct bp_backend_iface cpu_backend_iface;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static struct cpu_backend *cpu_backend_of_live(struct cpu_live *l)
 {
@@ -190,6 +200,8 @@ static void finish_task(struct cpu_graph_job *job, struct cpu_step *st, int32_t 
     if (atomic_fetch_add_explicit(&st->done, 1, memory_order_acq_rel) != st->n - 1)
         return;
     struct cpu_backend *cb = job->cb;
+    if (cb->profile)
+        st->t_end = now_ns();   /* before the next step can start: steps tile the time */
     if (st->last && cb->abort_cb && atomic_load(&job->status) == BP_OK) {
         const bp_status v = cb->abort_cb(cb->abort_data);
         if (v != BP_OK)
@@ -365,10 +377,40 @@ static int32_t join_mul_mats(struct cpu_backend *cb, const struct bp_graph *g, i
     return nm;
 }
 
+/* Adds a computed graph's steps to the profile: step s took from the end of
+ * step s - 1 (of the threads' start, for the first) to its own end. A chunk
+ * step counts each of its members as a node; every other step counts its
+ * node once, at the node's last step. */
+static void profile_account(struct cpu_backend *cb, const struct bp_graph *g, int32_t n_steps,
+                            uint64_t t_call, uint64_t t_run, uint64_t t_done)
+{
+    struct bp_cpu_profile *pr = cb->profile;
+    uint64_t t = t_run;
+    for (int32_t s = 0; s < n_steps; s++) {
+        const struct cpu_step *st = &cb->steps[s];
+        const uint64_t ns = st->t_end > t ? st->t_end - t : 0;
+        if (st->t_end > t)
+            t = st->t_end;
+        const int op = g->nodes[st->node]->op;
+        if (op < 0 || op >= pr->n_ops || !pr->ops)
+            continue;
+        pr->ops[op].ns += ns;
+        if (st->kind == CPU_STEP_MM_CONVERT)
+            pr->convert_ns += ns;
+        if (st->kind == CPU_STEP_MM_CHUNKS)
+            pr->ops[op].count += (uint64_t)st->nm;
+        else if (st->last)
+            pr->ops[op].count++;
+    }
+    pr->graphs++;
+    pr->graph_ns += t_done - t_call;
+}
+
 static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
 {
     struct cpu_backend *cb = b->context;
     struct cpu_plugin *pl = cb->pl;
+    const uint64_t t_call = cb->profile ? now_ns() : 0;
     if (!g || g->n_nodes < 0 || (g->n_nodes > 0 && !g->nodes)) {
         cpu_log(pl, BP_LOG_ERROR, "graph_compute was given no graph or a graph without nodes.");
         return BP_ERR_INVALID_ARGUMENT;
@@ -519,8 +561,12 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
     atomic_init(&job.chunk, 0);
     atomic_init(&job.progress, 0);
     atomic_init(&job.status, BP_OK);
+    const uint64_t t_run = cb->profile ? now_ns() : 0;
     cpu_pool_run(cb->pool, graph_job, &job);
-    return (bp_status)atomic_load(&job.status);
+    const bp_status st = (bp_status)atomic_load(&job.status);
+    if (cb->profile && st == BP_OK)
+        profile_account(cb, g, n_steps, t_call, t_run, now_ns());
+    return st;
 }
 
 static const struct bp_backend_iface cpu_backend_iface = {
@@ -619,6 +665,20 @@ bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads)
                 "threads.", n_threads - 1, cpu_pool_n_threads(cb->pool));
         return st;
     }
+    return BP_OK;
+}
+
+bp_status cpu_backend_set_profile(struct bp_backend *b, struct bp_cpu_profile *p)
+{
+    if (!b || b->iface != &cpu_backend_iface)
+        return BP_ERR_INVALID_ARGUMENT;
+    struct cpu_backend *cb = b->context;
+    if (p && p->n_ops > 0 && !p->ops) {
+        cpu_log(cb->pl, BP_LOG_ERROR, "set_profile: the profile counts %d ops but has no ops "
+                "array; give it one or set n_ops to 0.", p->n_ops);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    cb->profile = p;
     return BP_OK;
 }
 

@@ -29,4 +29,28 @@ typedef bp_status (*bp_cpu_set_abort_callback_fn)(struct bp_backend *b, bp_cpu_a
 #define BP_CPU_PROC_REPACK_BUFFER_TYPE "bp_cpu_repack_buffer_type"
 typedef struct bp_buffer_type *(*bp_cpu_repack_buffer_type_fn)(struct bp_device *dev);
 
+/* Per-op profile: while p is set on backend b, every graph_compute on b
+ * adds to it. A graph runs as a sequence of steps (one per node, or a few
+ * for a MUL_MAT; MUL_MATs that share an activation run in one step), and
+ * the wall time of each step, from the end of the one before to the end of
+ * its last task, goes to its node's op, so the ops' times partition the
+ * time the threads worked on the graph; graph_ns is the whole call, with
+ * the planning before the threads start (graph_ns minus the ops' sum).
+ * Costs one clock read per step (a few hundred per graph). ops[o] for o <
+ * n_ops, indexed by enum bp_op: nodes computed and their nanoseconds;
+ * convert_ns is the part of ops[BP_OP_MUL_MAT].ns spent converting
+ * activations to the weights' dot-product type. The caller owns p (and
+ * ops), zeroes it and keeps it alive until set_profile(b, NULL) or the
+ * backend's free; b must not compute on two threads at once. */
+#define BP_CPU_PROC_SET_PROFILE "bp_cpu_set_profile"
+struct bp_cpu_op_time {
+    uint64_t count, ns;
+};
+struct bp_cpu_profile {
+    uint64_t graphs, graph_ns, convert_ns;
+    int n_ops;
+    struct bp_cpu_op_time *ops;
+};
+typedef bp_status (*bp_cpu_set_profile_fn)(struct bp_backend *b, struct bp_cpu_profile *p);
+
 #endif

@@ -248,6 +248,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         memcpy(&p, &fn, sizeof p);
         return p;
     }
+    if (strcmp(name, BP_CPU_PROC_SET_PROFILE) == 0) {
+        bp_cpu_set_profile_fn fn = cpu_backend_set_profile;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
     if (strcmp(name, BP_CPU_PROC_REPACK_BUFFER_TYPE) == 0) {
         bp_cpu_repack_buffer_type_fn fn = dev_repack_buffer_type;
         void *p;

@@ -16,6 +16,10 @@
  *            results are bitwise equal.
  *   none     comm_init declines (BP_ERR_UNSUPPORTED); the caller uses its
  *            own path (the meta plugin's butterfly).
+ * Across processes (bp_dist.h): bp_comm_get_unique_id / bp_comm_init_rank
+ * make one rank's member of an NCCL communicator (ncclGetUniqueId on rank
+ * 0, ncclCommInitRank everywhere); without NCCL they decline and the ranks
+ * reduce through host memory.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -23,6 +27,8 @@
 #include <string.h>
 
 #include <nccl.h>
+
+#include <backplane/bp_dist.h>
 
 #include "comm_policy.h"
 #include "cuda_internal.h"
@@ -45,6 +51,9 @@ static struct {
     ncclResult_t (*group_end)(void);
     ncclResult_t (*destroy)(ncclComm_t);
     const char *(*error_string)(ncclResult_t);
+    /* multi-process: optional, NULL when this NCCL lacks them */
+    ncclResult_t (*get_unique_id)(ncclUniqueId *);
+    ncclResult_t (*init_rank)(ncclComm_t *, int, ncclUniqueId, int);
 } g_nccl = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static bool nccl_load(void *ctx)
@@ -67,6 +76,11 @@ static bool nccl_load(void *ctx)
                 memcpy(&g_nccl.group_end, &p[3], sizeof p[3]);
                 memcpy(&g_nccl.destroy, &p[4], sizeof p[4]);
                 memcpy(&g_nccl.error_string, &p[5], sizeof p[5]);
+                void *q[2] = { dlsym(g_nccl.lib, "ncclGetUniqueId"), dlsym(g_nccl.lib, "ncclCommInitRank") };
+                if (q[0] && q[1]) {
+                    memcpy(&g_nccl.get_unique_id, &q[0], sizeof q[0]);
+                    memcpy(&g_nccl.init_rank, &q[1], sizeof q[1]);
+                }
                 g_nccl.tried = 1;
             }
         }
@@ -294,4 +308,74 @@ bp_status cuda_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensor
         return BP_OK;
     return c->mode == CUDA_ALLREDUCE_NCCL ? allreduce_nccl(c, tensors, ne)
                                           : allreduce_internal(c, tensors, ne);
+}
+
+/* ---- across processes ---- */
+
+static bool nccl_rank_loadable(void *ctx)
+{
+    return nccl_load(ctx) && g_nccl.get_unique_id && g_nccl.init_rank;
+}
+
+/* NCCL for a multi-process communicator, or a sentence and false. */
+static bool rank_comm_wanted(struct cuda_plugin *pl)
+{
+    if (!pl || pl->n_devices == 0) {
+        cuda_log(pl, BP_LOG_INFO, "a multi-process communicator declines: there is no CUDA device.");
+        return false;
+    }
+    char why[256];
+    enum cuda_allreduce_mode req = cuda_parse_allreduce_env(cuda_getenv(pl, "BACKPLANE_CUDA_ALLREDUCE"),
+                                                            why, sizeof why);
+    enum cuda_allreduce_mode m = cuda_choose_rank_comm(req, nccl_rank_loadable, NULL, why, sizeof why);
+    if (why[0]) cuda_log(pl, BP_LOG_INFO, "%s", why);
+    return m == CUDA_ALLREDUCE_NCCL;
+}
+
+bp_status cuda_comm_get_unique_id(void *id, size_t cap, size_t *len)
+{
+    if (!id || !len || cap < sizeof(ncclUniqueId)) return BP_ERR_INVALID_ARGUMENT;
+    if (!rank_comm_wanted(g_pl)) return BP_ERR_UNSUPPORTED;
+    ncclUniqueId u;
+    ncclResult_t r = g_nccl.get_unique_id(&u);
+    if (r != ncclSuccess) {
+        cuda_log(g_pl, BP_LOG_WARN, "ncclGetUniqueId failed: %s.", g_nccl.error_string(r));
+        return BP_ERR_UNSUPPORTED;
+    }
+    memcpy(id, &u, sizeof u);
+    *len = sizeof u;
+    return BP_OK;
+}
+
+bp_status cuda_comm_init_rank(struct bp_backend *b, int32_t nranks, int32_t rank, const void *id,
+                              size_t id_len, void **out_comm)
+{
+    if (!out_comm) return BP_ERR_INVALID_ARGUMENT;
+    *out_comm = NULL;
+    if (!cuda_is_our_backend(b) || nranks < 1 || rank < 0 || rank >= nranks || !id ||
+        id_len != sizeof(ncclUniqueId))
+        return BP_ERR_INVALID_ARGUMENT;
+    if (!rank_comm_wanted(g_pl)) return BP_ERR_UNSUPPORTED;
+    struct cuda_comm *c = calloc(1, sizeof *c);
+    if (!c) return BP_ERR_OUT_OF_MEMORY;
+    c->n = 1;
+    c->mode = CUDA_ALLREDUCE_NCCL;
+    char why[256];
+    c->bf16_min = cuda_parse_bf16_min_env(cuda_getenv(g_pl, "BACKPLANE_CUDA_ALLREDUCE_BF16_MIN"), why,
+                                          sizeof why);
+    c->be[0] = b->context;
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    (void)cudaSetDevice(c->be[0]->cd->id);
+    ncclResult_t r = g_nccl.init_rank(&c->nccl[0], nranks, u, rank);
+    if (r != ncclSuccess) {
+        cuda_log(g_pl, BP_LOG_WARN, "ncclCommInitRank (rank %d of %d) failed: %s.", (int)rank,
+                 (int)nranks, g_nccl.error_string(r));
+        free(c);
+        return BP_ERR_UNSUPPORTED;
+    }
+    cuda_log(g_pl, BP_LOG_INFO, "rank %d of %d reduces through NCCL on cuda%d.", (int)rank, (int)nranks,
+             c->be[0]->cd->id);
+    *out_comm = c;
+    return BP_OK;
 }

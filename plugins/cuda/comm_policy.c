@@ -110,3 +110,22 @@ enum cuda_allreduce_mode cuda_choose_allreduce(enum cuda_allreduce_mode requeste
     }
     return m;
 }
+
+enum cuda_allreduce_mode cuda_choose_rank_comm(enum cuda_allreduce_mode requested,
+                                               bool (*nccl_loadable)(void *ctx), void *ctx,
+                                               char *why, size_t cap)
+{
+    say(why, cap, "");
+    if (requested == CUDA_ALLREDUCE_NONE) return CUDA_ALLREDUCE_NONE;
+    if (requested == CUDA_ALLREDUCE_INTERNAL) {
+        say(why, cap, "the internal all-reduce works within one process; ranks reduce through "
+                      "host memory.");
+        return CUDA_ALLREDUCE_NONE;
+    }
+    if (!nccl_loadable || !nccl_loadable(ctx)) {
+        say(why, cap, "libnccl.so.2 could not be loaded; ranks reduce through host memory "
+                      "(install NCCL for GPU to GPU).");
+        return CUDA_ALLREDUCE_NONE;
+    }
+    return CUDA_ALLREDUCE_NCCL;
+}

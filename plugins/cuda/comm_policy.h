@@ -51,4 +51,12 @@ enum cuda_allreduce_mode cuda_choose_allreduce(enum cuda_allreduce_mode requeste
                                                bool (*nccl_loadable)(void *ctx), void *ctx,
                                                char *why, size_t cap);
 
+/* The path of a multi-process communicator (bp_comm_init_rank): NCCL when
+ * requested (the default) and libnccl.so.2 loads, else NONE, so that the
+ * ranks reduce through host memory (the internal path is single-process).
+ * A result other than the request gets a sentence in why. */
+enum cuda_allreduce_mode cuda_choose_rank_comm(enum cuda_allreduce_mode requested,
+                                               bool (*nccl_loadable)(void *ctx), void *ctx,
+                                               char *why, size_t cap);
+
 #endif /* BP_CUDA_COMM_POLICY_H */

@@ -111,6 +111,10 @@ void cuda_cublas_unload(void);
 bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **out_comm);
 bp_status cuda_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensors, size_t n);
 void cuda_comm_free(void *comm);
+/* bp_dist.h's multi-process communicator (NCCL only). */
+bp_status cuda_comm_get_unique_id(void *id, size_t cap, size_t *len);
+bp_status cuda_comm_init_rank(struct bp_backend *b, int32_t nranks, int32_t rank, const void *id,
+                              size_t id_len, void **out_comm);
 void cuda_comm_set_plugin(struct cuda_plugin *pl);
 
 /* ---- bench.c ---- */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <backplane/bp_dist.h>
+
 #include "cuda_internal.h"
 
 void cuda_log(const struct cuda_plugin *pl, enum bp_log_level level, const char *fmt, ...)
@@ -174,6 +176,14 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
     }
     if (strcmp(name, BP_PROC_DEVICE_IDENTITY) == 0) {
         bp_device_identity_fn f = cuda_device_identity;
+        return fn_ptr((void (*)(void))f);
+    }
+    if (strcmp(name, BP_PROC_COMM_GET_UNIQUE_ID) == 0) {
+        bp_comm_get_unique_id_fn f = cuda_comm_get_unique_id;
+        return fn_ptr((void (*)(void))f);
+    }
+    if (strcmp(name, BP_PROC_COMM_INIT_RANK) == 0) {
+        bp_comm_init_rank_fn f = cuda_comm_init_rank;
         return fn_ptr((void (*)(void))f);
     }
     if (strcmp(name, CUDA_PROC_BENCH_REFERENCE) == 0) {

@@ -13,20 +13,18 @@ static bp_status ensure_scratch(struct meta_backend *be, size_t bytes)
 {
     if (bytes <= be->scratch_size) return BP_OK;
     for (size_t d = 0; d < be->n; d++) {
-        if (be->scratch[d]) be->scratch[d]->iface->free_buffer(be->scratch[d]);
+        meta_sub_free_buffer(be->scratch[d]);
         be->scratch[d] = NULL;
     }
     be->scratch_size = 0;
     for (size_t d = 0; d < be->n; d++) {
         struct bp_device *s = be->md->sub[d];
-        struct bp_buffer_type *bt = s->iface->get_buffer_type(s);
-        bp_status st = bt->iface->alloc_buffer(bt, bytes, &be->scratch[d]);
+        bp_status st = meta_sub_alloc(s, bytes, &be->scratch[d]);
         if (st != BP_OK) {
             meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not allocate %zu bytes of all-reduce scratch.",
                      d, meta_sub_name(s), bytes);
             return st;
         }
-        if (!be->scratch[d]->buft) be->scratch[d]->buft = bt;
     }
     be->scratch_size = bytes;
     return BP_OK;
@@ -102,7 +100,7 @@ bp_status meta_allreduce(struct meta_backend *be, struct bp_tensor *t)
         bp_status st = be->comm_allreduce(be->comm, loc, be->n);
         if (st == BP_OK) {
             for (size_t d = 0; d < be->n && st == BP_OK; d++)
-                if (be->sub[d]->iface->synchronize) st = be->sub[d]->iface->synchronize(be->sub[d]);
+                st = meta_sub_synchronize(be->sub[d]);
             return st;
         }
         if (st != BP_ERR_UNSUPPORTED) return st;

@@ -51,7 +51,7 @@ static void *worker_main(void *arg)
         struct bp_backend *sb = be->sub[w->index];
         if (g && g->n_nodes > 0) {
             st = sb->iface->graph_compute(sb, g);
-            if (st == BP_OK && sb->iface->synchronize) st = sb->iface->synchronize(sb);
+            if (st == BP_OK) st = meta_sub_synchronize(sb);
         }
         pthread_mutex_lock(&be->lock);
         be->job_status[w->index] = st;
@@ -75,7 +75,7 @@ bp_status meta_run_parallel(struct meta_backend *be, struct bp_graph **graphs)
     struct bp_backend *sb = be->sub[0];
     if (graphs[0] && graphs[0]->n_nodes > 0) {
         st0 = sb->iface->graph_compute(sb, graphs[0]);
-        if (st0 == BP_OK && sb->iface->synchronize) st0 = sb->iface->synchronize(sb);
+        if (st0 == BP_OK) st0 = meta_sub_synchronize(sb);
     }
     pthread_mutex_lock(&be->lock);
     while (be->n_done < be->n - 1) pthread_cond_wait(&be->done, &be->lock);
@@ -178,14 +178,25 @@ static bp_status add_reduce(struct meta_plan *p, struct meta_step **open, size_t
 }
 
 /* Which operand of an ADD_ONCE node is the PARTIAL one (the other is added
- * on device 0 only). */
-static int once_partial_src(const struct bp_tensor *node)
+ * on one device only), in bit 0, and that device in the bits above: the one
+ * sub-device that cannot pass a partial through as SCALE if there is one
+ * (dev_supports_op admits at most one), else device 0. */
+static int once_code(const struct meta_backend *be, const struct bp_tensor *node)
 {
-    return meta_tensor_of(node->src[0])->layout.state == BP_META_SPLIT_PARTIAL ? 0 : 1;
+    int src = meta_tensor_of(node->src[0])->layout.state == BP_META_SPLIT_PARTIAL ? 0 : 1;
+    size_t adder = 0;
+    for (size_t d = 0; d < be->n; d++)
+        if (!meta_sub_passes_through(be->sub[d]->device, node)) {
+            adder = d;
+            break;
+        }
+    return src | (int)(adder << 1);
 }
 
-static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once_src)
+static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kind, int once)
 {
+    const int once_src = once & 1;
+    const size_t adder = (size_t)once >> 1;
     struct meta_tensor *mt = meta_tensor_of(node);
     struct bp_tensor *l = &mt->local[d];
     if (kind == META_NODE_VIEW) {
@@ -208,8 +219,8 @@ static void local_node(struct bp_tensor *node, size_t d, enum meta_node_kind kin
         meta_derive_local_slice(node, d);
         l->src[mt->slice_src] = &mt->slice[d];
     }
-    if (kind == META_NODE_ADD_ONCE && d > 0) {
-        /* the mirrored term is added on device 0 only; elsewhere pass the
+    if (kind == META_NODE_ADD_ONCE && d != adder) {
+        /* the mirrored term is added on one device only; elsewhere pass the
          * partial operand through (x * 1 + 0) */
         struct bp_tensor *keep = l->src[once_src];
         memset(l->src, 0, sizeof l->src);
@@ -281,7 +292,7 @@ static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct 
         if (node->op == BP_OP_MUL_MAT && mt->layout.state == BP_META_SPLIT_PARTIAL) partial_made++;
         mt->placed = true;
         kinds[i] = (unsigned char)kind;
-        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_partial_src(node) : 0);
+        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_code(be, node) : 0);
         for (size_t d = 0; d < n && st == BP_OK; d++) {
             local_node(node, d, kind, once[i]);
             if (kind == META_NODE_VIEW) continue;
@@ -397,7 +408,7 @@ static void be_free(struct bp_backend *b)
     }
     if (be->comm && be->comm_free) be->comm_free(be->comm);
     for (size_t i = 0; i < be->n; i++) {
-        if (be->scratch[i]) be->scratch[i]->iface->free_buffer(be->scratch[i]);
+        meta_sub_free_buffer(be->scratch[i]);
         if (be->sub[i]) be->sub[i]->iface->free(be->sub[i]);
     }
     pthread_mutex_destroy(&be->lock);
@@ -410,11 +421,8 @@ static bp_status be_synchronize(struct bp_backend *b)
 {
     struct meta_backend *be = (struct meta_backend *)b;
     for (size_t i = 0; i < be->n; i++) {
-        struct bp_backend *s = be->sub[i];
-        if (s->iface->synchronize) {
-            bp_status st = s->iface->synchronize(s);
-            if (st != BP_OK) return st;
-        }
+        bp_status st = meta_sub_synchronize(be->sub[i]);
+        if (st != BP_OK) return st;
     }
     return BP_OK;
 }
@@ -488,12 +496,10 @@ bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp
     size_t started = 1;
     for (size_t i = 0; i < be->n && st == BP_OK; i++) {
         struct bp_device *s = md->sub[i];
-        st = s->iface->init_backend(s, params, &be->sub[i]);
-        if (st == BP_OK && !be->sub[i]) st = BP_ERR_PLUGIN;
+        st = meta_sub_backend_init(s, params, &be->sub[i]);
         if (st != BP_OK)
             meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not start a backend (%s).", i, meta_sub_name(s),
                      bp_status_name(st));
-        else if (!be->sub[i]->device) be->sub[i]->device = s;
     }
     for (size_t i = 1; i < be->n && st == BP_OK; i++) {
         be->worker[i] = (struct meta_worker){.be = be, .index = i};
@@ -508,13 +514,13 @@ bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp
         struct bp_registry *r = md->sub[0]->reg;
         bool same = true;
         for (size_t i = 1; i < be->n; i++) same &= md->sub[i]->reg == r;
-        if (same && r && r->iface && r->iface->get_proc_address) {
-            bp_comm_init_fn ci = (bp_comm_init_fn)r->iface->get_proc_address(r, BP_PROC_COMM_INIT);
-            bp_comm_allreduce_tensor_fn ca =
-                (bp_comm_allreduce_tensor_fn)r->iface->get_proc_address(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
+        void *(*proc)(struct bp_registry *, const char *) = r ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
+        if (same && proc) {
+            bp_comm_init_fn ci = (bp_comm_init_fn)proc(r, BP_PROC_COMM_INIT);
+            bp_comm_allreduce_tensor_fn ca = (bp_comm_allreduce_tensor_fn)proc(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
             if (ci && ca && ci(be->sub, be->n, &be->comm) == BP_OK) {
                 be->comm_allreduce = ca;
-                be->comm_free = (bp_comm_free_fn)r->iface->get_proc_address(r, BP_PROC_COMM_FREE);
+                be->comm_free = (bp_comm_free_fn)proc(r, BP_PROC_COMM_FREE);
             } else {
                 be->comm = NULL;
             }
@@ -544,9 +550,12 @@ bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out)
 {
     if (!b || b->iface != &meta_backend_iface || !out) return BP_ERR_INVALID_ARGUMENT;
     struct meta_backend *be = (struct meta_backend *)b;
-    size_t sz = out->size && out->size < sizeof *out ? out->size : sizeof *out;
-    struct bp_meta_stats s = be->stats;
-    s.size = sz;
-    memcpy(out, &s, sz);
+    /* Only what the caller's size covers; never its size. */
+    if (out->size < sizeof out->size) {
+        meta_log(BP_LOG_ERROR, "bp_meta_get_stats: set out->size = sizeof(struct bp_meta_stats) first.");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    size_t sz = out->size < sizeof *out ? out->size : sizeof *out;
+    memcpy((char *)out + sizeof out->size, (const char *)&be->stats + sizeof out->size, sz - sizeof out->size);
     return BP_OK;
 }

@@ -86,8 +86,6 @@ void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct m
 static bp_status arena_new(struct meta_buffer *mb, size_t d, size_t bytes)
 {
     struct bp_device *s = mb->md->sub[d];
-    struct bp_buffer_type *sbt = s->iface->get_buffer_type(s);
-    if (!sbt) return BP_ERR_PLUGIN;
     if (mb->n_arenas[d] == mb->cap_arenas[d]) {
         size_t cap = mb->cap_arenas[d] ? mb->cap_arenas[d] * 2 : 2;
         struct meta_arena *v = realloc(mb->arenas[d], cap * sizeof *v);
@@ -96,14 +94,18 @@ static bp_status arena_new(struct meta_buffer *mb, size_t d, size_t bytes)
         mb->cap_arenas[d] = cap;
     }
     struct bp_buffer *b = NULL;
-    bp_status st = sbt->iface->alloc_buffer(sbt, bytes, &b);
-    if (st != BP_OK || !b) {
-        meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not allocate %zu bytes for its slices of a meta "
-                 "buffer; free memory there or give it a smaller split ratio.", d, meta_sub_name(s), bytes);
-        return st != BP_OK ? st : BP_ERR_PLUGIN;
+    bp_status st = meta_sub_alloc(s, bytes, &b);
+    if (st != BP_OK) {
+        /* A broken table was already reported in its own words. */
+        if (st != BP_ERR_PLUGIN)
+            meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not allocate %zu bytes for its slices of a meta "
+                     "buffer; free memory there or give it a smaller split ratio.", d, meta_sub_name(s), bytes);
+        return st;
     }
-    if (!b->buft) b->buft = sbt;
-    if (mb->clear_value && b->iface->clear) b->iface->clear(b, mb->clear_value);
+    if (mb->clear_value && (st = meta_sub_clear(b, mb->clear_value)) != BP_OK) {
+        meta_sub_free_buffer(b);
+        return st;
+    }
     mb->arenas[d][mb->n_arenas[d]++] = (struct meta_arena){b, b->iface->get_base(b), 0, bytes};
     return BP_OK;
 }
@@ -125,8 +127,8 @@ static bp_status give_storage(struct meta_buffer *mb, struct meta_tensor *mt, si
     }
     l->buffer = a->buf;
     struct bp_buffer *sb = a->buf;
-    if (BP_IFACE_HAS(sb->iface, init_tensor) && sb->iface->init_tensor) return sb->iface->init_tensor(sb, l);
-    return BP_OK;
+    bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(sb->iface, init_tensor);
+    return init_tensor ? init_tensor(sb, l) : BP_OK;
 }
 
 bp_status meta_buffer_materialize(struct meta_buffer *mb)
@@ -177,8 +179,7 @@ static void buf_free(struct bp_buffer *buf)
     struct meta_buffer *mb = buf->context;
     for (size_t d = 0; d < mb->md->n; d++) {
         for (size_t k = 0; k < mb->n_arenas[d]; k++) {
-            struct bp_buffer *b = mb->arenas[d][k].buf;
-            if (b->iface->free_buffer) b->iface->free_buffer(b);
+            meta_sub_free_buffer(mb->arenas[d][k].buf);
         }
         free(mb->arenas[d]);
     }
@@ -469,7 +470,7 @@ static bp_status buf_clear(struct bp_buffer *buf, uint8_t value)
     mb->clear_value = value;
     for (size_t d = 0; d < mb->md->n && st == BP_OK; d++)
         for (size_t k = 0; k < mb->n_arenas[d] && st == BP_OK; k++)
-            st = mb->arenas[d][k].buf->iface->clear(mb->arenas[d][k].buf, value);
+            st = meta_sub_clear(mb->arenas[d][k].buf, value);
     return st;
 }
 
@@ -499,8 +500,8 @@ static bp_status buft_alloc(struct bp_buffer_type *buft, size_t size, struct bp_
     /* No device memory yet: each device's sub-buffer is sized from the
      * layouts of the tensors placed here, when they first need bytes. */
     for (size_t d = 0; d < md->n; d++) {
-        struct bp_buffer_type *s = md->sub[d]->iface->get_buffer_type(md->sub[d]);
-        size_t a = s && s->iface->get_alignment ? s->iface->get_alignment(s) : 64;
+        struct bp_buffer_type *s = meta_sub_buft(md->sub[d]);
+        size_t a = s ? s->iface->get_alignment(s) : 64;
         mb->align[d] = a ? a : 64;
     }
     buf->iface = &meta_buffer_iface;
@@ -516,8 +517,8 @@ static size_t buft_get_alignment(struct bp_buffer_type *buft)
     struct meta_device *md = buft_md(buft);
     size_t a = 64;
     for (size_t d = 0; d < md->n; d++) {
-        struct bp_buffer_type *s = md->sub[d]->iface->get_buffer_type(md->sub[d]);
-        size_t sa = s && s->iface->get_alignment ? s->iface->get_alignment(s) : 1;
+        struct bp_buffer_type *s = meta_sub_buft(md->sub[d]);
+        size_t sa = s ? s->iface->get_alignment(s) : 1;
         if (sa > a) a = sa;
     }
     return a;
@@ -528,9 +529,11 @@ static size_t buft_get_alloc_size(struct bp_buffer_type *buft, const struct bp_t
     struct meta_device *md = buft_md(buft);
     size_t n = bp_nbytes(t);
     for (size_t d = 0; d < md->n; d++) {
-        struct bp_buffer_type *s = md->sub[d]->iface->get_buffer_type(md->sub[d]);
-        if (s && BP_IFACE_HAS(s->iface, get_alloc_size) && s->iface->get_alloc_size) {
-            size_t a = s->iface->get_alloc_size(s, t);
+        struct bp_buffer_type *s = meta_sub_buft(md->sub[d]);
+        size_t (*alloc_size)(struct bp_buffer_type *, const struct bp_tensor *) =
+            s ? BP_IFACE_GET(s->iface, get_alloc_size) : NULL;
+        if (alloc_size) {
+            size_t a = alloc_size(s, t);
             if (a > n) n = a;
         }
     }
@@ -571,16 +574,41 @@ bp_status meta_copy_tensor(const struct bp_tensor *src, struct bp_tensor *dst)
     size_t n = bp_nbytes(src);
     if (n == 0) return BP_OK;
     struct bp_buffer_type *sbt = src->buffer->buft, *dbt = dst->buffer->buft;
-    if (dst->buffer->iface->copy_tensor) {
-        bp_status st = dst->buffer->iface->copy_tensor(dst->buffer, src, dst);
+    bp_status (*copy)(struct bp_buffer *, const struct bp_tensor *, struct bp_tensor *) =
+        BP_IFACE_GET(dst->buffer->iface, copy_tensor);
+    if (copy) {
+        bp_status st = copy(dst->buffer, src, dst);
         if (st != BP_ERR_UNSUPPORTED) return st;
     }
-    if (sbt && sbt->iface->is_host && sbt->iface->is_host(sbt)) return sub_set(dst, src->data, 0, n);
-    if (dbt && dbt->iface->is_host && dbt->iface->is_host(dbt)) return sub_get(src, dst->data, 0, n);
+    if (meta_sub_buft_is_host(sbt)) return sub_set(dst, src->data, 0, n);
+    if (meta_sub_buft_is_host(dbt)) return sub_get(src, dst->data, 0, n);
     void *tmp = malloc(n);
     if (!tmp) return BP_ERR_OUT_OF_MEMORY;
     bp_status st = sub_get(src, tmp, 0, n);
     if (st == BP_OK) st = sub_set(dst, tmp, 0, n);
     free(tmp);
     return st;
+}
+
+bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, size_t offset, size_t size)
+{
+    if (!t || !t->buffer || !meta_buft_is_meta(t->buffer->buft) || (size && !dst)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_tensor_get_copy: tensor '%s' is not in a meta buffer.", t ? t->name : "(null)");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    struct meta_buffer *mb = t->buffer->context;
+    bp_status st = meta_buffer_materialize(mb);
+    if (st != BP_OK) return st;
+    size_t rel = 0;
+    const struct bp_tensor *o = view_owner(t, &rel);
+    struct meta_tensor *mt = meta_tensor_of(o);
+    if (!mt) return BP_ERR_INVALID_ARGUMENT;
+    if ((st = io_check(o, mt, "read")) != BP_OK) return st;
+    if (d >= mb->md->n || mt->layout.state != BP_META_SPLIT_MIRRORED || rel + offset + size > bp_nbytes(o)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_tensor_get_copy: tensor '%s' is %s and its device has %zu sub-devices; "
+                 "only a MIRRORED tensor has a copy on each, numbered from 0, within its bytes.", t->name,
+                 meta_state_name(mt->layout.state), mb->md->n);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    return sub_get(&mt->local[d], dst, rel + offset, size);
 }

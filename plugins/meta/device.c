@@ -15,7 +15,8 @@ extern struct bp_registry meta_registry;
 
 const char *meta_sub_name(struct bp_device *d)
 {
-    const char *n = (d && d->iface && d->iface->get_name) ? d->iface->get_name(d) : NULL;
+    const char *(*fn)(struct bp_device *) = d ? BP_IFACE_GET(d->iface, get_name) : NULL;
+    const char *n = fn ? fn(d) : NULL;
     return n ? n : "(unnamed)";
 }
 
@@ -35,7 +36,8 @@ static void dev_get_memory(struct bp_device *dev, size_t *free_b, size_t *total_
     for (size_t i = 0; i < md->n; i++) {
         size_t sf = 0, st = 0;
         struct bp_device *s = md->sub[i];
-        if (s->iface->get_memory) s->iface->get_memory(s, &sf, &st);
+        void (*mem)(struct bp_device *, size_t *, size_t *) = BP_IFACE_GET(s->iface, get_memory);
+        if (mem) mem(s, &sf, &st);
         f += sf;
         t += st;
     }
@@ -59,15 +61,25 @@ static void dev_get_memory(struct bp_device *dev, size_t *free_b, size_t *total_
 static void dev_get_caps(struct bp_device *dev, struct bp_device_caps *caps)
 {
     (void)dev;
-    caps->async = false;
-    caps->host_buffer = false;
-    caps->events = false;
-    caps->buffer_from_host_ptr = false;
+    /* Only what the caller's size covers; never its size. */
+    if (BP_IFACE_HAS(caps, async)) caps->async = false;
+    if (BP_IFACE_HAS(caps, host_buffer)) caps->host_buffer = false;
+    if (BP_IFACE_HAS(caps, events)) caps->events = false;
+    if (BP_IFACE_HAS(caps, buffer_from_host_ptr)) caps->buffer_from_host_ptr = false;
 }
 
 static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
 {
     return &md_of(dev)->buft;
+}
+
+bool meta_sub_passes_through(struct bp_device *s, const struct bp_tensor *node)
+{
+    bool (*supports)(struct bp_device *, const struct bp_tensor *) = BP_IFACE_GET(s->iface, supports_op);
+    struct bp_tensor pass = *node;
+    pass.op = BP_OP_SCALE;
+    pass.src[1] = NULL;
+    return supports && supports(s, &pass);
 }
 
 static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
@@ -76,10 +88,18 @@ static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
     /* Custom ops: meta has no rule to split a vendor's op, so it declines
      * them even when every sub-device knows the name (bp_custom_op.h). */
     if ((unsigned)node->op >= BP_OP_COUNT || node->op == BP_OP_CUSTOM) return false;
+    size_t no_pass = 0;
     for (size_t i = 0; i < md->n; i++) {
         struct bp_device *s = md->sub[i];
         if (i > 0 && s == md->sub[i - 1]) continue;
-        if (!s->iface->supports_op || !s->iface->supports_op(s, node)) return false;
+        /* A sub-device whose table cannot answer declines. */
+        bool (*supports)(struct bp_device *, const struct bp_tensor *) = BP_IFACE_GET(s->iface, supports_op);
+        if (!supports || !supports(s, node)) return false;
+        /* An ADD of a partial sum and a whole term adds on one sub-device and
+         * passes the partial through (x * 1 + 0, SCALE) on the others
+         * (backend.c, ADD_ONCE): one sub-device without SCALE can be the one
+         * that adds, two cannot. */
+        if (node->op == BP_OP_ADD && !meta_sub_passes_through(s, node) && ++no_pass > 1) return false;
     }
     return true;
 }
@@ -146,12 +166,21 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
         return BP_ERR_INVALID_ARGUMENT;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!devs[i] || !devs[i]->iface) {
+        if (!devs[i]) {
             meta_log(BP_LOG_ERROR, "sub-device %zu of the meta device is NULL.", i);
             return BP_ERR_INVALID_ARGUMENT;
         }
-        if (meta_is_meta_device(devs[i]) ||
-            (devs[i]->iface->get_type && devs[i]->iface->get_type(devs[i]) == BP_DEVICE_TYPE_META)) {
+        /* The same floor the host holds every device to (bp_iface_check.h):
+         * an application may hand us a device the host never checked. */
+        struct bp_iface_problem p = meta_is_meta_device(devs[i]) ? (struct bp_iface_problem){0}
+                                                                 : bp_device_iface_check(devs[i]->iface);
+        if (p.field) {
+            char why[160];
+            meta_log(BP_LOG_ERROR, "sub-device %zu (%s): its device table %s; a meta device cannot use it.",
+                     i, meta_sub_name(devs[i]), bp_iface_problem_text(p, why, sizeof why));
+            return BP_ERR_INVALID_ARGUMENT;
+        }
+        if (meta_is_meta_device(devs[i]) || devs[i]->iface->get_type(devs[i]) == BP_DEVICE_TYPE_META) {
             meta_log(BP_LOG_ERROR, "sub-device '%s' is itself a meta device; a meta device is composed "
                      "of real devices only, so list those instead.", meta_sub_name(devs[i]));
             return BP_ERR_INVALID_ARGUMENT;
@@ -196,9 +225,8 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
     bool same_reg = true;
     for (size_t i = 1; i < n; i++) same_reg &= devs[i]->reg == devs[0]->reg;
     struct bp_registry *r = devs[0]->reg;
-    void *ci = NULL;
-    if (same_reg && r && r->iface && r->iface->get_proc_address)
-        ci = r->iface->get_proc_address(r, BP_PROC_COMM_INIT);
+    void *(*proc)(struct bp_registry *, const char *) = r ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
+    void *ci = same_reg && proc ? proc(r, BP_PROC_COMM_INIT) : NULL;
     snprintf(md->allreduce, sizeof md->allreduce, "%s", ci ? "comm (registry), butterfly fallback" : "butterfly");
     size_t used = 0;
     for (size_t i = 0; i < n && used < sizeof md->desc; i++) {
@@ -316,6 +344,18 @@ bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *us
     }
     md_of(dev)->split_cb = cb;
     md_of(dev)->split_user = user;
+    return BP_OK;
+}
+
+bp_status meta_device_sub_devices(struct bp_device *dev, struct bp_device **subs, size_t cap, size_t *n)
+{
+    if (!meta_is_meta_device(dev) || !n || (cap && !subs)) {
+        meta_log(BP_LOG_ERROR, "bp_meta_device_sub_devices needs a meta device, n, and subs when cap is not 0.");
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    struct meta_device *md = md_of(dev);
+    for (size_t i = 0; i < md->n && i < cap; i++) subs[i] = md->sub[i];
+    *n = md->n;
     return BP_OK;
 }
 

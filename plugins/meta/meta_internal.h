@@ -41,13 +41,35 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
                              bp_meta_split_fn cb, void *user, const char *spec,
                              struct meta_device **out);
 bp_status meta_device_from_spec(const char *spec, struct bp_device **out);
+/* Whether sub-device s can pass ADD node's first operand through as SCALE
+ * (x * 1 + 0): the sub-devices that do not add an ADD_ONCE term do that. */
+bool meta_sub_passes_through(struct bp_device *s, const struct bp_tensor *node);
 bp_status meta_device_new(struct bp_device *const *devs, size_t n, const float *ratios,
                           bp_meta_split_fn cb, void *user, struct bp_device **out);
 bp_status meta_set_split_fn(struct bp_device *dev, bp_meta_split_fn cb, void *user);
+bp_status meta_device_sub_devices(struct bp_device *dev, struct bp_device **subs, size_t cap, size_t *n);
 size_t meta_device_count(void);
 struct bp_device *meta_device_at(size_t i);
 void meta_devices_free_all(void);
 const char *meta_sub_name(struct bp_device *d);
+
+/* ---- sub.c: the sub-devices' tables, checked as the host checks them.
+ * Sub-devices passed meta_device_new's device-table check; each function
+ * logs one sentence when it refuses. ---- */
+
+/* The sub-device's buffer type, NULL (logged) when its table is short. */
+struct bp_buffer_type *meta_sub_buft(struct bp_device *s);
+/* is_host of a sub-device buffer type; false when it has none. */
+bool meta_sub_buft_is_host(struct bp_buffer_type *bt);
+/* A buffer of the sub-device's buffer type whose table passed the check. */
+bp_status meta_sub_alloc(struct bp_device *s, size_t bytes, struct bp_buffer **out);
+/* clear, or the same bytes through set_tensor when the buffer has no clear. */
+bp_status meta_sub_clear(struct bp_buffer *b, uint8_t value);
+void meta_sub_free_buffer(struct bp_buffer *b);
+/* A backend of the sub-device whose table passed the check. */
+bp_status meta_sub_backend_init(struct bp_device *s, const char *params, struct bp_backend **out);
+/* synchronize, or BP_OK when the backend has none (its work is done). */
+bp_status meta_sub_synchronize(struct bp_backend *b);
 
 /* ---- layout.c: split states and slice placement ---- */
 
@@ -134,6 +156,8 @@ bp_status meta_buffer_materialize(struct meta_buffer *mb);
 /* Bytes held on each device by the buffer's sub-buffers. */
 bp_status meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes);
 bp_status meta_tensor_split_query(const struct bp_tensor *t, int32_t *state, int64_t *local_ne);
+/* BP_PROC_META_TENSOR_GET_COPY: device d's own copy of a mirrored tensor. */
+bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, size_t offset, size_t size);
 /* Byte copy between tensors of possibly different devices (same shape,
  * contiguous). */
 bp_status meta_copy_tensor(const struct bp_tensor *src, struct bp_tensor *dst);

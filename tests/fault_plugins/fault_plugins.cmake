@@ -9,6 +9,11 @@
 #   meta/      a stand-in "meta" family exporting bp_meta_device_from_spec
 #   identity/  GPUs with UUIDs and PCI ids (two alike), and a software one
 #   deps/      the helper library missingdep needs; not on any search path
+#   tables/    ABI 1.1 table floors: tables cut short, ending at a guard
+#              page, optional or required fields NULL, registry abi_version
+#   names/     device names: one not named after its family, a duplicate
+#   versions/  a 1.0-built plugin, and N / N+1 minors with and without a
+#              minimum host version
 set(BP_FAULT_DIR ${CMAKE_BINARY_DIR}/tests/fault_plugins)
 set(BP_FAULT_SOURCE ${CMAKE_CURRENT_LIST_DIR}/fault_plugin.c)
 set(BP_FAULT_TARGETS "")
@@ -67,8 +72,54 @@ foreach(v low:1 high:5 cannot:0)
 endforeach()
 
 bp_add_fault_plugin(bp_fault_meta libbackplane-meta DIR meta
-  DEFS FAULT_FAMILY="meta" FAULT_DEVICE="fakemeta0" FAULT_META
+  DEFS FAULT_FAMILY="meta" FAULT_DEVICE="metafake0" FAULT_META
        FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_META)
+
+# ---- table floors (bp_iface_check.h); every one must be refused or work,
+# never crash, in-process, in the probe child, in the CLI and under meta ----
+bp_add_fault_plugin(bp_fault_short_backend libbackplane-shortbackend DIR tables
+  DEFS FAULT_FAMILY="shortbackend" FAULT_DEVICE="shortbackend0"
+       "FAULT_BACKEND_SIZE=offsetof(struct bp_backend_iface, graph_compute)")
+bp_add_fault_plugin(bp_fault_short_buffer libbackplane-shortbuffer DIR tables
+  DEFS FAULT_FAMILY="shortbuffer" FAULT_DEVICE="shortbuffer0" FAULT_STATIC_BUFFERS
+       "FAULT_BUFFER_SIZE=sizeof(size_t)")
+bp_add_fault_plugin(bp_fault_dev_size0 libbackplane-devsize0 DIR tables
+  DEFS FAULT_FAMILY="devsize0" FAULT_DEVICE="devsize00" FAULT_DEVICE_SIZE=0)
+# Every table exactly at its floor, ending at a PROT_NONE page: a valid
+# plugin that faults on any read past a table's size.
+bp_add_fault_plugin(bp_fault_guarded libbackplane-guarded DIR tables
+  DEFS FAULT_FAMILY="guarded" FAULT_DEVICE="guarded0" FAULT_GUARD_PAGE
+       "FAULT_REGISTRY_SIZE=BP_IFACE_SLOT(4)" "FAULT_DEVICE_SIZE=BP_IFACE_SLOT(10)"
+       "FAULT_BUFT_SIZE=BP_IFACE_SLOT(4)" "FAULT_BUFFER_SIZE=BP_IFACE_SLOT(6)"
+       "FAULT_BACKEND_SIZE=BP_IFACE_SLOT(8)")
+# Below the device floor and against a guard page: refused by name, not CRASHED.
+bp_add_fault_plugin(bp_fault_guard_short libbackplane-guardshort DIR tables
+  DEFS FAULT_FAMILY="guardshort" FAULT_DEVICE="guardshort0" FAULT_GUARD_PAGE
+       "FAULT_DEVICE_SIZE=BP_IFACE_SLOT(3)")
+bp_add_fault_plugin(bp_fault_null_optional libbackplane-nullopt DIR tables
+  DEFS FAULT_FAMILY="nullopt" FAULT_DEVICE="nullopt0" FAULT_NULL_OPTIONAL)
+bp_add_fault_plugin(bp_fault_null_compute libbackplane-nullcompute DIR tables
+  DEFS FAULT_FAMILY="nullcompute" FAULT_DEVICE="nullcompute0" FAULT_NULL_GRAPH_COMPUTE)
+bp_add_fault_plugin(bp_fault_registry_abi libbackplane-regabi DIR tables
+  DEFS FAULT_FAMILY="regabi" FAULT_DEVICE="regabi0" "FAULT_REGISTRY_ABI=BP_ABI_VERSION_MAKE(2, 0)")
+
+# ---- device names ----
+bp_add_fault_plugin(bp_fault_acme libbackplane-acme DIR names
+  DEFS FAULT_FAMILY="acme" FAULT_DEVICE="cpu")
+bp_add_fault_plugin(bp_fault_dup_device libbackplane-dupdev DIR names
+  DEFS FAULT_FAMILY="dupdev" FAULT_DEVICE="dupdev0" FAULT_N_DEVICES=2)
+
+# ---- versions: the host is N = BP_ABI_MINOR ----
+# Built as ABI 1.0 with the 1.0 table sizes: binary compatibility in CI.
+bp_add_fault_plugin(bp_fault_ver_old libbackplane-verold DIR versions
+  DEFS FAULT_FAMILY="verold" FAULT_DEVICE="verold0" FAULT_ABI_1_0)
+bp_add_fault_plugin(bp_fault_ver_cur libbackplane-vercur DIR versions
+  DEFS FAULT_FAMILY="vercur" FAULT_DEVICE="vercur0" "FAULT_MIN_HOST=BP_ABI_MINOR")
+bp_add_fault_plugin(bp_fault_ver_new libbackplane-vernew DIR versions
+  DEFS FAULT_FAMILY="vernew" FAULT_DEVICE="vernew0" "FAULT_ABI_MINOR=(BP_ABI_MINOR + 1)")
+bp_add_fault_plugin(bp_fault_ver_needs libbackplane-verneeds DIR versions
+  DEFS FAULT_FAMILY="verneeds" FAULT_DEVICE="verneeds0" "FAULT_ABI_MINOR=(BP_ABI_MINOR + 1)"
+       "FAULT_MIN_HOST=(BP_ABI_MINOR + 1)")
 
 # Device identities (test_identity): idgpua and idgpub are one GPU seen
 # through two plugins (same UUID and bus), idother a second GPU, idsoft a

@@ -1,11 +1,8 @@
 /*
  * fuzz_gguf.c — libFuzzer harness for the GGUF reader and the llama model
  * binding: any input must give BP_OK or one sentence, never a crash, an
- * out-of-bounds read or a leak. Corpus-free: libFuzzer starts from nothing
- * (a dictionary of the format's words helps it reach the deep paths).
- *
- *   cmake -DCMAKE_C_COMPILER=clang ... && cmake --build . --target fuzz_gguf
- *   ./bin/fuzz_gguf -dict=../tests/fuzz/gguf.dict -max_total_time=300
+ * out-of-bounds read or a leak. It starts from the seeds gguf_seeds.c
+ * writes, with a dictionary of the format's words (see README.md).
  */
 #include <stddef.h>
 #include <stdint.h>

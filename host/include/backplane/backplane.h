@@ -11,6 +11,25 @@
  * and mark their context failed; passing NULL to a constructor returns NULL,
  * so a whole graph can be built and checked once (bp_context_status, or the
  * status of bp_graph_build).
+ *
+ * Threads (tests/test_host_threads.c; ThreadSanitizer runs the cpu, meta and
+ * loader suites in CI):
+ * - Any thread may make the first call; discovery runs once, under a lock,
+ *   and the others wait for it. bp_unload must not overlap any other call.
+ * - Read-only after loading, so callable from any number of threads at once:
+ *   the device and plugin lists and lookups (bp_device_*, bp_plugin_*,
+ *   bp_default_devices, bp_device_buffer_type, supports-op queries).
+ * - bp_last_error() is per thread: it describes the calling thread's failure.
+ * - A context and what is built from it (tensors, graphs) is used by one
+ *   thread at a time; different contexts may be used concurrently.
+ * - A buffer (tensor set/get, read/write/clear, free) is used by one thread
+ *   at a time, and never while a backend computes a graph that touches it
+ *   (synchronize that backend first); different buffers concurrently.
+ * - A backend (stream) is used by one thread at a time; different backends,
+ *   even of one device, compute concurrently and independently.
+ * - Meta devices: bp_meta_set_split_fn applies to tensors placed afterwards
+ *   and must not overlap an allocation on that device; the split callback
+ *   runs on the allocating thread.
  */
 #ifndef BACKPLANE_H
 #define BACKPLANE_H
@@ -39,8 +58,11 @@ BP_API const char *bp_last_error(void);
 
 /* ---------------------------------------------------------------- loader */
 
-/* Loading options; zero-initialise and set what you need. */
+/* Loading options; zero-initialise and set what you need. `size` (1.1):
+ * sizeof as the caller compiled it; the host reads only the fields it
+ * covers. 0 reads every field of 1.1, so `{.isolate_probe = true}` works. */
 struct bp_load_options {
+    size_t size;
     /* Probe each candidate plugin in a child process first (fork, with a time
      * limit) so that one crashing or hanging in init is recorded instead of
      * taking this process down. Costs one fork per plugin file. */
@@ -89,6 +111,7 @@ enum bp_plugin_failure_code {
     BP_PLUGIN_FAIL_OUTSCORED = 12,         /* another variant of the family scored higher */
     BP_PLUGIN_FAIL_BAD_NAME = 13,          /* file name is not libbackplane-<family>[-<variant>].so */
     BP_PLUGIN_FAIL_BAD_REGISTRY = 14,      /* init succeeded but returned an unusable registry */
+    BP_PLUGIN_FAIL_ABI_MINOR = 15,         /* (1.1) the plugin needs a newer host minor */
 };
 struct bp_plugin_failure {
     const char *path;
@@ -120,6 +143,8 @@ BP_API const char *bp_device_description(struct bp_device *dev);
 BP_API enum bp_device_type bp_device_type(struct bp_device *dev);
 BP_API const char *bp_device_type_name(enum bp_device_type type);
 BP_API void bp_device_memory(struct bp_device *dev, size_t *free, size_t *total);
+/* Set caps->size = sizeof *caps first: only the fields it covers are
+ * written (false when the device does not say), never caps->size itself. */
 BP_API void bp_device_caps(struct bp_device *dev, struct bp_device_caps *caps);
 BP_API struct bp_buffer_type *bp_device_buffer_type(struct bp_device *dev);
 /* Where to put a tensor used only as a MUL_MAT weight (src[0]) of this type:
@@ -155,6 +180,8 @@ BP_API bp_status bp_backend_set_n_threads(struct bp_backend *b, int n_threads);
 BP_API bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out);
 BP_API void bp_buffer_free(struct bp_buffer *buf);
 BP_API size_t bp_buffer_size(const struct bp_buffer *buf);
+/* Fill every byte of buf with value: the plugin's clear, or its set_tensor
+ * when the buffer has no clear (1.1). */
 BP_API bp_status bp_buffer_clear(struct bp_buffer *buf, uint8_t value);
 /* Raw byte access to a buffer (for guard checks and debugging). */
 BP_API bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size);
@@ -169,8 +196,10 @@ BP_API void bp_context_free(struct bp_context *ctx);
 /* BP_OK, or the first error an op constructor hit in this context. */
 BP_API bp_status bp_context_status(const struct bp_context *ctx);
 
-/* Options for bp_context_alloc_tensors. */
+/* Options for bp_context_alloc_tensors. `size` (1.1): as in
+ * bp_load_options (0 reads every field of 1.1). */
 struct bp_alloc_options {
+    size_t size;
     /* Bytes of unused space before and after every tensor (rounded up to the
      * alignment); the check harness fills them with a pattern to catch
      * out-of-bounds writes. */
@@ -187,6 +216,21 @@ struct bp_alloc_options {
 BP_API bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type *buft,
                                           const struct bp_alloc_options *opts,
                                           struct bp_buffer **out);
+/* As bp_context_alloc_tensors (no guard bytes), but the bytes of a tensor
+ * that graph g computes are reused by later nodes once the last node of g
+ * that reads it (directly or through a view) has been computed, so the
+ * buffer holds what is alive at once rather than every intermediate: the
+ * tensors of one g, computed as one graph, in the order of its nodes.
+ * Tensors that no node of g computes (inputs, leaves) and nodes flagged
+ * BP_TENSOR_FLAG_OUTPUT keep their bytes for the buffer's life; any other
+ * intermediate's value is unspecified after the compute. */
+BP_API bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *g,
+                                        struct bp_buffer_type *buft, struct bp_buffer **out);
+/* Bytes bp_context_alloc_graph(ctx, g, buft) would allocate (0 when no
+ * tensor needs memory or on error, with a sentence in bp_last_error);
+ * allocates no device memory. */
+BP_API size_t bp_context_alloc_graph_size(struct bp_context *ctx, const struct bp_graph *g,
+                                          struct bp_buffer_type *buft);
 /* Bytes bp_context_alloc_tensors would need. */
 BP_API size_t bp_context_alloc_size(struct bp_context *ctx, struct bp_buffer_type *buft,
                                     const struct bp_alloc_options *opts);
@@ -287,4 +331,8 @@ BP_API const char *bp_format_bytes(size_t bytes, char *buf, size_t cap);
 #ifdef __cplusplus
 }
 #endif
+
+/* The scheduler (one graph over several backends) is part of this API. */
+#include <backplane/bp_sched.h>
+
 #endif /* BACKPLANE_H */

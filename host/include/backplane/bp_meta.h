@@ -25,11 +25,28 @@ BP_API bp_status bp_meta_set_split_fn(struct bp_device *meta, bp_meta_split_fn s
 /* Split state of a tensor in a meta buffer; local_ne (BP_META_MAX_DEVICES
  * entries, may be NULL) gets each device's extent of the split axis. */
 BP_API bp_status bp_meta_tensor_split(const struct bp_tensor *t, int32_t *state, int64_t *local_ne);
-/* Counters of a meta backend (cuts, reductions, bytes reduced, ...). */
+/* Counters of a meta backend (cuts, reductions, bytes reduced, ...). Set
+ * out->size = sizeof *out first: only the fields it covers are written, and
+ * never out->size (1.1; a size below sizeof(size_t) is refused). */
 BP_API bp_status bp_meta_backend_stats(struct bp_backend *b, struct bp_meta_stats *out);
 /* Device bytes a meta buffer holds on each sub-device (bytes has
  * BP_META_MAX_DEVICES entries): each device holds only its slices. */
 BP_API bp_status bp_meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes);
+
+/* (1.1) A meta device from a spec ("meta:cpu*2", "meta:cpu,vulkan0"; the
+ * prefix is optional), as BACKPLANE_DEVICES makes one. The device belongs
+ * to the plugin. Errors: NOT_FOUND without the plugin, else its refusal. */
+BP_API bp_status bp_meta_device_from_spec(const char *spec, struct bp_device **out);
+/* (1.1) The sub-devices of a meta device in split order: *n their count,
+ * subs[0..min(cap, *n)) filled. INVALID_ARGUMENT for another device. */
+BP_API bp_status bp_meta_device_sub_devices(struct bp_device *meta, struct bp_device **subs,
+                                            size_t cap, size_t *n);
+/* (1.1) Bytes [offset, offset + size) of sub-device `device`'s own copy of
+ * a MIRRORED tensor (bp_tensor_get reads sub-device 0's). INVALID_ARGUMENT
+ * for another split state or a device past the count. Any thread that may
+ * read the tensor. */
+BP_API bp_status bp_meta_tensor_get_copy(const struct bp_tensor *t, size_t device, void *dst,
+                                         size_t offset, size_t size);
 
 /* ---- rule tables (split_rules.c) ----
  * A rule maps a tensor-name pattern to a split. In patterns '*' matches any

@@ -27,6 +27,37 @@ static inline int hsum_epi32(__m256i x)
     return _mm_cvtsi128_si32(r);
 }
 
+/* Per block: amax over |x| (order does not matter for a max), the f16
+ * scale of amax / 127 as the scalar path makes it, then x * (127 / amax)
+ * rounded half to even: the IEEE products and rounding of the scalar
+ * reference, so the bytes are the same. */
+void cpu_quantize_row_q8_0_x86(const float *x, void *vy, int64_t n)
+{
+    struct bp_block_q8_0 *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t i = 0; i < n / BP_QK8_0; i++, x += BP_QK8_0) {
+        __m256 v[4], m = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(x + 8 * k);
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        y[i].d = bp_f32_to_f16(amax / 127.0f);
+        const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id),
+                                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        /* int32 -> int16 -> int8 packs work per 128-bit half: undo the interleave */
+        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)(void *)y[i].qs, _mm256_permutevar8x32_epi32(b, order));
+    }
+}
+
 /* 32 signed bytes times 32 signed bytes, summed in groups of 4 into 8 int32. */
 static inline __m256i dot_i8(__m256i x, __m256i y)
 {

@@ -52,7 +52,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        .gemm_float = cpu_gemm_bf16_x86 },
     [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_x86, NULL, cpu_dequantize_row_q4_0,
                        GEMM_Q4_0 },
-    [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, cpu_quantize_row_q8_0_ref,
+    [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, cpu_quantize_row_q8_0_x86,
                        cpu_dequantize_row_q8_0, GEMM_Q8_0 },
     [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_x86, NULL, cpu_dequantize_row_q4_K,
                        GEMM_Q4_K },

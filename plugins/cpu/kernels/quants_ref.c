@@ -21,6 +21,13 @@ static inline int nearest_int(float fval)
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* ggml-cpu's activation quantizer on x86 (quantize_row_q8_0 in
+ * arch/x86/quants.c, the path llama.cpp's prebuilt x86 libraries take), not
+ * ggml's reference quantize_row_q8_0_ref, which llama-quantize uses for
+ * weights and host/src/quantize_q8.c follows: the multiplier is 127 / amax
+ * (one rounding, not 1 / (amax / 127)) and halves round to even (_mm256_
+ * round_ps), not away from zero (roundf). Both move some quants by one, so
+ * the logits of a 1B-class model drifted from llama.cpp's (issue 15). */
 void cpu_quantize_row_q8_0_ref(const float *x, void *vy, int64_t n)
 {
     struct bp_block_q8_0 *y = vy;
@@ -30,11 +37,10 @@ void cpu_quantize_row_q8_0_ref(const float *x, void *vy, int64_t n)
             float v = fabsf(x[i * BP_QK8_0 + j]);
             amax = v > amax ? v : amax;
         }
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[i].d = bp_f32_to_f16(d);
+        y[i].d = bp_f32_to_f16(amax / 127.0f);
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         for (int j = 0; j < BP_QK8_0; j++)
-            y[i].qs[j] = (int8_t)roundf(x[i * BP_QK8_0 + j] * id);
+            y[i].qs[j] = (int8_t)nearest_int(x[i * BP_QK8_0 + j] * id);
     }
 }
 

@@ -22,6 +22,8 @@ static inline __attribute__((always_inline)) void cpu_x8_prefetch(const uint8_t 
 }
 void cpu_vec_dot_q4_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
+/* cpu_quantize_row_q8_0_ref's arithmetic 8 lanes at a time: the same bytes. */
+void cpu_quantize_row_q8_0_x86(const float *x, void *y, int64_t n);
 void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *a, const void *b);

@@ -10,11 +10,14 @@
  *    once). Every device is checked against it, so it trades speed for
  *    being obviously right.
  *  - the SIMD variants (AVX2, AVX-512, NEON) make one online-softmax pass in
- *    float: the running maximum only moves up, and when it does the
- *    accumulator is rescaled once. q.k and the v accumulation are vector
- *    loops; F16 K/V rows are widened in registers. A key whose mask is
- *    -INFINITY is skipped before its dot product: the decoder's masks hide
- *    the unused tail of its cache capacity.
+ *    float over blocks of 32 keys: the block's scores, then its maximum
+ *    (the accumulator is rescaled at most once a block, when the running
+ *    maximum moves up), then its weights and the v accumulation. q.k and
+ *    the v accumulation are vector loops; F16 K/V rows are widened in
+ *    registers, and a 64-value head's accumulator stays in registers for
+ *    the whole block. A key whose mask is -INFINITY is skipped before its
+ *    dot product: the decoder's masks hide the unused tail of its cache
+ *    capacity, and causal masks the future.
  *
  * Either way one (head, query, batch) row is one work item, whole on one
  * thread, so results do not depend on the thread count.
@@ -245,6 +248,41 @@ static void fa_accumulate(float *acc, float w, const char *vr, const struct bp_t
     }
 }
 
+/* Keys per block of the online softmax. */
+#define FA_BLOCK 32
+/* A head of this many values keeps its accumulator in registers across a
+ * block (Llama's 64: 4 zmm, 8 ymm, 16 NEON q registers), instead of a load,
+ * fma and store per key that each wait for the one before. */
+#define FA_HEAD 64
+#define FA_HEAD_VECS (FA_HEAD / FA_W)
+
+/* acc[FA_HEAD] += w[i] * row i of v for the block's nb keys (w[i] == 0:
+ * skipped), the products and sums of fa_axpy_* in the same order. */
+static void fa_accumulate_head(float *acc, const float *w, int nb, const struct bp_tensor *v,
+                               int64_t j0, int64_t kh, int64_t b)
+{
+    fa_vec a[FA_HEAD_VECS];
+    for (int u = 0; u < FA_HEAD_VECS; u++)
+        a[u] = fa_load(acc + u * FA_W);
+    for (int i = 0; i < nb; i++) {
+        if (w[i] == 0.0f)
+            continue;
+        const fa_vec vw = fa_splat(w[i]);
+        const char *vr = cpu_at(v, 0, j0 + i, kh, b);
+        if (v->type == BP_TYPE_F16) {
+            const uint16_t *h = (const uint16_t *)(const void *)vr;
+            for (int u = 0; u < FA_HEAD_VECS; u++)
+                a[u] = fa_fma(vw, fa_load_h(h + u * FA_W), a[u]);
+        } else {
+            const float *f = (const float *)(const void *)vr;
+            for (int u = 0; u < FA_HEAD_VECS; u++)
+                a[u] = fa_fma(vw, fa_load(f + u * FA_W), a[u]);
+        }
+    }
+    for (int u = 0; u < FA_HEAD_VECS; u++)
+        fa_store(acc + u * FA_W, a[u]);
+}
+
 /* qf[D], tmp[max(D, Dv)], acc[Dv] floats. */
 size_t cpu_scratch_flash_attn(const struct bp_tensor *t)
 {
@@ -259,6 +297,7 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
     const int64_t D = q->ne[0], Dv = v->ne[0], n_kv = k->ne[1];
     const int64_t group = q->ne[2] / k->ne[2];
     const bool k_direct = fa_direct(k), v_direct = fa_direct(v);
+    const bool head = v_direct && Dv == FA_HEAD;
     float *qf = p->wdata;
     float *tmp = qf + D;
     float *acc = tmp + (D > Dv ? D : Dv);
@@ -276,27 +315,41 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
         for (int64_t d = 0; d < Dv; d++)
             acc[d] = 0.0f;
         float mx = -INFINITY, sum = 0.0f;
-        for (int64_t j = 0; j < n_kv; j++) {
-            const float mj = mr ? cpu_load(mr + (size_t)j * m->nb[0], m->type) : 0.0f;
-            if (mj == -INFINITY)
-                continue;
-            const float s = fa_qk(qf, cpu_at(k, 0, j, kh, b), k, k_direct, tmp, D) * scale + mj;
-            if (s == -INFINITY)
-                continue; /* weight 0 also while nothing counted yet (exp(-inf + inf) is NaN) */
-            float w = 1.0f;
-            if (s > mx) {
-                /* The first key that counts has nothing to rescale. */
+        for (int64_t j0 = 0; j0 < n_kv; j0 += FA_BLOCK) {
+            const int nb = n_kv - j0 < FA_BLOCK ? (int)(n_kv - j0) : FA_BLOCK;
+            /* The block's scores first: independent dot products the core
+             * overlaps, where one key at a time waited for each score
+             * before the next. */
+            float sc[FA_BLOCK], bm = -INFINITY;
+            for (int i = 0; i < nb; i++) {
+                const float mj = mr ? cpu_load(mr + (size_t)(j0 + i) * m->nb[0], m->type) : 0.0f;
+                sc[i] = mj == -INFINITY ? -INFINITY
+                                        : fa_qk(qf, cpu_at(k, 0, j0 + i, kh, b), k, k_direct, tmp, D) *
+                                                  scale + mj;
+                bm = sc[i] > bm ? sc[i] : bm;
+            }
+            if (bm == -INFINITY)
+                continue; /* every key masked: nothing counts (exp(-inf + inf) is NaN) */
+            /* The running maximum moves at most once a block. */
+            if (bm > mx) {
                 if (mx != -INFINITY) {
-                    const float c = expf(mx - s);
+                    const float c = expf(mx - bm);
                     fa_scale(acc, c, Dv);
                     sum *= c;
                 }
-                mx = s;
-            } else {
-                w = expf(s - mx);
+                mx = bm;
             }
-            sum += w;
-            fa_accumulate(acc, w, cpu_at(v, 0, j, kh, b), v, v_direct, tmp, Dv);
+            for (int i = 0; i < nb; i++) {
+                sc[i] = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx);
+                sum += sc[i];
+            }
+            if (head) {
+                fa_accumulate_head(acc, sc, nb, v, j0, kh, b);
+                continue;
+            }
+            for (int i = 0; i < nb; i++)
+                if (sc[i] != 0.0f)
+                    fa_accumulate(acc, sc[i], cpu_at(v, 0, j0 + i, kh, b), v, v_direct, tmp, Dv);
         }
         if (mx == -INFINITY) {
             for (int64_t d = 0; d < Dv; d++)

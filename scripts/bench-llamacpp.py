@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""bench-llamacpp.py — backplane against llama.cpp's prebuilt CPU library on
+the same GGUF files, in alternating rounds, printing both and the ratios.
+
+  scripts/bench-llamacpp.py [--install] [--dir DIR] [--types q4_0,q4_K,q8_0]
+                            [--threads 1,2] [--prompt 128] [--gen 64]
+                            [--rounds 3] [--prefill-runs 3] [--model builtin:1b]
+
+Set-up (once, --install): npm installs @node-llama-cpp/linux-x64 3.22.1
+into DIR (default ~/.cache/backplane-bench); nothing in the build or the
+tests uses it. Each type's GGUF is written by `backplane run --save` from
+the built-in model (MODEL), given a placeholder vocabulary
+(gguf_add_vocab.py) so that llama.cpp loads it, and kept in DIR.
+
+Per type and thread count, each round runs backplane (`run --json
+--prefill-runs R`) and then llama.cpp (llamacpp_bench.c, built here with
+cc) as separate processes: the first prefill of a process is the cold one,
+the median of the R - 1 after it the warm one. Ratios are taken within a
+round (backplane / llama.cpp) and the median round is printed with the
+range: the machine is shared, so absolute figures drift between rounds.
+The last round also compares the logits of both at the last prompt
+position (largest |difference|, and whether the greedy tokens agree).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PKG = "@node-llama-cpp/linux-x64@3.22.1"
+KEYS = ("prefill_tokens_per_s", "prefill_warm_tokens_per_s", "decode_tokens_per_s")
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"bench-llamacpp: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def lib_dir(d):
+    return os.path.join(d, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--install", action="store_true")
+    ap.add_argument("--dir", default=os.path.expanduser("~/.cache/backplane-bench"))
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "bin", "backplane"))
+    ap.add_argument("--model", default="builtin:1b")
+    ap.add_argument("--types", default="q4_0,q4_K,q8_0")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--gen", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--prefill-runs", type=int, default=3)
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    libs = lib_dir(a.dir)
+    if not os.path.exists(os.path.join(libs, "libllama.v0.5.0.so")):
+        if not a.install:
+            sys.exit(f"bench-llamacpp: llama.cpp is not installed in {a.dir}; run again with "
+                     f"--install (npm install {PKG}).")
+        run(["npm", "install", "--no-save", "--ignore-scripts", "--prefix", a.dir, PKG])
+    driver = os.path.join(a.dir, "llamacpp_bench")
+    src = os.path.join(HERE, "llamacpp_bench.c")
+    if not os.path.exists(driver) or os.path.getmtime(driver) < os.path.getmtime(src):
+        run(["cc", "-O2", "-o", driver, src, "-ldl"])
+    with open("/proc/loadavg") as f:
+        print(f"machine: {os.cpu_count()} CPUs, load average {f.read().split()[0]} at the start")
+
+    for t in a.types.split(","):
+        plain = os.path.join(a.dir, f"{a.model.replace(':', '-')}-{t}.gguf")
+        vocab = plain.replace(".gguf", "-vocab.gguf")
+        if not os.path.exists(vocab):
+            run([a.cli, "run", "--model", a.model, "--weight-type", t, "--prompt-len", "1",
+                 "--n-gen", "1", "--save", plain])
+            run([sys.executable, os.path.join(HERE, "gguf_add_vocab.py"), plain, vocab])
+            os.remove(plain)
+        for th in (int(x) for x in a.threads.split(",")):
+            rows = []
+            for r in range(a.rounds):
+                last = r == a.rounds - 1
+                bp_cmd = [a.cli, "run", "--device", "cpu", "--model", vocab, "--threads", str(th),
+                          "--prompt-len", str(a.prompt), "--n-gen", str(a.gen), "--json",
+                          "--prefill-runs", str(a.prefill_runs)]
+                lc_cmd = [driver, libs, vocab, str(th), str(a.prompt), str(a.gen),
+                          str(a.prefill_runs)]
+                if last:
+                    bp_cmd += ["--dump-logits", os.path.join(a.dir, "bp.f32")]
+                    lc_cmd += [os.path.join(a.dir, "lc.f32")]
+                bp = json.loads(run(bp_cmd))
+                lc = json.loads(run(lc_cmd))
+                rows.append((bp, lc))
+                print(f"{t} {th} thread(s) round {r + 1}: " + ", ".join(
+                    f"{k.replace('_tokens_per_s', '')} {bp.get(k, 0):.1f} / {lc.get(k, 0):.1f}"
+                    for k in KEYS) + "  (backplane / llama.cpp tokens/s)")
+            print(f"== {t}, {th} thread(s), {a.prompt}-token prompt, {a.gen} steps, median of "
+                  f"{a.rounds} rounds:")
+            for k in KEYS:
+                ratios = [bp[k] / lc[k] for bp, lc in rows if bp.get(k) and lc.get(k)]
+                if ratios:
+                    print(f"   {k.replace('_tokens_per_s', ''):14s} backplane / llama.cpp "
+                          f"{statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}..{max(ratios):.2f}); "
+                          f"median {statistics.median(b[k] for b, _ in rows):.1f} / "
+                          f"{statistics.median(l[k] for _, l in rows):.1f} tokens/s")
+            bp, lc = rows[-1]
+            same = bp["tokens"] == lc["tokens"]
+            agree = next((i for i, (x, y) in enumerate(zip(bp["tokens"], lc["tokens"])) if x != y),
+                         len(bp["tokens"]))
+            diff = logit_diff(os.path.join(a.dir, "bp.f32"), os.path.join(a.dir, "lc.f32"),
+                              a.prompt, bp["model"]["n_vocab"])
+            print(f"   logits at the last prompt position: largest |difference| {diff[0]:.4f} "
+                  f"(sd {diff[1]:.3f}); greedy tokens {'agree' if same else f'part after {agree}'}")
+
+
+def logit_diff(bp_path, lc_path, n_prompt, n_vocab):
+    """Largest |difference| between the last prompt row of backplane's dump
+    (rows: every prompt position, then decode steps) and llama.cpp's first row."""
+    import array
+    b, l = array.array("f"), array.array("f")
+    with open(bp_path, "rb") as f:
+        f.seek((n_prompt - 1) * n_vocab * 4)
+        b.fromfile(f, n_vocab)
+    with open(lc_path, "rb") as f:
+        l.fromfile(f, n_vocab)
+    return max(abs(x - y) for x, y in zip(b, l)), statistics.pstdev(l)
+
+
+if __name__ == "__main__":
+    main()
