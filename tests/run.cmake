@@ -18,3 +18,25 @@ endif()
 # The GGUF parser's libFuzzer harness, when clang offers -fsanitize=fuzzer
 # (see tests/fuzz/README.md); scripts/test-all.sh builds and runs it in build-fuzz/.
 include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake OPTIONAL)
+
+# The memory plan against the sessions' real buffers (cpu; vulkan0 alone in
+# its own test, GPU drivers being no valgrind material) and the refusal of a
+# run that does not fit (a fault plugin with 1000 bytes free).
+bp_add_check_test(test_run_plan SOURCES test_run_plan.c LIBS backplane_run)
+add_dependencies(test_run_plan backplane_cli bp_fault_plugins bp_sched_partial)
+add_test(NAME test_run_plan_vulkan COMMAND test_run_plan vulkan)
+set_tests_properties(test_run_plan_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${BP_TEST_ENV}")
+# The same with --offload-layers 1 on vulkan0 (lavapipe), and on the
+# scheduler's test device partial0 with and without it (a cpu fallback on
+# any machine: the scheduler's buffers and copies are planned too).
+add_test(NAME test_run_plan_vulkan_offload COMMAND test_run_plan vulkan-offload)
+set_tests_properties(test_run_plan_vulkan_offload PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${BP_TEST_ENV}")
+foreach(mode partial partial-offload)
+  add_test(NAME test_run_plan_${mode} COMMAND test_run_plan ${mode})
+  set_tests_properties(test_run_plan_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${BP_TEST_ENV};BACKPLANE_PLUGIN_PATH=${CMAKE_BINARY_DIR}/tests/sched_plugins;BACKPLANE_SCHED_STRICT=")
+endforeach()
+add_test(NAME test_run_plan_tiny COMMAND test_run_plan tiny)
+set_tests_properties(test_run_plan_tiny PROPERTIES TIMEOUT 900 ENVIRONMENT "${BP_TEST_ENV}")

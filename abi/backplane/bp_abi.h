@@ -10,4 +10,5 @@
 #include "bp_quant.h"
 #include "bp_host_helpers.h"
 #include "bp_custom_op.h"
+#include "bp_identity.h"
 #endif

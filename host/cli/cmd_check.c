@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "check_harness.h"
+#include "check_report.h"
 #include "cli.h"
 #include "json.h"
 
@@ -19,6 +20,8 @@
 static void help(void)
 {
     puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n"
+         "                       [--report FILE.json]\n"
+         "       backplane check --diff OLD.json NEW.json\n"
          "       backplane check --sched DEVICE[,cpu] [--json]\n\n"
          "Runs every op of the harness (each element type, odd sizes, broadcasts,\n"
          "non-contiguous inputs) on each selected device (default: every device)\n"
@@ -33,6 +36,14 @@ static void help(void)
          "  --op NAME      check only this op, e.g. MUL_MAT (repeatable)\n"
          "  --json         per-case records and the summary as JSON\n"
          "  --verbose      more detail on each line (largest error, reasons)\n"
+         "  --report FILE  also write a conformance report: plugin file and ABI,\n"
+         "                 device identity, every case (op, types, shape class,\n"
+         "                 NMSE, threshold, result), per-op coverage, and the\n"
+         "                 batch-invariance and 1-vs-N-thread bit-identity checks\n"
+         "                 of MUL_MAT (a failed invariance fails the check)\n"
+         "  --diff OLD NEW compare two reports: print every regression (a case\n"
+         "                 that passed and now fails, NMSE grown 10x, coverage\n"
+         "                 lost, an invariance lost); exits 1 on any\n"
          "  --sched D,cpu  instead: the decoder graphs of builtin:test (several weight\n"
          "                 types) through the scheduler over D with the cpu as\n"
          "                 fallback, against the cpu alone, with where each ran");
@@ -52,6 +63,8 @@ struct options {
     bool any_op;
     bool json;
     bool verbose;
+    const char *report_path, *diff_old, *diff_new;
+    struct check_report *report;
     const char *sched;    /* --sched: the scheduler check of check_sched.c */
 };
 
@@ -111,6 +124,12 @@ static int parse(int argc, char **argv, struct options *o)
                 o->ops[op] = true;
                 o->any_op = true;
             }
+        } else if (!strcmp(a, "--report") || !strcmp(a, "--diff")) {
+            int need = a[2] == 'r' ? 1 : 2;
+            if (i + need >= argc) return cli_usage_error("check", "'%s' needs %s.", a,
+                                                         need == 1 ? "a file name" : "two report files");
+            if (need == 1) o->report_path = argv[++i];
+            else o->diff_old = argv[i + 1], o->diff_new = argv[i + 2], i += 2;
         } else if (!strcmp(a, "--sched")) {
             if (i + 1 >= argc || !*argv[i + 1]) return cli_usage_error("check", "'--sched' needs a device list.");
             o->sched = argv[++i];
@@ -296,6 +315,9 @@ static void run_and_report(struct bp_device *dev, struct bp_device *ref_dev,
         else t->unsupported++;
         if (o->json) json_record(w, &r[k]);
         else print_line(&r[k], o->verbose);
+        if (o->report)
+            check_report_add(o->report, dev, c, r[k].split, (int)r[k].status, r[k].v.nmse,
+                             r[k].v.threshold, r[k].message);
     }
 }
 
@@ -304,6 +326,7 @@ int cmd_check(int argc, char **argv)
     struct options o;
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (o.diff_old) return check_report_diff(o.diff_old, o.diff_new);
     if (!cli_load()) return CLI_EXIT_FAIL;
     if (o.sched) return check_sched(o.sched, o.json);
 
@@ -326,6 +349,7 @@ int cmd_check(int argc, char **argv)
         }
     }
 
+    if (o.report_path && !(o.report = check_report_open(o.report_path))) return CLI_EXIT_FAIL;
     struct json_writer w;
     if (o.json) {
         json_init(&w, stdout);
@@ -346,7 +370,7 @@ int cmd_check(int argc, char **argv)
             run_and_report(devs[d], ref_dev, &custom[ci], check_case_count() + ci, &o, &w, &tallies[d]);
         free(custom);
     }
-    bool all_ok = true;
+    bool all_ok = !o.report || check_report_finish(o.report, ref_dev, devs, n_devs);
     if (o.json) {
         json_array_end(&w);
         json_array_begin(&w, "summary");

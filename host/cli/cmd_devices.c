@@ -3,13 +3,17 @@
 #include <string.h>
 
 #include "cli.h"
+#include "identity_print.h"
 #include "json.h"
 
 static void help(void)
 {
     puts("usage: backplane devices [--json]\n\n"
          "Lists every device, the plugins that were loaded, and the plugins that\n"
-         "were refused with the reason and what to do about it. Each plugin is\n"
+         "were refused with the reason and what to do about it. Under each device\n"
+         "is its identity (UUID, PCI bus id, software implementation, CPU package\n"
+         "and NUMA node) and, when two plugins show one physical device, which\n"
+         "device it is the same as. Each plugin is\n"
          "probed in a child process first, so one that crashes or hangs is\n"
          "reported instead of taking the listing down.");
 }
@@ -28,6 +32,8 @@ static void print_text(void)
                  bp_format_bytes(total_b, tb, sizeof tb));
         printf("  %-3zu %-12s %-6s %-21s %s\n", i, bp_device_name(d),
                bp_device_type_name(bp_device_type(d)), mem, bp_device_description(d));
+        char ident[256];
+        if (*cli_identity_text(d, ident, sizeof ident)) printf("      %s\n", ident);
     }
 
     size_t np = bp_plugin_count();
@@ -70,6 +76,7 @@ static void print_json(void)
         json_uint(&w, "memory_free", free_b);
         json_uint(&w, "memory_total", total_b);
         json_string(&w, "plugin", p ? p->family : NULL);
+        cli_identity_json(&w, d);
         json_object_end(&w);
     }
     json_array_end(&w);

@@ -6,6 +6,7 @@
 
 #include "check_harness.h"
 #include "cli.h"
+#include "identity_print.h"
 #include "json.h"
 
 static void help(void)
@@ -20,6 +21,7 @@ static void help(void)
 static const char *const known_procs[] = {
     BP_PROC_COMM_INIT, BP_PROC_COMM_ALLREDUCE_TENSOR, BP_PROC_COMM_FREE,
     BP_PROC_SET_N_THREADS, BP_PROC_GET_FEATURES, BP_PROC_WEIGHT_BUFFER_TYPE, BP_PROC_CUSTOM_OPS,
+    BP_PROC_DEVICE_IDENTITY,
     BP_PROC_COMM_GET_UNIQUE_ID, BP_PROC_COMM_INIT_RANK,
 };
 #define N_PROCS (sizeof known_procs / sizeof known_procs[0])
@@ -86,6 +88,8 @@ static void print_text(const struct device_facts *f, const struct op_matrix *m)
     printf("Device %s\n", bp_device_name(f->dev));
     printf("  description:  %s\n", bp_device_description(f->dev));
     printf("  type:         %s\n", bp_device_type_name(bp_device_type(f->dev)));
+    char ident[256];
+    if (*cli_identity_text(f->dev, ident, sizeof ident)) printf("  identity:     %s\n", ident);
     printf("  memory:       %s free of %s\n", bp_format_bytes(f->mem_free, fb, sizeof fb),
            bp_format_bytes(f->mem_total, tb, sizeof tb));
     printf("  caps:         async=%s host_buffer=%s events=%s buffer_from_host_ptr=%s\n",
@@ -139,6 +143,7 @@ static void print_json(const struct device_facts *f, const struct op_matrix *m)
     json_string(&w, "type", bp_device_type_name(bp_device_type(f->dev)));
     json_uint(&w, "memory_free", f->mem_free);
     json_uint(&w, "memory_total", f->mem_total);
+    cli_identity_json(&w, f->dev);
     json_object_begin(&w, "caps");
     json_bool(&w, "async", f->caps.async);
     json_bool(&w, "host_buffer", f->caps.host_buffer);

@@ -75,7 +75,10 @@ static void help(void)
          "  --profile            time per op type of the prefill graph and of the decode\n"
          "                       steps (CPU devices; also BACKPLANE_PROFILE=1), printed\n"
          "                       after the report (on stderr with --json)\n"
-         "  --json               machine-readable report on stdout\n");
+         "  --json               machine-readable report on stdout\n"
+         "  --plan               print the memory plan (weights in the device's layout,\n"
+         "                       KV cache at --n-ctx, step buffers) and stop; a plain run\n"
+         "                       refuses before allocating when the plan does not fit\n");
     fputs(run_text_help, stdout);
 }
 
@@ -84,7 +87,7 @@ struct opts {
     int64_t prompt_len, n_gen, n_ctx, prefill_runs;
     int threads;
     int64_t offload_layers;
-    bool json, fused, bandwidth, strict, profile;
+    bool json, fused, bandwidth, strict, profile, plan;
     enum bp_type wtype;
     uint64_t seed;
     struct bp_run_dist *dist;   /* dist: devices only */
@@ -180,6 +183,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--fused-qkv")) o->fused = true;
         else if (!strcmp(a, "--bandwidth")) o->bandwidth = true;
+        else if (!strcmp(a, "--plan")) o->plan = true;
         else if (!strcmp(a, "--strict")) o->strict = true;
         else if (!strcmp(a, "--offload-layers")) {
             NEEDV();
@@ -731,6 +735,22 @@ int cmd_run(int argc, char **argv)
         cli_error("the prompt and generation need %" PRId64 " positions but the %s holds %" PRId64
                   "; ask for fewer tokens.", need, so.n_ctx < need ? "--n-ctx" : "model",
                   so.n_ctx < need ? so.n_ctx : m->hp.n_ctx_train);
+        goto out;
+    }
+    /* The plan before any allocation: --plan prints it, a run that would
+     * not fit stops here with a sentence instead of failing half-loaded. */
+    if (o.plan && o.dist) {
+        if (o.root) cli_error("--plan covers one process's device, not a dist: job; plan each rank's device instead.");
+        goto out;
+    }
+    struct bp_run_plan plan;
+    struct bp_run_plan_options po = { .n_ctx = so.n_ctx, .n_prompt = n_prompt,
+                                      .offload_layers = o.offload_layers, .prefill_all = so.prefill_all };
+    bool planned = !o.dist && bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
+    if (o.plan || (planned && !bp_run_plan_fits(&plan, err, sizeof err))) {
+        if (o.plan && planned) bp_run_plan_print(&plan, m, o.json);
+        else cli_error("%s", err);
+        rc = o.plan && planned ? CLI_EXIT_OK : CLI_EXIT_FAIL;
         goto out;
     }
     const bool made = bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK;

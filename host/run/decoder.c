@@ -415,6 +415,13 @@ static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, 
     return BP_OK;
 }
 
+/* The fallback device of a session on dev: the cpu, unless dev is a CPU
+ * itself or the session is direct. */
+static struct bp_device *fallback_of(struct bp_device *dev, bool direct)
+{
+    return direct || bp_device_type(dev) == BP_DEVICE_TYPE_CPU ? NULL : bp_device_by_name("cpu");
+}
+
 /* The backends and the scheduler: dev first, the cpu as fallback unless
  * dev is a CPU itself. */
 static bp_status start_backends(struct bp_run_session *s, const struct bp_run_session_options *o, char *err,
@@ -425,7 +432,7 @@ static bp_status start_backends(struct bp_run_session *s, const struct bp_run_se
         return bp_run_fail(err, cap, st, "starting a backend on '%s' failed: %s", bp_device_name(s->dev),
                            bp_last_error());
     if (o && o->direct) return BP_OK;
-    struct bp_device *cpu = bp_device_type(s->dev) == BP_DEVICE_TYPE_CPU ? NULL : bp_device_by_name("cpu");
+    struct bp_device *cpu = fallback_of(s->dev, false);
     if (cpu) {
         if ((st = bp_backend_init(cpu, NULL, &s->fb_be)) != BP_OK)
             return bp_run_fail(err, cap, st, "starting the fallback backend on 'cpu' failed: %s", bp_last_error());
@@ -454,16 +461,14 @@ static bp_status set_threads(struct bp_run_session *s, int n, char *err, size_t 
 static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_past, bool all,
                               struct plan **out, char *err, size_t cap);
 
-bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
-                             const struct bp_run_session_options *opts,
-                             struct bp_run_session **out, char *err, size_t cap)
+/* m, dev, n_ctx (0: 512, capped at the model's) and the per-weight and
+ * per-layer arrays of a session or of a memory plan; false when out of memory. */
+static bool session_arrays(struct bp_run_session *s, const struct bp_run_model *m, struct bp_device *dev,
+                           int64_t n_ctx)
 {
-    *out = NULL;
-    struct bp_run_session *s = calloc(1, sizeof *s);
-    if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
     s->m = m;
     s->dev = dev;
-    s->n_ctx = opts && opts->n_ctx > 0 ? opts->n_ctx : 512;
+    s->n_ctx = n_ctx > 0 ? n_ctx : 512;
     if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
     s->w = calloc(m->n_weights, sizeof *s->w);
     s->home_w = calloc(m->n_weights, sizeof *s->home_w);
@@ -471,8 +476,18 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
     s->home_cache = calloc((size_t)m->hp.n_layer, sizeof *s->home_cache);
     s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
+    return s->w && s->home_w && s->cache_k && s->cache_v && s->home_cache && s->mask_host;
+}
+
+bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
+                             const struct bp_run_session_options *opts,
+                             struct bp_run_session **out, char *err, size_t cap)
+{
+    *out = NULL;
+    struct bp_run_session *s = calloc(1, sizeof *s);
+    if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
     bp_status st = BP_ERR_OUT_OF_MEMORY;
-    if (!s->w || !s->home_w || !s->cache_k || !s->cache_v || !s->home_cache || !s->mask_host) {
+    if (!session_arrays(s, m, dev, opts ? opts->n_ctx : 0)) {
         bp_run_fail(err, cap, st, "out of memory creating a session.");
         goto out;
     }
@@ -577,9 +592,8 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     return bp_context_status(c);
 }
 
-/* Build, allocate and order the graph of p (n and n_kv set): the
- * scheduler places its tensors, or (direct) one buffer on the device. */
-static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
+/* Build the graph of p (n and n_kv set), allocating nothing. */
+static bp_status plan_graph(const struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
 {
     bp_status r = build(s, p, all);
     if (r != BP_OK)
@@ -587,6 +601,16 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
         (r = bp_graph_build(p->g, p->logits)) != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
+    return BP_OK;
+}
+
+/* Build, allocate and order the graph of p (n and n_kv set): the
+ * scheduler places its tensors, or (direct) one buffer on the device.
+ * bp_run_plan_make measures the same two placements (plan_bytes). */
+static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, char *err, size_t cap)
+{
+    bp_status r = plan_graph(s, p, all, err, cap);
+    if (r != BP_OK) return r;
     s->stats.graphs_built++;
     /* Intermediates share memory along the graph: a 512-token prefill of a
      * 1B model would otherwise touch 2 GB of fresh pages (issue 15). With a
@@ -721,4 +745,115 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
     free(pos);
     free(mask);
     return r;
+}
+
+/* ------------------------------------------------------------ memory plan */
+
+/* The slot of a device in a plan: 0 for the session's device, 1 for the
+ * fallback. */
+static int plan_slot(const struct bp_run_session *s, const struct bp_device *d)
+{
+    return s->fb && d == s->fb ? 1 : 0;
+}
+
+/* What plan_make would allocate for p, added to bytes[slot]: with one
+ * backend, bp_context_alloc_graph on the device; with a fallback, the
+ * scheduler's buffers, measured over the unallocated weights and caches. */
+static bp_status plan_bytes(const struct bp_run_session *s, const struct plan *p, size_t bytes[2], char *err,
+                            size_t cap)
+{
+    if (!s->fb) {
+        bytes[0] += bp_context_alloc_graph_size(p->ctx, p->g, bp_device_buffer_type(s->dev));
+        return BP_OK;
+    }
+    struct bp_context *ctx[MAX_WEIGHT_GROUPS + 2];
+    struct bp_buffer_type *buft[MAX_WEIGHT_GROUPS + 2];
+    size_t n = 0, got[BP_SCHED_MAX_BACKENDS] = {0};
+    for (size_t i = 0; i < s->n_wg; i++, n++) {
+        ctx[n] = s->wg[i].ctx;
+        buft[n] = s->wg[i].buft;
+    }
+    for (int i = 0; i < 2; i++, n++) {
+        ctx[n] = s->cctx[i];
+        buft[n] = bp_device_buffer_type(i ? s->fb : s->dev);
+    }
+    bp_status st = bp_sched_measure_graph(s->sched, p->g, ctx, buft, n, got);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "planning the scheduler's buffers on '%s' failed: %s",
+                           bp_device_name(s->dev), bp_last_error());
+    bytes[0] += got[0];
+    bytes[1] += got[1];
+    return BP_OK;
+}
+
+/* The plan is a session that stops before allocating: the same backends,
+ * choose_homes, make_tensors and graphs, sized with bp_context_alloc_size,
+ * bp_context_alloc_graph_size and bp_sched_measure_graph instead of
+ * allocated, so each placement is stated once. */
+bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
+                           const struct bp_run_plan_options *o, struct bp_run_plan *out,
+                           char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (bp_device_type(dev) == BP_DEVICE_TYPE_META)
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the memory plan does not split a meta "
+                           "device's share per sub-device yet; plan each sub-device on its own.");
+    struct bp_run_session *s = calloc(1, sizeof *s);
+    if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
+    bp_status st = session_arrays(s, m, dev, o ? o->n_ctx : 0)
+                       ? BP_OK
+                       : bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
+    int64_t n_prompt = o && o->n_prompt > 0 ? o->n_prompt : 1;
+    if (n_prompt > s->n_ctx) n_prompt = s->n_ctx;
+    if (st == BP_OK) st = start_backends(s, NULL, err, cap);
+    if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, err, cap);
+    if (st == BP_OK) st = make_tensors(s, err, cap);
+    struct bp_run_plan_device *d = out->d;
+    if (st == BP_OK) {
+        for (size_t i = 0; i < s->n_wg; i++)
+            d[plan_slot(s, s->wg[i].buft->device)].weights +=
+                bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
+        if (s->out_copy)
+            d[plan_slot(s, s->home_w[m->output - m->weights])].output_copy = bp_nbytes(s->out_copy);
+        for (int i = 0; i < 1 + (s->fb != NULL); i++)
+            d[i].kv_cache = bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(i ? s->fb : dev), NULL);
+    }
+    /* The step buffers decode_plan and prefill_plan keep: one per decode
+     * capacity up to n_ctx, and the prefill's. */
+    size_t decode[2] = {0, 0}, prefill[2] = {0, 0};
+    for (int64_t c = MIN_DECODE_CAPACITY, done = 0; st == BP_OK && !done; c *= 2) {
+        struct plan p = { .n = 1, .n_kv = c < s->n_ctx ? c : s->n_ctx };
+        done = c >= s->n_ctx;
+        if ((st = plan_graph(s, &p, true, err, cap)) == BP_OK) st = plan_bytes(s, &p, decode, err, cap);
+        plan_free(s, &p);
+    }
+    if (st == BP_OK && n_prompt > 1) {
+        struct plan p = { .n = n_prompt, .n_kv = n_prompt };
+        if ((st = plan_graph(s, &p, o && o->prefill_all, err, cap)) == BP_OK)
+            st = plan_bytes(s, &p, prefill, err, cap);
+        plan_free(s, &p);
+    }
+    out->n_devices = s->fb ? 2 : 1;
+    for (size_t i = 0; i < out->n_devices; i++) {
+        d[i].dev = i ? s->fb : dev;
+        d[i].decode = decode[i];
+        d[i].prefill = prefill[i];
+        d[i].peak = d[i].weights + d[i].kv_cache + d[i].decode + d[i].prefill;
+        bp_device_memory(d[i].dev, &d[i].mem_free, &d[i].mem_total);
+    }
+    out->n_ctx = s->n_ctx;
+    out->n_prompt = n_prompt;
+    out->n_layer = m->hp.n_layer;
+    out->offload_layers = s->fb && o && o->offload_layers > 0 && o->offload_layers < m->hp.n_layer
+                              ? o->offload_layers : m->hp.n_layer;
+    bp_run_session_free(s);
+    return st;
+}
+
+size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const struct bp_device *dev)
+{
+    size_t n = bp_run_session_device_bytes(s, dev) + bp_sched_buffer_bytes(s->sched, dev);
+    if (dev != s->dev) return n;
+    for (int i = 0; i < N_DECODE_PLANS; i++) n += s->decode[i].buf ? bp_buffer_size(s->decode[i].buf) : 0;
+    return n + (s->prefill.buf ? bp_buffer_size(s->prefill.buf) : 0);
 }

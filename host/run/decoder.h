@@ -13,6 +13,7 @@
 #include <backplane/backplane.h>
 
 #include "model.h"
+#include "plan.h"
 
 struct bp_run_session;
 
@@ -74,6 +75,11 @@ void bp_run_session_get_stats(const struct bp_run_session *s, struct bp_run_sess
 /* The device tensor of the model's weight of that name (NULL when none):
  * its buffer shows where the session placed it. */
 struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const char *name);
+
+/* Bytes of every buffer the session holds now on dev: weights, KV cache,
+ * the step buffers of the plans made so far (its own, or the scheduler's
+ * and their copies), what bp_run_plan_make predicts per device. */
+size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const struct bp_device *dev);
 
 /* The scheduler's placement of the latest decode graph (BP_ERR_NOT_FOUND
  * before the first decode step or without a scheduler). */

@@ -305,27 +305,31 @@ static size_t galloc_plan(struct galloc_item *it, size_t n, const struct bp_grap
     return peak;
 }
 
-bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *g,
-                                 struct bp_buffer_type *buft, struct bp_buffer **out)
+/* The items of ctx that need memory, their offsets along g and the arena's
+ * size (galloc_plan); *n_out is 0 when none needs memory. The caller frees
+ * *it_out. */
+static bp_status galloc_layout(struct bp_context *ctx, const struct bp_graph *g, struct bp_buffer_type *buft,
+                               const char *what, struct galloc_item **it_out, size_t *n_out,
+                               size_t *total, size_t *align)
 {
-    const char *what = "bp_context_alloc_graph";
-    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL; pass the address of a buffer pointer.", what);
-    *out = NULL;
+    *it_out = NULL;
+    *n_out = 0;
+    *total = 0;
     if (!ctx || !g || (g->n_nodes > 0 && !g->nodes))
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: the context or the graph is NULL.", what);
     struct layout l;
     bp_status st = layout_begin(buft, NULL, &l, what);
     if (st != BP_OK) return st;
+    *align = l.align;
     size_t n = 0;
     const size_t count = bp_context_tensor_count(ctx);
     for (size_t i = 0; i < count; i++) n += needs_memory(bp_context_tensor(ctx, i));
-    if (n == 0) return resolve_views(ctx);
+    if (n == 0) return BP_OK;
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
     struct galloc_item *it = calloc(n, sizeof *it);
     struct galloc_block *fb = calloc(n + 1, sizeof *fb);
     struct galloc_map map = { calloc(cap, sizeof *map.keys), calloc(cap, sizeof *map.vals), cap - 1 };
-    struct bp_buffer *buf = NULL;
     st = BP_ERR_OUT_OF_MEMORY;
     if (!it || !fb || !map.keys || !map.vals) {
         bp__fail(st, "%s: out of memory planning %zu tensors.", what, n);
@@ -343,8 +347,42 @@ bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *
         it[k] = (struct galloc_item){ .t = t, .size = size, .def = -1, .last = -1 };
         galloc_map_put(&map, t, (int32_t)k++);
     }
-    const size_t total = galloc_plan(it, n, g, &map, fb);
-    if ((st = bp_buffer_alloc(buft, total ? total : l.align, &buf)) != BP_OK) goto out;
+    *total = galloc_plan(it, n, g, &map, fb);
+    *n_out = n;
+    st = BP_OK;
+out:
+    if (st != BP_OK) free(it);
+    else *it_out = it;
+    free(fb);
+    free(map.keys);
+    free(map.vals);
+    return st;
+}
+
+size_t bp_context_alloc_graph_size(struct bp_context *ctx, const struct bp_graph *g,
+                                   struct bp_buffer_type *buft)
+{
+    struct galloc_item *it;
+    size_t n, total, align = 1;
+    bp_status st = galloc_layout(ctx, g, buft, "bp_context_alloc_graph_size", &it, &n, &total, &align);
+    free(it);
+    if (st != BP_OK || n == 0) return 0;
+    return total ? total : align;
+}
+
+bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *g,
+                                 struct bp_buffer_type *buft, struct bp_buffer **out)
+{
+    const char *what = "bp_context_alloc_graph";
+    if (!out) return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: out is NULL; pass the address of a buffer pointer.", what);
+    *out = NULL;
+    struct galloc_item *it;
+    size_t n, total, align = 1;
+    bp_status st = galloc_layout(ctx, g, buft, what, &it, &n, &total, &align);
+    if (st != BP_OK) return st;
+    if (n == 0) return resolve_views(ctx);
+    struct bp_buffer *buf = NULL;
+    if ((st = bp_buffer_alloc(buft, total ? total : align, &buf)) != BP_OK) goto out;
     char *base = buf->iface->get_base(buf);
     for (size_t i = 0; i < n && st == BP_OK; i++) {
         struct bp_tensor *t = it[i].t;
@@ -367,9 +405,6 @@ bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *
     }
 out:
     free(it);
-    free(fb);
-    free(map.keys);
-    free(map.vals);
     *out = buf;
     return st;
 }

@@ -108,6 +108,7 @@ static const char *dev_name(struct bp_device *dev)
 struct bp_device *bp__devices_find_loaded(const char *name)
 {
     if (!name) return NULL;
+    if (bp__identity_is_selector(name)) return bp__identity_find(name);
     for (size_t i = 0; i < n_devices; i++)
         if (!strcmp(devices[i].name, name)) return devices[i].dev;
     return NULL;
@@ -185,6 +186,9 @@ struct bp_device *bp_device_by_name(const char *name)
     bp_device_from_spec_fn parse = d ? NULL : spec_parser(name);
     if (parse) {
         if (device_from_spec(parse, name, &d) != BP_OK) return NULL;
+    } else if (!d && bp__identity_is_selector(name)) {
+        bp__fail(BP_ERR_NOT_FOUND, "no device has the identity '%s'; `backplane devices` shows each "
+                 "device's UUID and PCI bus id.", name);
     } else if (!d) {
         char names[512];
         bp__fail(BP_ERR_NOT_FOUND, "no device is named '%s'; available devices: %s.", name,
@@ -251,6 +255,7 @@ static bp_status devices_from_env(const char *list, struct bp_device **out, size
         put(out, cap, n, d);
     }
     free(copy);
+    if (st == BP_OK && out) bp__identity_warn_same(out, *n < cap ? *n : cap, "BACKPLANE_DEVICES");
     if (st == BP_OK && *n == 0)
         st = bp__fail(BP_ERR_INVALID_ARGUMENT,
                       "BACKPLANE_DEVICES='%s' names no device; list device names separated "
@@ -275,7 +280,11 @@ bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out)
         struct bp_device *pick = NULL;
         for (size_t i = 0; i < n_devices && !pick; i++) {
             enum bp_device_type t = bp_device_type(devices[i].dev);
-            if (t == BP_DEVICE_TYPE_GPU || t == BP_DEVICE_TYPE_IGPU) pick = devices[i].dev;
+            /* A software rasterizer (llvmpipe) is slower than the CPU plugin. */
+            struct bp_device_identity id = { .size = sizeof id };
+            (void)bp_device_identity(devices[i].dev, &id);
+            if ((t == BP_DEVICE_TYPE_GPU || t == BP_DEVICE_TYPE_IGPU) && !id.software)
+                pick = devices[i].dev;
         }
         for (size_t i = 0; i < n_devices && !pick; i++)
             if (bp_device_type(devices[i].dev) == BP_DEVICE_TYPE_CPU) pick = devices[i].dev;

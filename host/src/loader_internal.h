@@ -70,6 +70,17 @@ BP_HIDDEN size_t bp__devices_count_loaded(void);
 BP_HIDDEN struct bp_device *bp__devices_get_loaded(size_t index);
 BP_HIDDEN struct bp_device *bp__devices_find_loaded(const char *name);
 
+/* ---- identity.c ---- */
+
+/* True for "uuid:..." and "pci:..." names. */
+BP_HIDDEN bool bp__identity_is_selector(const char *name);
+/* The loaded device a selector names (the first of several plugins' views of
+ * one device), or NULL (a malformed or ambiguous selector is logged). */
+BP_HIDDEN struct bp_device *bp__identity_find(const char *sel);
+/* Warn once per later device of devs that is an earlier one's physical
+ * device through another plugin; `what` names the list ("BACKPLANE_DEVICES"). */
+BP_HIDDEN void bp__identity_warn_same(struct bp_device *const *devs, size_t n, const char *what);
+
 /* ---- loader_scan.c: discovery ---- */
 
 struct bp__candidate {

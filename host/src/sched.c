@@ -110,7 +110,8 @@ static bp_status check_graph(const char *what, struct bp_sched *s, const struct 
     return BP_OK;
 }
 
-static bp_status plan_graph(struct bp_sched *s, struct bp_graph *g, struct sched_plan **out)
+/* A plan of g (assigned, split, placed), not yet in the cache. */
+static bp_status plan_new(struct bp_sched *s, const struct bp_graph *g, struct sched_plan **out)
 {
     struct sched_plan *p = calloc(1, sizeof *p);
     size_t n = (size_t)(g->n_nodes ? g->n_nodes : 1);
@@ -131,12 +132,78 @@ static bp_status plan_graph(struct bp_sched *s, struct bp_graph *g, struct sched
         sched__plan_free(p, true);
         return st;
     }
+    *out = p;
+    return BP_OK;
+}
+
+static bp_status plan_graph(struct bp_sched *s, struct bp_graph *g, struct sched_plan **out)
+{
+    struct sched_plan *p;
+    bp_status st = plan_new(s, g, &p);
+    if (st != BP_OK) return st;
     p->next = s->plans;
     s->plans = p;
     s->stats.plans_made++;
     sched__summarize(s, p);
     *out = p;
     return BP_OK;
+}
+
+/* A leaf of the caller's contexts that needs memory (no buffer, not a view). */
+static bool unplaced_leaf(const struct bp_tensor *t)
+{
+    return !t->buffer && !t->view_src;
+}
+
+bp_status bp_sched_measure_graph(struct bp_sched *s, const struct bp_graph *g,
+                                 struct bp_context *const *leaf_ctx, struct bp_buffer_type *const *leaf_buft,
+                                 size_t n_leaf, size_t *bytes)
+{
+    const char *what = "bp_sched_measure_graph";
+    bp_status st = check_graph(what, s, g);
+    if (st != BP_OK) return st;
+    if (!bytes || (n_leaf && (!leaf_ctx || !leaf_buft)))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: bytes, or the leaf contexts and buffer types, are NULL.", what);
+    for (size_t i = 0; i < n_leaf; i++)
+        if (!leaf_ctx[i] || !leaf_buft[i])
+            return bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: leaf context %zu or its buffer type is NULL.", what, i);
+    memset(bytes, 0, (size_t)s->n * sizeof *bytes);
+    /* Stand-in buffers: one per leaf context, one per backend for what the
+     * plan places; they carry a buffer type and no memory. */
+    struct bp_buffer *stand = calloc(n_leaf + (size_t)s->n, sizeof *stand);
+    if (!stand) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory.", what);
+    for (size_t i = 0; i < n_leaf; i++) {
+        stand[i].buft = leaf_buft[i];
+        for (size_t k = 0; k < bp_context_tensor_count(leaf_ctx[i]); k++) {
+            struct bp_tensor *t = bp_context_tensor(leaf_ctx[i], k);
+            if (unplaced_leaf(t)) t->buffer = &stand[i];
+        }
+    }
+    s->measure = stand + n_leaf;
+    s->measured = bytes;
+    struct sched_plan *p = NULL;
+    st = plan_new(s, g, &p);
+    sched__plan_free(p, true);  /* takes the stand-ins back from what it placed */
+    s->measure = NULL;
+    s->measured = NULL;
+    for (size_t i = 0; i < n_leaf; i++)
+        for (size_t k = 0; k < bp_context_tensor_count(leaf_ctx[i]); k++) {
+            struct bp_tensor *t = bp_context_tensor(leaf_ctx[i], k);
+            if (t->buffer == &stand[i]) t->buffer = NULL;
+        }
+    free(stand);
+    return st;
+}
+
+size_t bp_sched_buffer_bytes(const struct bp_sched *s, const struct bp_device *dev)
+{
+    size_t n = 0;
+    for (const struct sched_plan *p = s ? s->plans : NULL; p; p = p->next)
+        for (int b = 0; b < s->n; b++)
+            if (s->be[b]->device == dev)
+                for (int k = 0; k < 2; k++)
+                    if (p->bufs[2 * b + k]) n += bp_buffer_size(p->bufs[2 * b + k]);
+    return n;
 }
 
 bp_status bp_sched_alloc_graph(struct bp_sched *s, struct bp_graph *g)

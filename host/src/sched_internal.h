@@ -79,6 +79,10 @@ struct bp_sched {
     void *staging;             /* host bytes for copies neither end can do alone */
     size_t staging_size;
     struct bp_sched_stats stats;
+    /* bp_sched_measure_graph in progress: place() counts bytes per backend
+     * and points tensors at measure[b] (no memory) instead of allocating. */
+    struct bp_buffer *measure;
+    size_t *measured;
 };
 
 /* sched_assign.c — plan->assign for every node; an error names the op, the

@@ -110,6 +110,19 @@ static bp_status place(struct bp_sched *s, struct sched_plan *p, int b, struct b
         return bp__fail(BP_ERR_PLUGIN, "bp_sched: buffer type %s reports alignment %zu, not a power of two; "
                         "its plugin is broken.", bp__buft_name(buft), align);
     for (size_t i = 0; i < n; i++) total += (alloc_size(buft, ts[i]) + align - 1) & ~(align - 1);
+    if (s->measure) {
+        /* A stand-in with the buffer type, so copies are found as for real. */
+        s->measure[b].buft = buft;
+        s->measured[b] += total;
+        for (size_t i = 0; i < n; i++) {
+            ts[i]->buffer = &s->measure[b];
+            if (!remember(p, ts[i], placed_cap)) {
+                ts[i]->buffer = NULL;
+                return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory measuring a graph.");
+            }
+        }
+        return BP_OK;
+    }
     bp_status st = bp_buffer_alloc(buft, total, out);
     if (st != BP_OK) return st;
     s->stats.buffers_allocated++;
@@ -169,7 +182,7 @@ static bp_status place_graph(struct bp_sched *s, struct sched_plan *p, size_t *p
             if (home[k] == b) mine[m++] = ts[k];
         st = place(s, p, b, mine, m, &p->bufs[2 * b], placed_cap);
     }
-    for (int32_t i = 0; i < p->n_nodes && st == BP_OK; i++) {
+    for (int32_t i = 0; i < p->n_nodes && st == BP_OK && !s->measure; i++) {
         struct bp_tensor *node = p->nodes[i];
         if (!node->view_src || node->buffer) continue;
         st = bp__view_resolve(node);

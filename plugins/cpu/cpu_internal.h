@@ -79,6 +79,9 @@ bp_status cpu_repack_io(const struct cpu_plugin *pl, struct bp_tensor *t, void *
 void cpu_buffers_free_all(struct cpu_plugin *pl);
 
 /* backend.c */
+/* BP_PROC_DEVICE_IDENTITY (identity.c): package and NUMA node from sysfs. */
+bp_status cpu_device_identity(struct bp_device *dev, struct bp_device_identity *out);
+
 bp_status cpu_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
 bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads);
 /* The BP_CPU_PROC_SET_ABORT_CALLBACK proc (bp_cpu.h). */

@@ -266,6 +266,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         memcpy(&p, &fn, sizeof p);
         return p;
     }
+    if (strcmp(name, BP_PROC_DEVICE_IDENTITY) == 0) {
+        bp_device_identity_fn fn = cpu_device_identity;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
     if (strcmp(name, BP_PROC_GET_FEATURES) == 0) {
         bp_get_features_fn fn = reg_get_features;
         void *p;

@@ -31,6 +31,9 @@ struct cuda_device {
     struct bp_buffer_type buft;     /* device memory */
     struct bp_buffer_type host_buft;/* pinned host memory */
     char buft_name[24], host_buft_name[32];
+    bool has_uuid;                  /* identity.c */
+    uint8_t uuid[BP_UUID_BYTES];
+    char pci_bus_id[BP_PCI_BUS_ID_LEN];
 };
 
 struct cuda_plugin {
@@ -71,6 +74,9 @@ static inline struct cuda_device *cuda_device_of(struct bp_device *dev)
 }
 
 /* ---- buffer.c ---- */
+/* identity.c: UUID and PCI address read once at init; the proc. */
+void cuda_identity_probe(struct cuda_device *cd, const struct cudaDeviceProp *prop);
+bp_status cuda_device_identity(struct bp_device *dev, struct bp_device_identity *out);
 extern const struct bp_buffer_type_iface cuda_buffer_type_iface;
 extern const struct bp_buffer_type_iface cuda_host_buffer_type_iface;
 /* The CUDA device of a tensor in one of our device buffers, or NULL. */

@@ -174,6 +174,10 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         bp_comm_free_fn f = cuda_comm_free;
         return fn_ptr((void (*)(void))f);
     }
+    if (strcmp(name, BP_PROC_DEVICE_IDENTITY) == 0) {
+        bp_device_identity_fn f = cuda_device_identity;
+        return fn_ptr((void (*)(void))f);
+    }
     if (strcmp(name, BP_PROC_COMM_GET_UNIQUE_ID) == 0) {
         bp_comm_get_unique_id_fn f = cuda_comm_get_unique_id;
         return fn_ptr((void (*)(void))f);
@@ -220,6 +224,7 @@ static void fill_device(struct cuda_plugin *pl, struct cuda_device *cd, int id)
         cd->cc_major = prop.major;
         cd->cc_minor = prop.minor;
         cd->total_mem = prop.totalGlobalMem;
+        cuda_identity_probe(cd, &prop);
         snprintf(cd->description, sizeof cd->description, "%.255s (compute capability %d.%d, %d SMs)",
                  prop.name, prop.major, prop.minor, prop.multiProcessorCount);
     } else {

@@ -243,6 +243,7 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
             return BP_ERR_INVALID_ARGUMENT;
         }
     }
+    meta_warn_same_physical(devs, n);
     struct meta_device *md = calloc(1, sizeof *md);
     if (!md) return BP_ERR_OUT_OF_MEMORY;
     md->n = n;

@@ -38,6 +38,9 @@ struct meta_device {
 };
 
 bool meta_is_meta_device(const struct bp_device *dev);
+/* identity.c: warn when two sub-devices are one physical device; the proc. */
+void meta_warn_same_physical(struct bp_device *const *devs, size_t n);
+bp_status meta_device_identity(struct bp_device *dev, struct bp_device_identity *out);
 bp_status meta_device_create(struct bp_device *const *devs, size_t n, const float *ratios,
                              bp_meta_split_fn cb, void *user, const char *spec,
                              struct meta_device **out);

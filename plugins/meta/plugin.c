@@ -31,6 +31,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         {BP_PROC_META_DEVICE_SUB_DEVICES, (void *)(bp_meta_device_sub_devices_fn)meta_device_sub_devices},
         {BP_PROC_META_TENSOR_GET_COPY, (void *)(bp_meta_tensor_get_copy_fn)meta_tensor_get_copy},
         {BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features},
+        {BP_PROC_DEVICE_IDENTITY, (void *)(bp_device_identity_fn)meta_device_identity},
     };
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
         if (!strcmp(procs[i].name, name)) return procs[i].fn;

@@ -72,6 +72,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         memcpy(&p, &fn, sizeof p);
         return p;
     }
+    if (name && strcmp(name, BP_PROC_DEVICE_IDENTITY) == 0) {
+        bp_device_identity_fn fn = vk_device_identity;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
     return NULL;
 }
 

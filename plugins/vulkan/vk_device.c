@@ -128,6 +128,7 @@ static void probe(struct vk_plugin *pl, struct vk_dev *d)
     f->vkGetPhysicalDeviceProperties2(d->phys, &p2);
     d->props = p2.properties;
     d->subgroup_size = sg.subgroupSize;
+    vk_identity_probe(f, d);
 
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES };

@@ -30,7 +30,8 @@ static_assert(VK_PB_SLOT * VK_SLOTS <= VK_PB_OPP && VK_PB_OPP + VK_PB_N_OPP <= V
     X(vkDestroyInstance) X(vkEnumeratePhysicalDevices)                        \
     X(vkGetPhysicalDeviceProperties) X(vkGetPhysicalDeviceProperties2)        \
     X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceQueueFamilyProperties) \
-    X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+    X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr) \
+    X(vkEnumerateDeviceExtensionProperties)
 
 #define VK_DEVICE_FUNCS(X)                                                    \
     X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer) \
@@ -106,6 +107,9 @@ struct vk_dev {
     size_t max_range;                  /* bytes one descriptor binds (maxStorageBufferRange) */
     size_t bind_align;                 /* minStorageBufferOffsetAlignment */
     int range_warned;                  /* a too-large tensor was reported (once) */
+    bool has_uuid, software;           /* identity.c */
+    uint8_t uuid[VK_UUID_SIZE];
+    char pci_bus_id[BP_PCI_BUS_ID_LEN];
     size_t total_mem;
     size_t allocated;                  /* bytes in live buffers */
     VkDescriptorSetLayout dsl;
@@ -157,6 +161,10 @@ bp_status vk_device_create(struct vk_plugin *pl, VkPhysicalDevice phys, uint32_t
                            int index, struct vk_dev **out, char *why, size_t cap);
 void vk_device_destroy(struct vk_dev *d);
 extern const struct bp_device_iface vk_device_iface;
+/* ---- identity.c ---- */
+/* Reads UUID, PCI address and software flag into d (during creation). */
+void vk_identity_probe(const struct vk_fns *f, struct vk_dev *d);
+bp_status vk_device_identity(struct bp_device *dev, struct bp_device_identity *out);
 /* Memory type index with all of `want` among `bits`, or -1. */
 int vk_find_memory(const struct vk_dev *d, uint32_t bits, VkMemoryPropertyFlags want);
 /* A status and sentence for a failed VkResult. */

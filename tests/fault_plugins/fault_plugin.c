@@ -13,6 +13,9 @@
  *   FAULT_NEEDS_HELPER    call into libbp_fault_helper.so (shipped elsewhere)
  *   FAULT_META            compose like the meta plugin: export bp_plugin_composes
  *                         and parse "<family>:..." specs (BP_PROC_DEVICE_FROM_SPEC)
+ *   FAULT_UUID_BYTE n     report an identity: a UUID of 16 bytes n, plus
+ *   FAULT_PCI "bus id"    its PCI address and
+ *   FAULT_SOFTWARE        the software-implementation flag
  * Interface tables (ABI 1.1 floors, bp_iface_check.h):
  *   FAULT_<T>_SIZE n      the size the T table declares (REGISTRY, DEVICE,
  *                         BUFT, BUFFER, BACKEND); default its sizeof
@@ -395,6 +398,24 @@ static bp_status meta_from_spec(const char *spec, struct bp_device **out)
 }
 #endif
 
+#ifdef FAULT_UUID_BYTE
+#ifndef FAULT_PCI
+#define FAULT_PCI ""
+#endif
+static bp_status fault_identity(struct bp_device *d, struct bp_device_identity *out)
+{
+    if (d != &device[0] || !out) return BP_ERR_INVALID_ARGUMENT;
+    out->has_uuid = true;
+    memset(out->uuid, FAULT_UUID_BYTE, sizeof out->uuid);
+    strncpy(out->pci_bus_id, FAULT_PCI, sizeof out->pci_bus_id - 1);
+#ifdef FAULT_SOFTWARE
+    out->software = true;
+#endif
+    out->cpu_package = out->numa_node = -1;
+    return BP_OK;
+}
+#endif
+
 static void *reg_proc(struct bp_registry *r, const char *name)
 {
     (void)r;
@@ -403,6 +424,9 @@ static void *reg_proc(struct bp_registry *r, const char *name)
     if (!strcmp(name, "bp_fault_host_services")) return (void *)fault_host_services;
 #ifdef FAULT_META
     if (!strcmp(name, BP_PROC_DEVICE_FROM_SPEC)) return (void *)meta_from_spec;
+#endif
+#ifdef FAULT_UUID_BYTE
+    if (!strcmp(name, BP_PROC_DEVICE_IDENTITY)) return (void *)fault_identity;
 #endif
     return NULL;
 }

@@ -7,6 +7,7 @@
 #   dup/       a second "fakegood" for the duplicate-family test
 #   variants/  fakevar-low/-high/-cannot, scores 1/5/0
 #   meta/      a stand-in "meta" family exporting bp_meta_device_from_spec
+#   identity/  GPUs with UUIDs and PCI ids (two alike), and a software one
 #   deps/      the helper library missingdep needs; not on any search path
 #   tables/    ABI 1.1 table floors: tables cut short, ending at a guard
 #              page, optional or required fields NULL, registry abi_version
@@ -124,6 +125,20 @@ bp_add_fault_plugin(bp_fault_ver_new libbackplane-vernew DIR versions
 bp_add_fault_plugin(bp_fault_ver_needs libbackplane-verneeds DIR versions
   DEFS FAULT_FAMILY="verneeds" FAULT_DEVICE="verneeds0" "FAULT_ABI_MINOR=(BP_ABI_MINOR + 1)"
        "FAULT_MIN_HOST=(BP_ABI_MINOR + 1)")
+
+# Device identities (test_identity): idgpua and idgpub are one GPU seen
+# through two plugins (same UUID and bus), idother a second GPU, idsoft a
+# software rasterizer that calls itself a GPU.
+foreach(v "idgpua:0xab:0000:65:00.0" "idgpub:0xab:0000:65:00.0" "idother:0xac:0000:b3:00.0")
+  string(REGEX MATCH "^([a-z]+):(0x[0-9a-f]+):(.*)$" _m ${v})
+  bp_add_fault_plugin(bp_fault_${CMAKE_MATCH_1} libbackplane-${CMAKE_MATCH_1} DIR identity
+    DEFS FAULT_FAMILY="${CMAKE_MATCH_1}" FAULT_DEVICE="${CMAKE_MATCH_1}0"
+         FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_GPU FAULT_UUID_BYTE=${CMAKE_MATCH_2}
+         FAULT_PCI="${CMAKE_MATCH_3}")
+endforeach()
+bp_add_fault_plugin(bp_fault_idsoft libbackplane-idsoft DIR identity
+  DEFS FAULT_FAMILY="idsoft" FAULT_DEVICE="idsoft0" FAULT_DEVICE_TYPE=BP_DEVICE_TYPE_GPU
+       FAULT_UUID_BYTE=0x5f FAULT_SOFTWARE)
 
 # Not a shared object at all, under a plugin's name.
 file(WRITE ${BP_FAULT_DIR}/safe/libbackplane-junk.so

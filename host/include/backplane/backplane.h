@@ -166,11 +166,13 @@ BP_API size_t bp_device_count(void);
 /* Device number index, owned by its plugin until bp_unload; NULL (and the
  * last error) past the end. Any thread. */
 BP_API struct bp_device *bp_device_get(size_t index);
-/* Exact name match ("cpu", "vulkan0"); NULL and last error when absent. */
+/* Exact name match ("cpu", "vulkan0"), or an identity selector
+ * ("uuid:3f2a", "pci:0000:65:00.0"); NULL and last error when absent. */
 BP_API struct bp_device *bp_device_by_name(const char *name);
 /* The devices an application should use by default: BACKPLANE_DEVICES when
- * set (comma-separated names), otherwise the first GPU/IGPU device, otherwise
- * the first CPU device. Fills up to cap pointers; *n_out gets the count. */
+ * set (comma-separated names, uuid:<prefix> or pci:<bus id>), otherwise the
+ * first GPU/IGPU device that is not a software implementation, otherwise the
+ * first CPU device. Fills up to cap pointers; *n_out gets the count. */
 BP_API bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out);
 
 /* The device's unique short name ("cpu", "vulkan0"), owned by it. */
@@ -200,6 +202,16 @@ BP_API struct bp_buffer_type *bp_device_weight_buffer_type(struct bp_device *dev
 BP_API bool bp_device_supports_op(struct bp_device *dev, const struct bp_tensor *node);
 /* Proc address from the device's registry, or NULL. */
 BP_API void *bp_device_proc_address(struct bp_device *dev, const char *name);
+/* The device's stable identity (bp_identity.h). Set out->size to
+ * sizeof(*out) first; the host writes that many bytes. BP_ERR_UNSUPPORTED
+ * (out filled as "unknown": no UUID, no PCI id, package/node -1) when the
+ * plugin has no BP_PROC_DEVICE_IDENTITY. Any thread. */
+BP_API bp_status bp_device_identity(struct bp_device *dev, struct bp_device_identity *out);
+/* The UUID as 8-4-4-4-12 lower-case hex into buf, "" without one; returns buf. */
+BP_API char *bp_identity_uuid_string(const struct bp_device_identity *id, char *buf, size_t cap);
+/* An earlier device in the list that is the same physical device as dev
+ * through another plugin (bp_identity_same), or NULL. */
+BP_API struct bp_device *bp_device_same_physical(struct bp_device *dev);
 
 /* -------------------------------------------------------------- backends */
 
@@ -281,6 +293,11 @@ BP_API bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buff
  * intermediate's value is unspecified after the compute. */
 BP_API bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *g,
                                         struct bp_buffer_type *buft, struct bp_buffer **out);
+/* Bytes bp_context_alloc_graph(ctx, g, buft) would allocate (0 when no
+ * tensor needs memory or on error, with a sentence in bp_last_error);
+ * allocates no device memory. */
+BP_API size_t bp_context_alloc_graph_size(struct bp_context *ctx, const struct bp_graph *g,
+                                          struct bp_buffer_type *buft);
 /* Bytes bp_context_alloc_tensors would need. */
 BP_API size_t bp_context_alloc_size(struct bp_context *ctx, struct bp_buffer_type *buft,
                                     const struct bp_alloc_options *opts);

@@ -55,6 +55,20 @@ BP_API void bp_sched_free(struct bp_sched *s);
  * (strict) one the first backend declines, is an error naming the op, the
  * tensor and the backends. */
 BP_API bp_status bp_sched_alloc_graph(struct bp_sched *s, struct bp_graph *g);
+/* The bytes bp_sched_alloc_graph would allocate for g, per backend in the
+ * order of bp_sched_new (bytes[0..n)): its tensors without memory and the
+ * copies, one buffer each per backend; nothing is allocated or cached.
+ * Leaves without memory in leaf_ctx[i] count as living in leaf_buft[i] (a
+ * plan made before the weights are uploaded). g's tensors get no memory;
+ * nodes read by a later run are flagged BP_TENSOR_FLAG_OUTPUT, as when
+ * planned for real. Errors as bp_sched_alloc_graph, plus NULL arguments. */
+BP_API bp_status bp_sched_measure_graph(struct bp_sched *s, const struct bp_graph *g,
+                                        struct bp_context *const *leaf_ctx,
+                                        struct bp_buffer_type *const *leaf_buft, size_t n_leaf,
+                                        size_t *bytes);
+/* Bytes of the buffers the scheduler holds (all planned graphs, tensors and
+ * copies) on the backends of dev; 0 for a NULL scheduler. */
+BP_API size_t bp_sched_buffer_bytes(const struct bp_sched *s, const struct bp_device *dev);
 /* Compute g (planning it first when needed): each run on its backend, the
  * copies between them. May return before asynchronous backends finish:
  * call bp_sched_synchronize before reading results. */

@@ -1,0 +1,194 @@
+/*
+ * test_run_plan.c — the memory plan (host/run/plan.h) against what a session
+ * then really holds (bp_run_session_device_bytes, the sizes of its device
+ * buffers) after a prefill and decoding to the end of its context, for
+ * every built-in model and weight type on cpu (and builtin:test on vulkan0
+ * when present: `test_run_plan vulkan`); the refusal of a run that does not fit, through
+ * the CLI, before anything is allocated.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <backplane/backplane.h>
+#include <backplane/bp_meta.h>
+#include <sys/wait.h>
+
+#include "decoder.h"
+#include "model.h"
+#include "plan.h"
+
+#define N_PROMPT 8
+
+static const enum bp_type types[] = {
+    BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16, BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+};
+static const char *device_name = "cpu";
+static int64_t offload_layers;   /* --offload-layers of the session and the plan */
+
+/* Plan, then run a session to its last position, and compare per device
+ * (the device and, when it is not a CPU, the cpu fallback). */
+static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx)
+{
+    char err[512] = "";
+    struct bp_device *dev = bp_device_by_name(device_name);
+    ck_assert_msg(dev != NULL, "no %s: %s", device_name, bp_last_error());
+    struct bp_run_model *m = NULL;
+    struct bp_run_builtin_options bo = { .weight_type = t, .seed = 3 };
+    ck_assert_msg(bp_run_model_builtin(model, &bo, &m, err, sizeof err) == BP_OK, "%s", err);
+    struct bp_run_plan plan;
+    struct bp_run_plan_options po = { .n_ctx = n_ctx, .n_prompt = N_PROMPT, .offload_layers = offload_layers };
+    ck_assert_msg(bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK, "%s", err);
+    const bool cpu = bp_device_type(dev) == BP_DEVICE_TYPE_CPU;
+    ck_assert_uint_eq(plan.n_devices, cpu ? 1 : 2);
+    ck_assert_int_eq(plan.n_ctx, n_ctx);
+    ck_assert_int_eq(plan.offload_layers, offload_layers && !cpu ? offload_layers : m->hp.n_layer);
+
+    struct bp_run_session *s = NULL;
+    struct bp_run_session_options so = { .n_ctx = n_ctx, .offload_layers = offload_layers };
+    ck_assert_msg(bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK, "%s", err);
+    float *logits = malloc((size_t)m->hp.n_vocab * sizeof *logits);
+    int32_t tok[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) tok[i] = (int32_t)((i * 37 + 5) % m->hp.n_vocab);
+    ck_assert_msg(bp_run_session_eval(s, tok, N_PROMPT, false, logits, err, sizeof err) == BP_OK, "%s", err);
+    while (bp_run_session_n_past(s) < n_ctx) {
+        int32_t next = bp_run_argmax(logits, m->hp.n_vocab);
+        ck_assert_msg(bp_run_session_eval(s, &next, 1, false, logits, err, sizeof err) == BP_OK, "%s", err);
+    }
+    /* Held now on each device: weights, KV cache, every decode capacity and
+     * the prefill's plan (kept for the next prompt of the same shape). */
+    size_t weights = 0, kv_total = 0, prefill = 0;
+    for (size_t i = 0; i < plan.n_devices; i++) {
+        const struct bp_run_plan_device *d = &plan.d[i];
+        double real = (double)bp_run_session_total_device_bytes(s, d->dev);
+        double planned = (double)(d->weights + d->kv_cache + d->decode + d->prefill);
+        ck_assert_msg(planned == real || (real > 0 && planned >= 0.98 * real && planned <= 1.02 * real),
+                      "%s %s on %s (offload %d): planned %.0f bytes on %s, the session holds %.0f", model,
+                      bp_type_name(t), device_name, (int)offload_layers, planned, bp_device_name(d->dev), real);
+        ck_assert_uint_eq(d->peak, (size_t)planned);
+        weights += d->weights;
+        kv_total += d->kv_cache;
+        prefill += d->prefill;
+    }
+    /* The plan's parts are each non-trivial and the KV cache is exactly
+     * 2 x layers x head_dim x n_ctx x kv_heads floats, the first
+     * plan.offload_layers layers' share on the device. */
+    const struct bp_run_hparams *hp = &m->hp;
+    size_t kv_layer = 2 * (size_t)hp->head_dim * (size_t)n_ctx * (size_t)hp->n_head_kv * 4;
+    size_t kv = kv_layer * (size_t)hp->n_layer, kv0 = kv_layer * (size_t)plan.offload_layers;
+    /* partial0 declines SET_ROWS, so choose_homes keeps every cache on the cpu. */
+    if (!strcmp(device_name, "partial0")) kv0 = 0;
+    ck_assert_msg(kv_total >= kv && kv_total <= kv + 4096 * (size_t)hp->n_layer, "KV %zu, expected %zu", kv_total, kv);
+    ck_assert_msg(plan.d[0].kv_cache >= kv0 && plan.d[0].kv_cache <= kv0 + (kv0 ? 4096 * (size_t)hp->n_layer : 0),
+                  "KV on %s %zu, expected %zu", device_name, plan.d[0].kv_cache, kv0);
+    ck_assert_uint_ge(weights, bp_run_model_weight_bytes(m));
+    if (offload_layers && !cpu) /* the embedding, output and layers past the first on the cpu */
+        ck_assert_uint_gt(plan.d[1].weights, plan.d[0].weights);
+    ck_assert_uint_gt(prefill, 0);
+    free(logits);
+    bp_run_session_free(s);
+    bp_run_model_free(m);
+}
+
+START_TEST(test_plan_matches_the_session_on_builtin_test)
+{
+    plan_vs_session("test", types[_i], 64);
+}
+END_TEST
+
+/* builtin:tiny to 32 positions (one decode capacity): 100 M parameters. */
+START_TEST(test_plan_matches_the_session_on_builtin_tiny)
+{
+    plan_vs_session("tiny", types[_i], 32);
+}
+END_TEST
+
+START_TEST(test_plan_declines_a_meta_device)
+{
+    char err[512] = "";
+    struct bp_device *cpu = bp_device_by_name("cpu");
+    struct bp_device *subs[2] = {cpu, cpu}, *meta = NULL;
+    if (bp_meta_device_new(subs, 2, NULL, NULL, NULL, &meta) != BP_OK) return; /* no meta plugin */
+    struct bp_run_model *m = NULL;
+    struct bp_run_builtin_options bo = { .weight_type = BP_TYPE_F32, .seed = 3 };
+    ck_assert(bp_run_model_builtin("test", &bo, &m, err, sizeof err) == BP_OK);
+    struct bp_run_plan plan;
+    ck_assert_int_eq(bp_run_plan_make(m, meta, NULL, &plan, err, sizeof err), BP_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "per sub-device"));
+    bp_run_model_free(m);
+}
+END_TEST
+
+/* The fault plugin's device reports 1000 bytes free: the run stops before
+ * the session with the sentence, and --plan --json says it does not fit. */
+START_TEST(test_run_refuses_before_allocating_when_the_plan_does_not_fit)
+{
+    char cmd[1024], out[8192] = "";
+    snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH=%s/safe/libbackplane-fakegood.so "
+             "BACKPLANE_BACKENDS=fakegood,cpu %s/backplane run --model builtin:test --device fakegood0 "
+             "--n-gen 2 2>&1", BP_TEST_FAULT_DIR, BP_TEST_BIN_DIR);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s", st, out);
+    ck_assert_msg(strstr(out, "fakegood0 needs") && strstr(out, "1000 B free") &&
+                  strstr(out, "--device meta:fakegood0,cpu"), "no refusal sentence: %s", out);
+    ck_assert_msg(!strstr(out, "uploading"), "it allocated before refusing: %s", out);
+    snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH=%s/safe/libbackplane-fakegood.so "
+             "BACKPLANE_BACKENDS=fakegood,cpu %s/backplane run --model builtin:test --device fakegood0 "
+             "--plan --json 2>/dev/null", BP_TEST_FAULT_DIR, BP_TEST_BIN_DIR);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    st = pclose(p);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, out);
+    ck_assert_msg(strstr(out, "\"fits\": false") && strstr(out, "\"memory_free\": 1000"), "%s", out);
+}
+END_TEST
+
+/* Modes: none (cpu, builtin:test), "tiny", "vulkan" (vulkan0, cpu fallback),
+ * "partial" (the scheduler test plugin's partial0: a device with a cpu
+ * fallback on any machine), "partial-offload" / "vulkan-offload" (the same
+ * with --offload-layers 1). */
+int main(int argc, char **argv)
+{
+    const int n_types = (int)(sizeof types / sizeof types[0]);
+    const char *mode = argc > 1 ? argv[1] : "";
+    bool tiny = !strcmp(mode, "tiny");
+    if (strstr(mode, "-offload")) offload_layers = 1;
+    if (!strncmp(mode, "vulkan", 6) || !strncmp(mode, "partial", 7)) {
+        device_name = mode[0] == 'v' ? "vulkan0" : "partial0";
+        struct bp_device *v = bp_device_count() ? bp_device_by_name(device_name) : NULL;
+        if (!v) {
+            fprintf(stderr, "SKIP: no %s on this machine.\n", device_name);
+            return 77;
+        }
+        /* Every plugin (Vulkan too) is up in this process already: no fork. */
+        setenv("CK_FORK", "no", 1);
+    }
+    Suite *s = suite_create("run_plan");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 600);
+    /* "tiny" alone: 100 M parameters per type is a minute on the CPU (and
+     * minutes per type on lavapipe, or under valgrind), so it is a test of
+     * its own. */
+    if (tiny) {
+        tcase_add_loop_test(tc, test_plan_matches_the_session_on_builtin_tiny, 0, n_types);
+    } else {
+        tcase_add_loop_test(tc, test_plan_matches_the_session_on_builtin_test, 0, n_types);
+    }
+    if (!*mode) {
+        tcase_add_test(tc, test_plan_declines_a_meta_device);
+        tcase_add_test(tc, test_run_refuses_before_allocating_when_the_plan_does_not_fit);
+    }
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
