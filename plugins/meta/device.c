@@ -103,15 +103,15 @@ static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
     size_t no_pass = 0;
     for (size_t i = 0; i < md->n; i++) {
         struct bp_device *s = md->sub[i];
+        /* An ADD of a partial sum and a whole term adds on one sub-device and
+         * passes the partial through (x * 1 + 0, SCALE) on the others
+         * (backend.c, ADD_ONCE): one sub-device without SCALE can be the one
+         * that adds, two cannot — counted per slot, so meta:X*2 counts X twice. */
+        if (node->op == BP_OP_ADD && !meta_sub_passes_through(s, node) && ++no_pass > 1) return false;
         if (i > 0 && s == md->sub[i - 1]) continue;
         /* A sub-device whose table cannot answer declines. */
         bool (*supports)(struct bp_device *, const struct bp_tensor *) = BP_IFACE_GET(s->iface, supports_op);
         if (!supports || !supports(s, node)) return false;
-        /* An ADD of a partial sum and a whole term adds on one sub-device and
-         * passes the partial through (x * 1 + 0, SCALE) on the others
-         * (backend.c, ADD_ONCE): one sub-device without SCALE can be the one
-         * that adds, two cannot. */
-        if (node->op == BP_OP_ADD && !meta_sub_passes_through(s, node) && ++no_pass > 1) return false;
     }
     return true;
 }
