@@ -10,6 +10,7 @@
  * norm weights stay f32, as llama.cpp's converters keep them.
  */
 #include "model.h"
+#include "llama_schema.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -87,83 +88,71 @@ static void draw(float *dst, int64_t n, uint64_t seed, const char *stream, int64
     }
 }
 
+/* One weight to generate: its schema row, layer (-1: global) and shape. */
 struct plan_entry {
     char name[BP_GGUF_MAX_NAME + 1];
+    const struct bp_llama_tensor *row;
+    int64_t layer;
     int n_dims;
     int64_t ne[4];
-    bool is_norm;
 };
 
+struct plan_walk {
+    const struct bp_run_hparams *hp;
+    struct plan_entry *out; /* NULL: count only */
+    int n;
+};
+
+static int plan_add(void *user, const struct bp_llama_tensor *r, int64_t l)
+{
+    struct plan_walk *pw = user;
+    if (pw->out) {
+        struct plan_entry *e = &pw->out[pw->n];
+        bp_llama_tensor_name(r, l, e->name, sizeof e->name);
+        e->row = r;
+        e->layer = l;
+        e->n_dims = r->n_dims;
+        bp_llama_tensor_shape(r, pw->hp, e->ne);
+    }
+    pw->n++;
+    return 0;
+}
+
+/* The model's weights in the schema's layout order; their count. */
 static int plan(const struct bp_run_hparams *hp, bool fused, bool tied, struct plan_entry *out)
 {
-    int n = 0;
-#define ADD(nd, norm, e0, e1, ...)                                                        \
-    do {                                                                                  \
-        if (out) {                                                                        \
-            snprintf(out[n].name, sizeof out[n].name, __VA_ARGS__);                       \
-            out[n].n_dims = nd;                                                           \
-            out[n].ne[0] = e0; out[n].ne[1] = e1; out[n].ne[2] = 1; out[n].ne[3] = 1;     \
-            out[n].is_norm = norm;                                                        \
-        }                                                                                 \
-        n++;                                                                              \
-    } while (0)
-    const int64_t E = hp->n_embd, Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
-    ADD(2, false, E, hp->n_vocab, "token_embd.weight");
-    for (int64_t l = 0; l < hp->n_layer; l++) {
-        ADD(1, true, E, 1, "blk.%" PRId64 ".attn_norm.weight", l);
-        if (fused) {
-            ADD(2, false, E, Dq + 2 * Dkv, "blk.%" PRId64 ".attn_qkv.weight", l);
-        } else {
-            ADD(2, false, E, Dq, "blk.%" PRId64 ".attn_q.weight", l);
-            ADD(2, false, E, Dkv, "blk.%" PRId64 ".attn_k.weight", l);
-            ADD(2, false, E, Dkv, "blk.%" PRId64 ".attn_v.weight", l);
-        }
-        ADD(2, false, Dq, E, "blk.%" PRId64 ".attn_output.weight", l);
-        ADD(1, true, E, 1, "blk.%" PRId64 ".ffn_norm.weight", l);
-        ADD(2, false, E, hp->n_ff, "blk.%" PRId64 ".ffn_gate.weight", l);
-        ADD(2, false, E, hp->n_ff, "blk.%" PRId64 ".ffn_up.weight", l);
-        ADD(2, false, hp->n_ff, E, "blk.%" PRId64 ".ffn_down.weight", l);
-    }
-    ADD(1, true, E, 1, "output_norm.weight");
-    if (!tied) ADD(2, false, E, hp->n_vocab, "output.weight");
-#undef ADD
-    return n;
+    struct plan_walk pw = { .hp = hp, .out = out };
+    bp_llama_schema_walk(hp, fused, tied, plan_add, &pw);
+    return pw.n;
 }
 
 /* Rows [r0, r1) of one planned weight in f32, drawn straight from their
  * place in the weight's stream, so that any split of the rows among
- * threads gives the same values. A fused QKV weight is the rows of the
- * separate attn_q, attn_k and attn_v streams stacked, so both layouts
+ * threads gives the same values. A fused weight (attn_qkv) is the rows of
+ * its parts' streams (attn_q, attn_k, attn_v) stacked, so both layouts
  * describe the same model. */
 static void generate_rows(const struct bp_run_hparams *hp, uint64_t seed, const struct plan_entry *p,
                           int64_t r0, int64_t r1, float *dst)
 {
     const int64_t ne0 = p->ne[0], n = (r1 - r0) * ne0;
-    if (p->is_norm) {
-        draw(dst, n, seed, p->name, r0 * ne0, 1.0f, 0.1f);
-        return;
+    const float amp = 1.0f / sqrtf((float)ne0) * 1.7f; /* LINEAR: unit-variance outputs */
+    switch (p->row->init) {
+    case BP_LLAMA_INIT_NORM: draw(dst, n, seed, p->name, r0 * ne0, 1.0f, 0.1f); return;
+    case BP_LLAMA_INIT_EMBED: draw(dst, n, seed, p->name, r0 * ne0, 0.0f, 0.5f); return;
+    case BP_LLAMA_INIT_LINEAR: draw(dst, n, seed, p->name, r0 * ne0, 0.0f, amp); return;
+    case BP_LLAMA_INIT_PARTS: break;
     }
-    if (!strcmp(p->name, "token_embd.weight")) {
-        draw(dst, n, seed, p->name, r0 * ne0, 0.0f, 0.5f);
-        return;
-    }
-    const float amp = 1.0f / sqrtf((float)ne0) * 1.7f; /* unit-variance outputs */
-    const char *fused = strstr(p->name, ".attn_qkv.");
-    if (!fused) {
-        draw(dst, n, seed, p->name, r0 * ne0, 0.0f, amp);
-        return;
-    }
-    const int64_t Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
-    const struct { const char *part; int64_t first, rows; } seg[3] = {
-        { "attn_q", 0, Dq }, { "attn_k", Dq, Dkv }, { "attn_v", Dq + Dkv, Dkv },
-    };
-    char nm[2 * BP_GGUF_MAX_NAME];
-    for (int i = 0; i < 3; i++) {
-        const int64_t a = r0 > seg[i].first ? r0 : seg[i].first;
-        const int64_t b = r1 < seg[i].first + seg[i].rows ? r1 : seg[i].first + seg[i].rows;
-        if (a >= b) continue;
-        snprintf(nm, sizeof nm, "%.*s.%s.weight", (int)(fused - p->name), p->name, seg[i].part);
-        draw(dst + (a - r0) * ne0, (b - a) * ne0, seed, nm, (a - seg[i].first) * ne0, 0.0f, amp);
+    char nm[BP_GGUF_MAX_NAME + 1];
+    int64_t first = 0;
+    for (int i = 0; i < p->row->n_parts; i++) {
+        const struct bp_llama_tensor *part = &bp_llama_schema[p->row->parts[i]];
+        const int64_t rows = bp_llama_dim_value(hp, part->ne[1]);
+        const int64_t a = r0 > first ? r0 : first;
+        const int64_t b = r1 < first + rows ? r1 : first + rows;
+        if (a < b)
+            draw(dst + (a - r0) * ne0, (b - a) * ne0, seed, bp_llama_tensor_name(part, p->layer, nm, sizeof nm),
+                 (a - first) * ne0, 0.0f, amp);
+        first += rows;
     }
 }
 
@@ -272,7 +261,7 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     if (!m->weights) goto out;
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        const enum bp_type t = pl[i].is_norm ? BP_TYPE_F32 : wt;
+        const enum bp_type t = pl[i].row->f32 ? BP_TYPE_F32 : wt;
         total += (bp_row_size(t, pl[i].ne[0]) * (size_t)pl[i].ne[1] + 63) & ~(size_t)63;
     }
     m->owned = malloc(total);
@@ -288,7 +277,7 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     n_jobs = 0;
     for (int i = 0; i < n; i++) {
         struct bp_run_weight *w = &m->weights[i];
-        const enum bp_type t = pl[i].is_norm ? BP_TYPE_F32 : wt;
+        const enum bp_type t = pl[i].row->f32 ? BP_TYPE_F32 : wt;
         snprintf(w->name, sizeof w->name, "%s", pl[i].name);
         w->type = t;
         w->n_dims = pl[i].n_dims;

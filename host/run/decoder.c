@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "split.h"
+#include "llama_schema.h"
 
 /* Capacities 32 << i: 32 << 25 is 2^30, the most positions a model may declare. */
 #define N_DECODE_PLANS 26
@@ -214,19 +215,19 @@ void bp_run_session_free(struct bp_run_session *s)
     free(s);
 }
 
-/* True for a weight that only MUL_MAT reads (as src[0]). A tied output is
- * the embedding table, which GET_ROWS reads too. */
+/* True for a weight that only MUL_MAT reads (as src[0]): its schema row
+ * says so. A tied output is the embedding table, which GET_ROWS reads too. */
 static bool mul_mat_only(const struct bp_run_model *m, const struct bp_run_weight *w)
 {
-    if (w == m->tok_embd) return false;
-    if (w == m->output) return true;
-    for (int64_t l = 0; l < m->hp.n_layer; l++) {
-        const struct bp_run_layer *L = &m->layers[l];
-        if (w == L->wq || w == L->wk || w == L->wv || w == L->wqkv || w == L->wo ||
-            w == L->gate || w == L->up || w == L->down)
-            return true;
-    }
-    return false;
+    return w != m->tok_embd && w->row && w->row->mul_mat_only;
+}
+
+/* The name of the input of row-parallel weight w in layer l
+ * ("blk.N.<input>"), which the split table cuts like w's rows. */
+static const char *input_name(const struct bp_run_weight *w, int64_t l, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "blk.%d.%s", (int)l, w && w->row && w->row->input ? w->row->input : "in");
+    return buf;
 }
 
 /* The context of the group of buft, created on first use. */
@@ -558,14 +559,13 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     struct bp_tensor *a = bp_flash_attn_ext(c, bp_permute(c, q, 0, 2, 1, 3), kv_k, kv_v, p->mask,
                                             1.0f / sqrtf((float)D));
     char nm[BP_MAX_NAME];
-    snprintf(nm, sizeof nm, "blk.%d.attn_out_in", (int)l);
-    a = bp_tensor_set_name(bp_reshape(c, a, 2, (int64_t[]){D * H, n}), nm);
+    a = bp_tensor_set_name(bp_reshape(c, a, 2, (int64_t[]){D * H, n}), input_name(L->wo, l, nm, sizeof nm));
     x = bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->wo), a));
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
     struct bp_tensor *g = bp_silu(c, bp_mul_mat(c, dev_weight(s, L->gate), h));
     struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up), h);
-    snprintf(nm, sizeof nm, "blk.%d.ffn_down_in", (int)l);
+    input_name(L->down, l, nm, sizeof nm);
     return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_tensor_set_name(bp_mul(c, g, u), nm)));
 }
 

@@ -1,10 +1,11 @@
 /*
- * model.c — hyper-parameters from GGUF metadata, weight binding by name,
- * and the checks that turn a wrong file into one sentence: architecture,
+ * model.c — hyper-parameters from GGUF metadata, weight binding by name
+ * (the rows of llama_schema.c), and the checks that turn a wrong file into one sentence: architecture,
  * missing tensors, unsupported types and shapes that disagree with the
  * metadata (both shapes named).
  */
 #include "model.h"
+#include "llama_schema.h"
 #include "run_error.h"
 
 #include <inttypes.h>
@@ -72,51 +73,43 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
     return BP_OK;
 }
 
+/* Bind row r in layer l (-1: global) to the weight of its name. A fused
+ * row or an untied output is optional; a part is skipped when its layer's
+ * fused row is bound. */
+static bp_status bind_row(struct bp_run_model *m, const struct bp_llama_tensor *r, int64_t l, char *err,
+                          size_t cap)
+{
+    if (r->presence == BP_LLAMA_PART && m->layers[l].wqkv) return BP_OK;
+    char nm[BP_GGUF_MAX_NAME + 1];
+    int64_t ne[4];
+    bp_llama_tensor_shape(r, &m->hp, ne);
+    const struct bp_run_weight **slot = bp_llama_slot(r, m, l);
+    const bool optional = r->presence == BP_LLAMA_FUSED || r->presence == BP_LLAMA_UNTIED;
+    bp_status s = need(m, bp_llama_tensor_name(r, l, nm, sizeof nm), r->n_dims, ne, optional, slot, err,
+                       cap);
+    if (s == BP_OK && *slot) m->weights[*slot - m->weights].row = r;
+    return s;
+}
+
+/* Global rows first, then the layers' in order: the first missing tensor
+ * named is the same for any file. */
 bp_status bp_run_model_bind(struct bp_run_model *m, char *err, size_t cap)
 {
     const struct bp_run_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
     bp_status s;
     free(m->layers);
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory binding weights.");
-
-    if ((s = need(m, "token_embd.weight", 2, (int64_t[]){E, hp->n_vocab}, false, &m->tok_embd, err,
-                  cap)) != BP_OK)
-        return s;
-    if ((s = need(m, "output_norm.weight", 1, (int64_t[]){E}, false, &m->out_norm, err, cap)) != BP_OK)
-        return s;
-    if ((s = need(m, "output.weight", 2, (int64_t[]){E, hp->n_vocab}, true, &m->output, err, cap)) !=
-        BP_OK)
-        return s;
+    for (size_t i = 0; i < m->n_weights; i++) m->weights[i].row = NULL;
+    for (size_t i = 0; i < bp_llama_schema_rows; i++)
+        if (!bp_llama_schema[i].per_layer && (s = bind_row(m, &bp_llama_schema[i], -1, err, cap)) != BP_OK)
+            return s;
     m->tied_output = m->output == NULL;
     if (m->tied_output) m->output = m->tok_embd;
-
-    for (int64_t l = 0; l < hp->n_layer; l++) {
-        struct bp_run_layer *L = &m->layers[l];
-        char nm[BP_GGUF_MAX_NAME + 1];
-#define NEED(field, suffix, opt, ...)                                                         \
-        do {                                                                                  \
-            snprintf(nm, sizeof nm, "blk.%" PRId64 "." suffix ".weight", l);                 \
-            const int64_t want_[] = {__VA_ARGS__};                                            \
-            s = need(m, nm, (int)(sizeof want_ / sizeof want_[0]), want_, opt, &L->field, err, \
-                     cap);                                                                    \
-            if (s != BP_OK) return s;                                                         \
-        } while (0)
-        NEED(attn_norm, "attn_norm", false, E);
-        NEED(wqkv, "attn_qkv", true, E, Dq + 2 * Dkv);
-        if (!L->wqkv) {
-            NEED(wq, "attn_q", false, E, Dq);
-            NEED(wk, "attn_k", false, E, Dkv);
-            NEED(wv, "attn_v", false, E, Dkv);
-        }
-        NEED(wo, "attn_output", false, Dq, E);
-        NEED(ffn_norm, "ffn_norm", false, E);
-        NEED(gate, "ffn_gate", false, E, hp->n_ff);
-        NEED(up, "ffn_up", false, E, hp->n_ff);
-        NEED(down, "ffn_down", false, hp->n_ff, E);
-#undef NEED
-    }
+    for (int64_t l = 0; l < hp->n_layer; l++)
+        for (size_t i = 0; i < bp_llama_schema_rows; i++)
+            if (bp_llama_schema[i].per_layer && (s = bind_row(m, &bp_llama_schema[i], l, err, cap)) != BP_OK)
+                return s;
     return BP_OK;
 }
 

@@ -20,7 +20,11 @@ struct bp_run_hparams {
     float rope_base, rms_eps;
 };
 
-/* One weight: bytes in host memory (not owned here), type, shape. */
+struct bp_llama_tensor;
+
+/* One weight: bytes in host memory (not owned here), type, shape, and the
+ * schema row it was bound to (llama_schema.h; NULL: a tensor the runner
+ * does not read). */
 struct bp_run_weight {
     char name[BP_GGUF_MAX_NAME + 1];
     enum bp_type type;
@@ -28,8 +32,11 @@ struct bp_run_weight {
     int64_t ne[4];
     const void *data;
     size_t size;
+    const struct bp_llama_tensor *row;
 };
 
+/* The weights the decoder's arithmetic reads, bound by the schema's rows
+ * (llama_schema.c names the field of each). */
 struct bp_run_layer {
     const struct bp_run_weight *attn_norm, *wq, *wk, *wv, *wqkv, *wo;
     const struct bp_run_weight *ffn_norm, *gate, *up, *down;
@@ -92,7 +99,8 @@ size_t bp_run_model_decode_bytes(const struct bp_run_model *m);
 int64_t bp_run_model_param_count(const struct bp_run_model *m);
 
 /* Internal: bind weights by name after m->weights is filled (shared by the
- * GGUF and built-in paths), checking shapes against m->hp. */
+ * GGUF and built-in paths): every row of the Llama schema, its shape checked
+ * against m->hp; tensors no row names stay unbound (row NULL). */
 bp_status bp_run_model_bind(struct bp_run_model *m, char *err, size_t err_cap);
 
 #endif /* BP_RUN_MODEL_H */

@@ -2,18 +2,17 @@
  * split.c — THE SPLIT TABLE: how each weight and cache of a Llama model is
  * spread over the devices of a meta device (column-parallel, then
  * row-parallel, after Megatron-LM), as data for the meta plugin's rule
- * matcher:
+ * matcher. Each weight's rule is its row's split column in the Llama
+ * schema (llama_schema.c); this file turns those into numbers:
  *
- *   blk.*.attn_q/k/v.weight    by output features (axis 1), whole heads
- *   blk.*.attn_qkv.weight      by output features in segments Q | K | V
- *   blk.*.attn_output.weight   by input features (axis 0)  -> partial sums
- *   blk.*.ffn_gate/up.weight   by output features (axis 1)
- *   blk.*.ffn_down.weight      by input features (axis 0)  -> partial sums
- *   output.weight              by vocabulary (axis 1)
- *   blk.*.cache_k/v            by kv heads (axis 2)
- *   blk.*.attn_out_in#*,       the scheduler's copies of attn_output's and
- *   blk.*.ffn_down_in#*        ffn_down's inputs: by their rows (axis 0)
- *   everything else            mirrored (norms, token_embd, inputs)
+ *   COLS_Q / COLS_KV / COLS_FF  by output features (axis 1)
+ *   COLS_PARTS                  by output features in segments (Q | K | V)
+ *   ROWS_Q / ROWS_FF            by input features (axis 0) -> partial sums
+ *   COLS_VOCAB                  by vocabulary (axis 1)
+ *   a row-parallel weight's     the scheduler's copies of its input
+ *   input ("blk.*.<input>#*")   (attn_out_in, ffn_down_in): by their rows
+ *   blk.*.cache_k/v             by kv heads (axis 2)
+ *   everything else             mirrored (norms, token_embd, inputs)
  *
  * Units are chosen so that the slices line up across tensors: a device
  * holds query heads exactly for the kv heads it holds (a query unit is a
@@ -24,7 +23,10 @@
  * move between layers identically for all tensors of a layer.
  */
 #include "split.h"
+#include "llama_schema.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,44 +43,105 @@ static struct bp_meta_split axis(int state, int64_t granularity)
     return (struct bp_meta_split){ .state = state, .granularity = granularity };
 }
 
-void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_model *m)
+/* The units of one model: Q features in whole GQA groups and whole blocks
+ * of every row-parallel Q weight's rows (attn_output); FFN features in whole
+ * blocks of every row-parallel FFN weight's rows (ffn_down), over all layers. */
+struct units {
+    int64_t q, kv, ff, one;
+};
+
+/* Each split rule of the schema: the axis it cuts and its unit. */
+static const struct {
+    int state;
+    size_t unit; /* offsetof(struct units, ...) */
+} split_rules[] = {
+    [BP_LLAMA_MIRROR] = { BP_META_SPLIT_MIRRORED, offsetof(struct units, one) },
+    [BP_LLAMA_COLS_Q] = { BP_META_SPLIT_AXIS_1, offsetof(struct units, q) },
+    [BP_LLAMA_COLS_KV] = { BP_META_SPLIT_AXIS_1, offsetof(struct units, kv) },
+    [BP_LLAMA_COLS_FF] = { BP_META_SPLIT_AXIS_1, offsetof(struct units, ff) },
+    [BP_LLAMA_COLS_VOCAB] = { BP_META_SPLIT_AXIS_1, offsetof(struct units, one) },
+    [BP_LLAMA_COLS_PARTS] = { BP_META_SPLIT_AXIS_1, SIZE_MAX }, /* segments: row_split */
+    [BP_LLAMA_ROWS_Q] = { BP_META_SPLIT_AXIS_0, offsetof(struct units, q) },
+    [BP_LLAMA_ROWS_FF] = { BP_META_SPLIT_AXIS_0, offsetof(struct units, ff) },
+};
+
+static int64_t *unit_of(struct units *u, enum bp_llama_split sp)
+{
+    return (int64_t *)(void *)((char *)u + split_rules[sp].unit);
+}
+
+static struct units model_units(const struct bp_run_model *m)
 {
     const struct bp_run_hparams *hp = &m->hp;
     const int64_t group = hp->n_head / hp->n_head_kv;
-    const int64_t Dq = hp->n_head * hp->head_dim, Dkv = hp->n_head_kv * hp->head_dim;
-    /* Q features in whole GQA groups and whole blocks of attn_output's rows;
-     * FFN features in whole blocks of ffn_down's rows (every layer's). */
-    int64_t uq = group * hp->head_dim, uff = 1;
-    for (int64_t l = 0; l < hp->n_layer; l++) {
-        uq = lcm64(uq, bp_type_block_size(m->layers[l].wo->type));
-        uff = lcm64(uff, bp_type_block_size(m->layers[l].down->type));
+    struct units u = { .q = group * hp->head_dim, .ff = 1, .one = 1 };
+    for (size_t i = 0; i < bp_llama_schema_rows; i++) {
+        const struct bp_llama_tensor *r = &bp_llama_schema[i];
+        if (split_rules[r->split].state != BP_META_SPLIT_AXIS_0) continue;
+        int64_t *unit = unit_of(&u, r->split);
+        for (int64_t l = 0; l < (r->per_layer ? hp->n_layer : 1); l++) {
+            const struct bp_run_weight *w = bp_llama_get(r, m, r->per_layer ? l : -1);
+            if (w) *unit = lcm64(*unit, bp_type_block_size(w->type));
+        }
     }
-    const int64_t ukv = uq / group;
+    u.kv = u.q / group;
+    return u;
+}
 
-    struct bp_meta_split qkv = axis(BP_META_SPLIT_AXIS_1, 0);
-    qkv.n_segments = 2;
-    qkv.seg[0] = (struct bp_meta_segment){ .ne = Dq, .repeat = 1, .granularity = uq };
-    qkv.seg[1] = (struct bp_meta_segment){ .ne = Dkv, .repeat = 2, .granularity = ukv };
+/* The split of a row's tensor. A fused row is cut in segments, each like
+ * its part (consecutive parts with the same rule and dim are one segment
+ * repeated: Q | K V). */
+static struct bp_meta_split row_split(const struct bp_llama_tensor *r, const struct bp_run_hparams *hp,
+                                      struct units *u)
+{
+    if (r->split != BP_LLAMA_COLS_PARTS)
+        return axis(split_rules[r->split].state, *unit_of(u, r->split));
+    struct bp_meta_split sp = axis(split_rules[r->split].state, 0);
+    for (int i = 0; i < r->n_parts; i++) {
+        const struct bp_llama_tensor *p = &bp_llama_schema[r->parts[i]];
+        const struct bp_llama_tensor *prev = i > 0 ? &bp_llama_schema[r->parts[i - 1]] : NULL;
+        if (prev && p->split == prev->split && p->ne[1] == prev->ne[1]) {
+            sp.seg[sp.n_segments - 1].repeat++;
+        } else if (sp.n_segments < BP_META_MAX_SEGMENTS) {
+            sp.seg[sp.n_segments++] = (struct bp_meta_segment){
+                .ne = bp_llama_dim_value(hp, p->ne[1]), .repeat = 1, .granularity = *unit_of(u, p->split) };
+        }
+    }
+    return sp;
+}
 
+void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_model *m)
+{
+    const struct bp_run_hparams *hp = &m->hp;
+    struct units u = model_units(m);
     size_t n = 0;
-#define RULE(pat, sp) t->rules[n++] = (struct bp_meta_rule){ .pattern = (pat), .split = (sp) }
-    RULE("blk.*.attn_q.weight", axis(BP_META_SPLIT_AXIS_1, uq));
-    RULE("blk.*.attn_k.weight", axis(BP_META_SPLIT_AXIS_1, ukv));
-    RULE("blk.*.attn_v.weight", axis(BP_META_SPLIT_AXIS_1, ukv));
-    RULE("blk.*.attn_qkv.weight", qkv);
-    RULE("blk.*.attn_output.weight", axis(BP_META_SPLIT_AXIS_0, uq));
-    RULE("blk.*.ffn_gate.weight", axis(BP_META_SPLIT_AXIS_1, uff));
-    RULE("blk.*.ffn_up.weight", axis(BP_META_SPLIT_AXIS_1, uff));
-    RULE("blk.*.ffn_down.weight", axis(BP_META_SPLIT_AXIS_0, uff));
+    /* A rule for every split row this model may hold, fused QKV or not.
+     * Tied: the embedding is the output projection and stays mirrored (the
+     * decoder's copy of it is named output.weight, so no rule may name it). */
+    for (size_t i = 0; i < bp_llama_schema_rows && n < BP_RUN_SPLIT_MAX_RULES; i++) {
+        const struct bp_llama_tensor *r = &bp_llama_schema[i];
+        if (r->split == BP_LLAMA_MIRROR ||
+            !(bp_llama_row_present(r, true, m->tied_output) || bp_llama_row_present(r, false, m->tied_output)))
+            continue;
+        bp_llama_tensor_name(r, -1, t->patterns[n], sizeof t->patterns[n]);
+        t->rules[n] = (struct bp_meta_rule){ .pattern = t->patterns[n], .split = row_split(r, hp, &u) };
+        n++;
+    }
     /* The row-parallel weights' inputs when the scheduler copies them in
      * from another device (its copies are named "<source>#<device>"): cut
      * like the weights' rows, so each device multiplies its own slice. */
-    RULE("blk.*.attn_out_in#*", axis(BP_META_SPLIT_AXIS_0, uq));
-    RULE("blk.*.ffn_down_in#*", axis(BP_META_SPLIT_AXIS_0, uff));
-    RULE("blk.*.cache_k", axis(BP_META_SPLIT_AXIS_2, ukv / hp->head_dim));
-    RULE("blk.*.cache_v", axis(BP_META_SPLIT_AXIS_2, ukv / hp->head_dim));
-    /* Tied: the embedding is the output projection and stays mirrored. */
-    if (!m->tied_output) RULE("output.weight", axis(BP_META_SPLIT_AXIS_1, 1));
+    for (size_t i = 0; i < bp_llama_schema_rows && n < BP_RUN_SPLIT_MAX_RULES; i++) {
+        const struct bp_llama_tensor *r = &bp_llama_schema[i];
+        if (!r->input) continue;
+        snprintf(t->patterns[n], sizeof t->patterns[n], "blk.*.%s#*", r->input);
+        t->rules[n] = (struct bp_meta_rule){ .pattern = t->patterns[n], .split = row_split(r, hp, &u) };
+        n++;
+    }
+#define RULE(pat, sp) t->rules[n++] = (struct bp_meta_rule){ .pattern = (pat), .split = (sp) }
+    if (n + 2 <= BP_RUN_SPLIT_MAX_RULES) {
+        RULE("blk.*.cache_k", axis(BP_META_SPLIT_AXIS_2, u.kv / hp->head_dim));
+        RULE("blk.*.cache_v", axis(BP_META_SPLIT_AXIS_2, u.kv / hp->head_dim));
+    }
 #undef RULE
     t->table = (struct bp_meta_rule_table){ .rules = t->rules, .n_rules = n };
 }

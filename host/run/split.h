@@ -13,13 +13,15 @@
 
 #define BP_RUN_SPLIT_MAX_RULES 16
 
-/* The rules for one model: name patterns ("blk.*.attn_q.weight") with the
- * split each gets; tensors no rule names are mirrored. The table is per
+/* The rules for one model, one per split row of the Llama schema
+ * (llama_schema.h): name patterns ("blk.*.attn_q.weight") with the split
+ * each gets; tensors no rule names are mirrored. The table is per
  * model because its granularities follow the head size, the GQA grouping
  * and the weights' block sizes. The KV caches are "blk.N.cache_k" and
  * "blk.N.cache_v", so the rule matcher gives them the layer's rotation. */
 struct bp_run_split_table {
     struct bp_meta_rule rules[BP_RUN_SPLIT_MAX_RULES];
+    char patterns[BP_RUN_SPLIT_MAX_RULES][64]; /* the rules' patterns, made from the schema */
     struct bp_meta_rule_table table;
 };
 void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_model *m);

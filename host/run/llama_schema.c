@@ -1,0 +1,168 @@
+/*
+ * llama_schema.c — the rows of THE LLAMA SCHEMA (llama_schema.h) and the
+ * few functions that read them. The row order is the tensors' layout order
+ * (builtin models, their GGUF files): it must not change, or the built-in
+ * models' files change.
+ */
+#include "llama_schema.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Row indices, for the fused row's parts. */
+enum {
+    ROW_TOKEN_EMBD,
+    ROW_ATTN_NORM,
+    ROW_ATTN_QKV,
+    ROW_ATTN_Q,
+    ROW_ATTN_K,
+    ROW_ATTN_V,
+    ROW_ATTN_OUTPUT,
+    ROW_FFN_NORM,
+    ROW_FFN_GATE,
+    ROW_FFN_UP,
+    ROW_FFN_DOWN,
+    ROW_OUTPUT_NORM,
+    ROW_OUTPUT,
+    ROW_COUNT
+};
+
+#define GLOBAL(f) .per_layer = false, .field = offsetof(struct bp_run_model, f)
+#define LAYER(f) .per_layer = true, .field = offsetof(struct bp_run_layer, f)
+#define VEC(d) .n_dims = 1, .ne = { d, d }
+#define MAT(d0, d1) .n_dims = 2, .ne = { d0, d1 }
+
+const struct bp_llama_tensor bp_llama_schema[ROW_COUNT] = {
+    [ROW_TOKEN_EMBD] = { "token_embd.weight", GLOBAL(tok_embd), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_VOCAB),
+                         .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_MIRROR,
+                         .init = BP_LLAMA_INIT_EMBED },
+    [ROW_ATTN_NORM] = { "attn_norm.weight", LAYER(attn_norm), VEC(BP_LLAMA_DIM_EMBD),
+                        .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_MIRROR, .f32 = true,
+                        .init = BP_LLAMA_INIT_NORM },
+    [ROW_ATTN_QKV] = { "attn_qkv.weight", LAYER(wqkv), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_PARTS),
+                       .presence = BP_LLAMA_FUSED, .split = BP_LLAMA_COLS_PARTS, .mul_mat_only = true,
+                       .init = BP_LLAMA_INIT_PARTS, .n_parts = 3,
+                       .parts = { ROW_ATTN_Q, ROW_ATTN_K, ROW_ATTN_V } },
+    [ROW_ATTN_Q] = { "attn_q.weight", LAYER(wq), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_Q),
+                     .presence = BP_LLAMA_PART, .split = BP_LLAMA_COLS_Q, .mul_mat_only = true,
+                     .init = BP_LLAMA_INIT_LINEAR },
+    [ROW_ATTN_K] = { "attn_k.weight", LAYER(wk), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_KV),
+                     .presence = BP_LLAMA_PART, .split = BP_LLAMA_COLS_KV, .mul_mat_only = true,
+                     .init = BP_LLAMA_INIT_LINEAR },
+    [ROW_ATTN_V] = { "attn_v.weight", LAYER(wv), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_KV),
+                     .presence = BP_LLAMA_PART, .split = BP_LLAMA_COLS_KV, .mul_mat_only = true,
+                     .init = BP_LLAMA_INIT_LINEAR },
+    [ROW_ATTN_OUTPUT] = { "attn_output.weight", LAYER(wo), MAT(BP_LLAMA_DIM_Q, BP_LLAMA_DIM_EMBD),
+                          .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_ROWS_Q,
+                          .mul_mat_only = true, .init = BP_LLAMA_INIT_LINEAR,
+                          .input = "attn_out_in" },
+    [ROW_FFN_NORM] = { "ffn_norm.weight", LAYER(ffn_norm), VEC(BP_LLAMA_DIM_EMBD),
+                       .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_MIRROR, .f32 = true,
+                       .init = BP_LLAMA_INIT_NORM },
+    [ROW_FFN_GATE] = { "ffn_gate.weight", LAYER(gate), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF),
+                       .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
+                       .init = BP_LLAMA_INIT_LINEAR },
+    [ROW_FFN_UP] = { "ffn_up.weight", LAYER(up), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF),
+                     .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
+                     .init = BP_LLAMA_INIT_LINEAR },
+    [ROW_FFN_DOWN] = { "ffn_down.weight", LAYER(down), MAT(BP_LLAMA_DIM_FF, BP_LLAMA_DIM_EMBD),
+                       .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_ROWS_FF, .mul_mat_only = true,
+                       .init = BP_LLAMA_INIT_LINEAR, .input = "ffn_down_in" },
+    [ROW_OUTPUT_NORM] = { "output_norm.weight", GLOBAL(out_norm), VEC(BP_LLAMA_DIM_EMBD),
+                          .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_MIRROR, .f32 = true,
+                          .init = BP_LLAMA_INIT_NORM },
+    /* Tied (absent): the embedding is the output projection, read by
+     * GET_ROWS too, so it stays mirrored and in the default layout. */
+    [ROW_OUTPUT] = { "output.weight", GLOBAL(output), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_VOCAB),
+                     .presence = BP_LLAMA_UNTIED, .split = BP_LLAMA_COLS_VOCAB, .mul_mat_only = true,
+                     .init = BP_LLAMA_INIT_LINEAR },
+};
+const size_t bp_llama_schema_rows = ROW_COUNT;
+
+#undef GLOBAL
+#undef LAYER
+#undef VEC
+#undef MAT
+
+int64_t bp_llama_dim_value(const struct bp_run_hparams *hp, enum bp_llama_dim d)
+{
+    switch (d) {
+    case BP_LLAMA_DIM_EMBD: return hp->n_embd;
+    case BP_LLAMA_DIM_VOCAB: return hp->n_vocab;
+    case BP_LLAMA_DIM_FF: return hp->n_ff;
+    case BP_LLAMA_DIM_Q: return hp->n_head * hp->head_dim;
+    case BP_LLAMA_DIM_KV: return hp->n_head_kv * hp->head_dim;
+    case BP_LLAMA_DIM_PARTS: break;
+    }
+    return 0; /* PARTS is a row's, not the hyper-parameters' */
+}
+
+void bp_llama_tensor_shape(const struct bp_llama_tensor *r, const struct bp_run_hparams *hp, int64_t ne[4])
+{
+    ne[0] = ne[1] = ne[2] = ne[3] = 1;
+    for (int i = 0; i < r->n_dims; i++) ne[i] = bp_llama_dim_value(hp, r->ne[i]);
+    if (r->n_dims == 2 && r->ne[1] == BP_LLAMA_DIM_PARTS) {
+        ne[1] = 0;
+        for (int i = 0; i < r->n_parts; i++) ne[1] += bp_llama_dim_value(hp, bp_llama_schema[r->parts[i]].ne[1]);
+    }
+}
+
+const char *bp_llama_tensor_name(const struct bp_llama_tensor *r, int64_t l, char *buf, size_t cap)
+{
+    if (!r->per_layer) snprintf(buf, cap, "%s", r->name);
+    else if (l < 0) snprintf(buf, cap, "blk.*.%s", r->name);
+    else snprintf(buf, cap, "blk.%" PRId64 ".%s", l, r->name);
+    return buf;
+}
+
+bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied)
+{
+    switch (r->presence) {
+    case BP_LLAMA_REQUIRED: return true;
+    case BP_LLAMA_FUSED: return fused;
+    case BP_LLAMA_PART: return !fused;
+    case BP_LLAMA_UNTIED: return !tied;
+    }
+    return false;
+}
+
+const struct bp_run_weight **bp_llama_slot(const struct bp_llama_tensor *r, struct bp_run_model *m, int64_t l)
+{
+    char *base = r->per_layer ? (char *)&m->layers[l] : (char *)m;
+    return (const struct bp_run_weight **)(void *)(base + r->field);
+}
+
+const struct bp_run_weight *bp_llama_get(const struct bp_llama_tensor *r, const struct bp_run_model *m,
+                                         int64_t l)
+{
+    const char *base = r->per_layer ? (const char *)&m->layers[l] : (const char *)m;
+    const struct bp_run_weight *w;
+    memcpy(&w, base + r->field, sizeof w);
+    return w;
+}
+
+int bp_llama_schema_walk(const struct bp_run_hparams *hp, bool fused, bool tied,
+                         int (*fn)(void *user, const struct bp_llama_tensor *r, int64_t l), void *user)
+{
+    size_t i = 0;
+    while (i < ROW_COUNT) {
+        const struct bp_llama_tensor *r = &bp_llama_schema[i];
+        if (!r->per_layer) {
+            int e = bp_llama_row_present(r, fused, tied) ? fn(user, r, -1) : 0;
+            if (e) return e;
+            i++;
+            continue;
+        }
+        size_t end = i; /* the run of per-layer rows from i, repeated per layer */
+        while (end < ROW_COUNT && bp_llama_schema[end].per_layer) end++;
+        for (int64_t l = 0; l < hp->n_layer; l++)
+            for (size_t j = i; j < end; j++) {
+                int e = bp_llama_row_present(&bp_llama_schema[j], fused, tied)
+                            ? fn(user, &bp_llama_schema[j], l) : 0;
+                if (e) return e;
+            }
+        i = end;
+    }
+    return 0;
+}

@@ -1,0 +1,124 @@
+/*
+ * llama_schema.h — THE LLAMA SCHEMA: every weight tensor of a Llama model
+ * as one row of a table (name, shape from the hyper-parameters, presence,
+ * tensor-parallel split, whether only MUL_MAT reads it, how the built-in
+ * generator fills it, where the binder stores it). The binder (model.c),
+ * the built-in generator (builtin.c), the split table (split.c) and the
+ * decoder's buffer choice (decoder.c) iterate it; the decoder's arithmetic
+ * reads the bound fields. Adding a tensor is one row here (and one field in
+ * struct bp_run_layer or bp_run_model) plus the arithmetic that uses it.
+ */
+#ifndef BP_RUN_LLAMA_SCHEMA_H
+#define BP_RUN_LLAMA_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* A dimension, named by the hyper-parameter it follows. */
+enum bp_llama_dim {
+    BP_LLAMA_DIM_EMBD,   /* n_embd */
+    BP_LLAMA_DIM_VOCAB,  /* n_vocab */
+    BP_LLAMA_DIM_FF,     /* n_ff */
+    BP_LLAMA_DIM_Q,      /* n_head * head_dim: query features */
+    BP_LLAMA_DIM_KV,     /* n_head_kv * head_dim: key or value features */
+    BP_LLAMA_DIM_PARTS,  /* the sum of the rows' dim 1 that a fused row stacks */
+};
+
+/* When a row's tensor exists. */
+enum bp_llama_presence {
+    BP_LLAMA_REQUIRED,
+    BP_LLAMA_FUSED,      /* optional; when present it replaces its parts (which are then not read) */
+    BP_LLAMA_PART,       /* required unless the fused row naming it is present */
+    BP_LLAMA_UNTIED,     /* optional; absent means the embedding is the output projection */
+};
+
+/* The Megatron split of a meta device: which axis is cut and in which unit
+ * (units are computed per model in split.c so that slices line up). */
+enum bp_llama_split {
+    BP_LLAMA_MIRROR,     /* every device holds all of it */
+    BP_LLAMA_COLS_Q,     /* by output features (axis 1), whole GQA groups of query heads */
+    BP_LLAMA_COLS_KV,    /* by output features (axis 1), the kv heads of those groups */
+    BP_LLAMA_COLS_FF,    /* by output features (axis 1), whole blocks of ffn_down's rows */
+    BP_LLAMA_COLS_VOCAB, /* by vocabulary (axis 1) */
+    BP_LLAMA_COLS_PARTS, /* by output features in segments, each cut like its part */
+    BP_LLAMA_ROWS_Q,     /* by input features (axis 0) like COLS_Q: partial sums */
+    BP_LLAMA_ROWS_FF,    /* by input features (axis 0) like COLS_FF: partial sums */
+};
+
+/* How the built-in generator fills a row (builtin.c has the numbers). */
+enum bp_llama_init {
+    BP_LLAMA_INIT_NORM,     /* around 1, kept in f32 */
+    BP_LLAMA_INIT_EMBED,    /* around 0, wide */
+    BP_LLAMA_INIT_LINEAR,   /* around 0, scaled for unit-variance outputs */
+    BP_LLAMA_INIT_PARTS,    /* the parts' streams stacked, so fused and separate agree */
+};
+
+#define BP_LLAMA_MAX_PARTS 3
+
+struct bp_llama_tensor {
+    const char *name;            /* "attn_q.weight"; per-layer rows are "blk.N." + name */
+    bool per_layer;
+    int n_dims;
+    enum bp_llama_dim ne[2];     /* ne[1] unused when n_dims is 1 */
+    enum bp_llama_presence presence;
+    enum bp_llama_split split;
+    /* Only MUL_MAT reads it (as src[0]), so it may live in a device's
+     * weight layout (bp_device_weight_buffer_type). */
+    bool mul_mat_only;
+    /* Stored in f32 whatever the requested weight type (norms, as
+     * llama.cpp's converters keep them). */
+    bool f32;
+    enum bp_llama_init init;
+    /* Where the binder stores it: in struct bp_run_layer when per_layer,
+     * else in struct bp_run_model (a const struct bp_run_weight *). */
+    size_t field;
+    /* A fused row: the rows (indices into bp_llama_schema) it stacks along
+     * dim 1, in order. */
+    int n_parts;
+    int parts[BP_LLAMA_MAX_PARTS];
+    /* A row-parallel weight: the name the decoder gives its input
+     * ("blk.N." + input), which the split table cuts like the weight's rows
+     * when the scheduler copies it between devices. NULL: none. */
+    const char *input;
+};
+
+/* The rows, in the order a model's tensors are laid out (builtin models and
+ * the GGUF files they are saved as): each maximal run of per-layer rows is
+ * repeated for every layer in place. Immutable; any thread. */
+extern const struct bp_llama_tensor bp_llama_schema[];
+extern const size_t bp_llama_schema_rows;
+
+/* The value of dim d for hp. */
+int64_t bp_llama_dim_value(const struct bp_run_hparams *hp, enum bp_llama_dim d);
+
+/* The shape of row r for hp: n_dims values in ne, the rest 1. */
+void bp_llama_tensor_shape(const struct bp_llama_tensor *r, const struct bp_run_hparams *hp,
+                           int64_t ne[4]);
+
+/* The full name of row r in layer l ("blk.3.attn_q.weight"); l < 0 gives the
+ * rule pattern "blk.*.attn_q.weight". Global rows ignore l. Returns buf;
+ * truncates to cap (names fit BP_GGUF_MAX_NAME). */
+const char *bp_llama_tensor_name(const struct bp_llama_tensor *r, int64_t l, char *buf, size_t cap);
+
+
+/* Whether row r exists in a model with fused QKV / tied output. */
+bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied);
+
+/* The pointer slot of row r (layer l) in m: &m->layers[l].<field> or
+ * &m-><field>; bp_llama_get reads it (NULL: not bound). */
+const struct bp_run_weight **bp_llama_slot(const struct bp_llama_tensor *r, struct bp_run_model *m,
+                                           int64_t l);
+const struct bp_run_weight *bp_llama_get(const struct bp_llama_tensor *r,
+                                         const struct bp_run_model *m, int64_t l);
+
+/* Iterate a model's tensors in layout order: calls fn for each present row
+ * and layer (l = -1 for global rows); stops at the first non-zero return
+ * and returns it. */
+int bp_llama_schema_walk(const struct bp_run_hparams *hp, bool fused, bool tied,
+                         int (*fn)(void *user, const struct bp_llama_tensor *r, int64_t l),
+                         void *user);
+
+#endif /* BP_RUN_LLAMA_SCHEMA_H */
