@@ -116,6 +116,14 @@ const char *bp_llama_tensor_name(const struct bp_llama_tensor *r, int64_t l, cha
     return buf;
 }
 
+const struct bp_llama_tensor *bp_llama_fused_of(const struct bp_llama_tensor *r)
+{
+    for (size_t i = 0; r->presence == BP_LLAMA_PART && i < ROW_COUNT; i++)
+        for (int k = 0; k < bp_llama_schema[i].n_parts; k++)
+            if (&bp_llama_schema[bp_llama_schema[i].parts[k]] == r) return &bp_llama_schema[i];
+    return NULL;
+}
+
 bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied)
 {
     switch (r->presence) {

@@ -30,7 +30,8 @@ enum bp_llama_dim {
 /* When a row's tensor exists. */
 enum bp_llama_presence {
     BP_LLAMA_REQUIRED,
-    BP_LLAMA_FUSED,      /* optional; when present it replaces its parts (which are then not read) */
+    BP_LLAMA_FUSED,      /* optional; when present it replaces its parts (which are then not read);
+                          * its row comes before theirs, so the binder sees it first */
     BP_LLAMA_PART,       /* required unless the fused row naming it is present */
     BP_LLAMA_UNTIED,     /* optional; absent means the embedding is the output projection */
 };
@@ -103,6 +104,10 @@ void bp_llama_tensor_shape(const struct bp_llama_tensor *r, const struct bp_run_
  * truncates to cap (names fit BP_GGUF_MAX_NAME). */
 const char *bp_llama_tensor_name(const struct bp_llama_tensor *r, int64_t l, char *buf, size_t cap);
 
+
+/* The fused row that stacks part row r (presence BP_LLAMA_PART); NULL for
+ * any other row. */
+const struct bp_llama_tensor *bp_llama_fused_of(const struct bp_llama_tensor *r);
 
 /* Whether row r exists in a model with fused QKV / tied output. */
 bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied);

@@ -1,8 +1,8 @@
 /*
  * model.c — hyper-parameters from GGUF metadata, weight binding by name
- * (the rows of llama_schema.c), and the checks that turn a wrong file into one sentence: architecture,
- * missing tensors, unsupported types and shapes that disagree with the
- * metadata (both shapes named).
+ * (the rows of llama_schema.c), and the checks that turn a wrong file into
+ * one sentence: architecture, missing tensors, unsupported types and shapes
+ * that disagree with the metadata (both shapes named).
  */
 #include "model.h"
 #include "llama_schema.h"
@@ -79,7 +79,8 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
 static bp_status bind_row(struct bp_run_model *m, const struct bp_llama_tensor *r, int64_t l, char *err,
                           size_t cap)
 {
-    if (r->presence == BP_LLAMA_PART && m->layers[l].wqkv) return BP_OK;
+    const struct bp_llama_tensor *fused = bp_llama_fused_of(r);
+    if (fused && bp_llama_get(fused, m, l)) return BP_OK;
     char nm[BP_GGUF_MAX_NAME + 1];
     int64_t ne[4];
     bp_llama_tensor_shape(r, &m->hp, ne);
