@@ -243,10 +243,14 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
         return BP_ERR_UNSUPPORTED;
     }
     const struct bp_run_hparams *hp = &cfg->hp;
-    if (hp->n_embd % bp_type_block_size(wt) != 0 || hp->n_ff % bp_type_block_size(wt) != 0) {
-        snprintf(err, cap, "builtin:%s cannot be stored as %s: its rows are not whole blocks of "
-                 "%" PRId64 ".", name, bp_type_name(wt), bp_type_block_size(wt));
-        return BP_ERR_UNSUPPORTED;
+    for (size_t i = 0; i < bp_llama_schema_rows; i++) {
+        int64_t ne[4];
+        bp_llama_tensor_shape(&bp_llama_schema[i], hp, ne);
+        if (!bp_llama_schema[i].f32 && ne[0] % bp_type_block_size(wt) != 0) {
+            snprintf(err, cap, "builtin:%s cannot be stored as %s: its rows are not whole blocks of "
+                     "%" PRId64 ".", name, bp_type_name(wt), bp_type_block_size(wt));
+            return BP_ERR_UNSUPPORTED;
+        }
     }
     const int n = plan(hp, opts->fused_qkv, cfg->tied, NULL);
     struct plan_entry *pl = calloc((size_t)n, sizeof *pl);

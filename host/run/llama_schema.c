@@ -124,6 +124,15 @@ const struct bp_llama_tensor *bp_llama_fused_of(const struct bp_llama_tensor *r)
     return NULL;
 }
 
+const struct bp_llama_tensor *bp_llama_vocab_row(void)
+{
+    for (size_t i = 0; i < ROW_COUNT; i++)
+        if (!bp_llama_schema[i].per_layer && bp_llama_schema[i].presence == BP_LLAMA_REQUIRED &&
+            bp_llama_schema[i].n_dims == 2 && bp_llama_schema[i].ne[1] == BP_LLAMA_DIM_VOCAB)
+            return &bp_llama_schema[i];
+    return &bp_llama_schema[ROW_TOKEN_EMBD]; /* not reached: the table has one */
+}
+
 bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied)
 {
     switch (r->presence) {

@@ -109,6 +109,10 @@ const char *bp_llama_tensor_name(const struct bp_llama_tensor *r, int64_t l, cha
  * any other row. */
 const struct bp_llama_tensor *bp_llama_fused_of(const struct bp_llama_tensor *r);
 
+/* The row the vocabulary size is read from: the first required global row
+ * whose dim 1 is the vocabulary (token_embd.weight). Never NULL. */
+const struct bp_llama_tensor *bp_llama_vocab_row(void);
+
 /* Whether row r exists in a model with fused QKV / tied output. */
 bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied);
 

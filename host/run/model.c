@@ -187,17 +187,20 @@ static bp_status read_hparams(const struct bp_gguf *g, struct bp_run_hparams *hp
         return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the model's rope.freq_base or layer_norm_rms_epsilon is not a positive "
                     "number; the file is corrupt.");
-    const struct bp_gguf_tensor *te = bp_gguf_find_tensor(g, "token_embd.weight");
+    /* The vocabulary is the one hyper-parameter read off a tensor: the
+     * required row whose dim 1 is the vocabulary (the embedding). */
+    const char *vname = bp_llama_vocab_row()->name;
+    const struct bp_gguf_tensor *te = bp_gguf_find_tensor(g, vname);
     if (!te)
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
-                    "the model has no tensor 'token_embd.weight', which a llama model needs; the "
-                    "file is incomplete or of another layout.");
+                    "the model has no tensor '%s', which a llama model needs; the file is "
+                    "incomplete or of another layout.", vname);
     hp->n_vocab = te->ne[1];
     uint64_t vs;
     if (kv_u(g, "llama.vocab_size", &vs) && (int64_t)vs != hp->n_vocab)
         return bp_run_fail(err, cap, BP_ERR_SHAPE,
-                    "tensor 'token_embd.weight' has %" PRId64 " rows but llama.vocab_size says %"
-                    PRIu64 "; the file's metadata and tensors disagree.", hp->n_vocab, vs);
+                    "tensor '%s' has %" PRId64 " rows but llama.vocab_size says %"
+                    PRIu64 "; the file's metadata and tensors disagree.", vname, hp->n_vocab, vs);
     return BP_OK;
 }
 
