@@ -93,6 +93,7 @@ static bp_status save_and_load(const struct bp_run_model *m, const char *drop, c
 START_TEST(test_schema_rows_match_the_hand_written_llama_layout)
 {
     ck_assert_uint_eq(bp_llama_schema_rows, N_SPECS);
+    ck_assert_str_eq(bp_llama_vocab_row()->name, "token_embd.weight");
     const struct bp_run_hparams hp = { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2,
                                        .n_head = 4, .n_head_kv = 2, .head_dim = 64 };
     for (size_t i = 0; i < bp_llama_schema_rows; i++) {
