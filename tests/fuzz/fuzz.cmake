@@ -17,7 +17,8 @@ if(BP_HAVE_LIBFUZZER)
   set(BP_FUZZ_RUNS 100000 CACHE STRING "Inputs each fuzz smoke test runs")
   set(run_dir ${CMAKE_SOURCE_DIR}/host/run)
   add_executable(fuzz_gguf ${CMAKE_CURRENT_LIST_DIR}/fuzz_gguf.c
-    ${run_dir}/gguf.c ${run_dir}/gguf_write.c ${run_dir}/model.c ${run_dir}/run_error.c)
+    ${run_dir}/gguf.c ${run_dir}/gguf_write.c ${run_dir}/model.c ${run_dir}/llama_schema.c
+    ${run_dir}/run_error.c)
   target_include_directories(fuzz_gguf PRIVATE ${run_dir})
   target_compile_definitions(fuzz_gguf PRIVATE _GNU_SOURCE)
   target_compile_options(fuzz_gguf PRIVATE -fsanitize=fuzzer,address,undefined
