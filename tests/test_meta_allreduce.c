@@ -8,6 +8,7 @@
  * from its cache; `backplane check --comm` must print and fail on the wrong
  * one; meta:cpu*2 and meta:cpu,vulkan0 must sum right at every size. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,51 @@ START_TEST(test_choice_before_first_use_is_not_measured_yet)
 }
 END_TEST
 
+struct asker {
+    struct bp_device *meta;
+    bp_status st;
+    char path[BP_META_ALLREDUCE_PATH_LEN];
+    struct bp_meta_stats stats;
+};
+
+/* A backend of its own asking for the 64 KiB class's choice, measuring
+ * when nobody has: no check assertions off the main thread. */
+static void *ask(void *arg)
+{
+    struct asker *a = arg;
+    bp_meta_allreduce_choice_fn fn =
+        (bp_meta_allreduce_choice_fn)bp_device_proc_address(a->meta, BP_PROC_META_ALLREDUCE_CHOICE);
+    struct bp_backend *be;
+    a->st = fn ? bp_backend_init(a->meta, NULL, &be) : BP_ERR_NOT_FOUND;
+    if (a->st != BP_OK) return NULL;
+    a->st = fn(be, 64 << 10, 1, a->path, sizeof a->path);
+    a->stats.size = sizeof a->stats;
+    if (a->st == BP_OK) a->st = bp_meta_backend_stats(be, &a->stats);
+    bp_backend_free(be);
+    return NULL;
+}
+
+START_TEST(test_two_threads_share_one_measurement)
+{
+    struct bp_device *meta = paths_meta(1, 2);
+    struct asker a[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct asker){.meta = meta};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, ask, &a[i]), 0);
+    }
+    uint64_t measured = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(a[i].st == BP_OK, "thread %d: %s", i, bp_status_name(a[i].st));
+        ck_assert_str_eq(a[i].path, a[0].path);
+        measured += a[i].stats.allreduce_measured;
+    }
+    ck_assert_uint_eq(measured, 1); /* one class, one set: measured once among the four */
+    ck_assert_msg(strcmp(a[0].path, "comm:wrong") && strcmp(a[0].path, "comm:declines"), "chose %s", a[0].path);
+}
+END_TEST
+
 /* BACKPLANE_META_ALLREDUCE=value on a new backend over commpaths0,1: its
  * choice, or the status of bp_backend_init. */
 static bp_status fixed(const char *value, char *path, size_t cap)
@@ -291,6 +337,8 @@ START_TEST(test_check_comm_meta_cpu2_sums_right)
                   strstr(text, "\"bytes\": 16777216"), "unexpected JSON: %s", text);
     rc = cli("check --comm cpu", text, sizeof text);
     ck_assert_msg(rc == 2 && strstr(text, "not a meta device"), "check --comm cpu: %d %s", rc, text);
+    rc = cli("check --comm dist:cpu", text, sizeof text);
+    ck_assert_msg(rc == 2 && strstr(text, "mpirun"), "check --comm dist:cpu: %d %s", rc, text);
 }
 END_TEST
 
@@ -331,6 +379,7 @@ int main(void)
     tcase_add_test(tc, test_probe_names_each_path_what_it_is);
     tcase_add_test(tc, test_auto_never_chooses_a_wrong_path_says_so_and_caches);
     tcase_add_test(tc, test_choice_before_first_use_is_not_measured_yet);
+    tcase_add_test(tc, test_two_threads_share_one_measurement);
     tcase_add_test(tc, test_explicit_values_fix_the_path);
     tcase_add_test(tc, test_a_declining_fixed_path_falls_back_per_call);
     tcase_add_test(tc, test_check_comm_prints_and_fails_on_the_wrong_path);
