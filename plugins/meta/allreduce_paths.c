@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <backplane/bp_dist.h>
+
 #include "meta_internal.h"
 
 #define ENV_NAME "BACKPLANE_META_ALLREDUCE"
@@ -90,6 +92,18 @@ static bp_status fix_path(struct meta_backend *be)
     return BP_ERR_INVALID_ARGUMENT;
 }
 
+/* The slots of a dist: device (bp_dist.h) span processes: only their
+ * registry's collective reaches the other ranks, and every other slot is a
+ * placeholder that reads zeros, so the butterfly cannot sum them and a
+ * probe cannot verify them. There the collective is the path in any mode. */
+static bool spans_processes(struct meta_backend *be)
+{
+    struct bp_registry *r = NULL;
+    if (be->n < 2 || !shared_proc(be->md->sub, be->n, &r) || !r->iface->get_name) return false;
+    const char *name = r->iface->get_name(r);
+    return name && !strcmp(name, BP_DIST_REGISTRY);
+}
+
 bp_status meta_ar_paths_open(struct meta_backend *be)
 {
     char names[META_AR_MAX_PATHS][BP_META_ALLREDUCE_PATH_LEN];
@@ -123,6 +137,7 @@ bp_status meta_ar_paths_open(struct meta_backend *be)
     be->paths[be->n_paths++] = (struct meta_ar_path){.name = BUTTERFLY};
     bp_status st = fix_path(be);
     if (st != BP_OK) close_paths(be);
+    else if (be->n_paths > 1 && spans_processes(be)) be->fixed_path = 0;
     return st;
 }
 
