@@ -16,7 +16,9 @@ static void help(void)
          "Shows the device's type, memory, capabilities, buffer type, the plugin\n"
          "that provides it, which ops and element types it supports (asked of the\n"
          "device with the same small graphs `backplane check` runs), and the\n"
-         "optional features its plugin offers by proc-address name.");
+         "optional features its plugin offers by proc-address name. A meta device\n"
+         "also shows the all-reduce path it takes per message size (under\n"
+         "BACKPLANE_META_ALLREDUCE=auto measured now; `check --comm` shows the times).");
 }
 
 static const char *const known_procs[] = {
