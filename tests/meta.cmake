@@ -19,7 +19,7 @@ set_target_properties(bp_meta_commtest PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_
   LIBRARY_OUTPUT_DIRECTORY ${BP_META_TEST_PLUGIN_DIR})
 if(TARGET bp_plugin_meta)
   bp_add_check_test(test_meta_comm SOURCES test_meta_comm.c
-    ENV "BACKPLANE_PLUGIN_PATH=${BP_META_TEST_PLUGIN_DIR}")
+    ENV "BACKPLANE_PLUGIN_PATH=${BP_META_TEST_PLUGIN_DIR}" "BACKPLANE_META_ALLREDUCE=comm")
   add_dependencies(test_meta_comm bp_plugin_meta bp_plugin_cpu bp_meta_commtest)
 endif()
 
@@ -44,4 +44,21 @@ endif()
 if(TARGET bp_plugin_meta)
   bp_add_check_test(test_meta_threads SOURCES test_meta_threads.c)
   add_dependencies(test_meta_threads bp_plugin_meta bp_plugin_cpu)
+endif()
+
+# The all-reduce preflight and BACKPLANE_META_ALLREDUCE=auto: the commpaths
+# test plugin (commtest.c with COMMTEST_PATHS: a slow, a wrong and a
+# declining registry path), `check --comm`, `info`, meta:cpu*2 and
+# meta:cpu,vulkan0 sums.
+add_library(bp_meta_commpaths MODULE ${CMAKE_CURRENT_LIST_DIR}/meta_plugins/commtest.c)
+target_compile_definitions(bp_meta_commpaths PRIVATE COMMTEST_PATHS)
+target_link_libraries(bp_meta_commpaths PRIVATE backplane_abi)
+set_target_properties(bp_meta_commpaths PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_NAME libbackplane-commpaths
+  LIBRARY_OUTPUT_DIRECTORY ${BP_META_TEST_PLUGIN_DIR})
+if(TARGET bp_plugin_meta AND TARGET backplane_cli)
+  bp_add_check_test(test_meta_allreduce SOURCES test_meta_allreduce.c device_gate.c log_capture.c
+    ENV "BACKPLANE_PLUGIN_PATH=${BP_META_TEST_PLUGIN_DIR}")
+  target_compile_definitions(test_meta_allreduce PRIVATE BP_CLI_PATH="$<TARGET_FILE:backplane_cli>")
+  add_dependencies(test_meta_allreduce bp_plugin_meta bp_plugin_cpu bp_meta_commpaths backplane_cli)
+  bp_add_device_cases(test_meta_allreduce vulkan0 bp_plugin_vulkan)
 endif()

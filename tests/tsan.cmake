@@ -6,7 +6,7 @@
 # suppression in tsan.supp carries its justification.
 set(BP_TSAN_SUITES
   test_cpu_ops test_cpu_threads test_cpu_task_claim test_cpu_fast test_cpu_attention test_cpu_join
-  test_meta test_meta_block test_meta_comm test_meta_views test_meta_threads
+  test_meta test_meta_block test_meta_comm test_meta_views test_meta_threads test_meta_allreduce
   test_loader test_devices test_env test_host_threads)
 if(BP_TSAN)
   add_custom_target(tsan_suites)

@@ -94,10 +94,43 @@ struct bp_meta_stats {
     uint64_t bytes_reduced;   /* bytes of the reduced tensors (one copy each) */
     uint64_t comm_calls;      /* reductions handed to the registry's comm_allreduce_tensor */
     uint64_t comm_declined;   /* of those, declined (BP_ERR_UNSUPPORTED) and done by the butterfly */
+    /* (1.1) BACKPLANE_META_ALLREDUCE=auto: size classes this backend
+     * measured, and all-reduces whose class's choice was already made
+     * (by this backend or another over the same sub-devices). */
+    uint64_t allreduce_measured;
+    uint64_t allreduce_cached;
 };
 static_assert(offsetof(struct bp_meta_stats, comm_declined) ==
                   offsetof(struct bp_meta_stats, graphs) + 6 * sizeof(uint64_t),
               "bp_meta_stats layout is frozen");
+static_assert(offsetof(struct bp_meta_stats, allreduce_cached) ==
+                  offsetof(struct bp_meta_stats, graphs) + 8 * sizeof(uint64_t),
+              "bp_meta_stats layout is frozen");
+
+/* (1.1) The message-size classes of the all-reduce choice: 4 KB, 64 KB,
+ * 1 MB and 16 MB (class k is 4096 << 4k bytes); a message belongs to the
+ * class nearest on a log scale. `backplane check --comm` measures these. */
+#define BP_META_ALLREDUCE_CLASSES 4
+static inline size_t bp_meta_allreduce_class_bytes(int k) { return (size_t)4096 << (4 * k); }
+static inline int bp_meta_allreduce_class_of(size_t bytes)
+{
+    int k = 0;
+    while (k + 1 < BP_META_ALLREDUCE_CLASSES && bytes >= 4 * bp_meta_allreduce_class_bytes(k)) k++;
+    return k;
+}
+
+#define BP_META_ALLREDUCE_PATH_LEN 32
+
+/* (1.1) One all-reduce path measured by bp_meta_allreduce_probe. */
+struct bp_meta_allreduce_probe {
+    char path[BP_META_ALLREDUCE_PATH_LEN]; /* "butterfly", "comm", "comm:<registry's name>" */
+    int32_t status;       /* BP_OK: measured; BP_ERR_UNSUPPORTED: declined; else failed */
+    int32_t wrong;        /* 1: some device's sum differed from the host's */
+    double seconds;       /* median over the rounds of one all-reduce (status BP_OK) */
+    double max_abs_err;   /* largest difference from the host's sum */
+};
+static_assert(sizeof(struct bp_meta_allreduce_probe) == BP_META_ALLREDUCE_PATH_LEN + 24,
+              "bp_meta_allreduce_probe layout is frozen");
 
 /* ---- proc-address names on the "meta" registry ---- */
 
@@ -152,6 +185,26 @@ typedef bp_status (*bp_meta_device_sub_devices_fn)(struct bp_device *meta, struc
 #define BP_PROC_META_TENSOR_GET_COPY "bp_meta_tensor_get_copy"
 typedef bp_status (*bp_meta_tensor_get_copy_fn)(const struct bp_tensor *t, size_t device, void *dst,
                                                 size_t offset, size_t size);
+
+/* (1.1) Measures every all-reduce path of meta backend b (the registry's
+ * paths, then the butterfly) on `bytes` of F32 per sub-device, `rounds`
+ * rounds alternating the paths; integer-valued inputs make every sum exact,
+ * each checked against the host's. Fills out[0..min(cap, *n)); *n gets the
+ * path count (0 with one sub-device: nothing to reduce). Calling thread;
+ * not concurrently with graph_compute on b. */
+#define BP_PROC_META_ALLREDUCE_PROBE "bp_meta_allreduce_probe"
+typedef bp_status (*bp_meta_allreduce_probe_fn)(struct bp_backend *b, size_t bytes, int32_t rounds,
+                                                struct bp_meta_allreduce_probe *out, size_t cap,
+                                                size_t *n);
+
+/* (1.1) The path b's all-reduce of a `bytes` message takes, into path[cap]:
+ * under BACKPLANE_META_ALLREDUCE=auto the size class's choice (measured now
+ * when `measure` and its sub-devices have no choice yet in this process,
+ * else "not measured yet"), otherwise the fixed path. Calling thread; not
+ * concurrently with graph_compute on b. */
+#define BP_PROC_META_ALLREDUCE_CHOICE "bp_meta_allreduce_choice"
+typedef bp_status (*bp_meta_allreduce_choice_fn)(struct bp_backend *b, size_t bytes, int32_t measure,
+                                                 char *path, size_t cap);
 
 #ifdef __cplusplus
 }

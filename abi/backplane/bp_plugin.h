@@ -454,6 +454,22 @@ typedef bp_status (*bp_comm_allreduce_tensor_fn)(void *comm, struct bp_tensor *c
 #define BP_PROC_COMM_FREE "bp_comm_free"
 typedef void (*bp_comm_free_fn)(void *comm);
 
+/* (1.1) A registry that offers more than one all-reduce path (NCCL and an
+ * internal kernel, say) names them so a caller can measure each: writes up
+ * to cap names (the plugin's static strings, at most 23 characters of
+ * [a-z0-9_-]) and returns how many it offers; names[0] is bp_comm_init's
+ * path. Any thread. */
+#define BP_PROC_COMM_PATHS "bp_comm_paths"
+typedef size_t (*bp_comm_paths_fn)(const char **names, size_t cap);
+
+/* (1.1) bp_comm_init on one path that bp_comm_paths named; the
+ * communicator goes to the same bp_comm_allreduce_tensor and bp_comm_free.
+ * BP_ERR_NOT_FOUND for a name not offered, BP_ERR_UNSUPPORTED to decline
+ * (the path cannot serve these backends). */
+#define BP_PROC_COMM_INIT_PATH "bp_comm_init_path"
+typedef bp_status (*bp_comm_init_path_fn)(struct bp_backend *const *backends, size_t n,
+                                          const char *path, void **out_comm);
+
 /* (1.1) A device from a spec "<family>:<rest>" that this registry parses
  * (meta: "meta:cpu*2", "meta:cpu,vulkan0"). The host routes a
  * BACKPLANE_DEVICES entry or bp_device_by_name name that begins with the

@@ -163,4 +163,12 @@ void check_compare(const struct check_case *c, const struct check_output *ref,
  * (or writes JSON) and returns the CLI exit status. */
 int check_sched(const char *spec, bool json);
 
+/* check_comm.c — `check --comm DEVICE`: every all-reduce path of a meta
+ * device at 4 KB .. 16 MB, timed and verified; exit 1 when a path summed
+ * wrong or failed. Prints (or writes JSON) and returns the exit status. */
+int check_comm(const char *name, bool json);
+/* `info`: the path each size class of meta device dev takes (measured now
+ * under BACKPLANE_META_ALLREDUCE=auto); false when dev is no meta device. */
+bool comm_choices(struct bp_device *dev, char choice[][BP_META_ALLREDUCE_PATH_LEN]);
+
 #endif /* BP_CLI_CHECK_H */

@@ -22,7 +22,8 @@ static void help(void)
     puts("usage: backplane check [--device NAME]... [--op NAME]... [--json] [--verbose]\n"
          "                       [--report FILE.json]\n"
          "       backplane check --diff OLD.json NEW.json\n"
-         "       backplane check --sched DEVICE[,cpu] [--json]\n\n"
+         "       backplane check --sched DEVICE[,cpu] [--json]\n"
+         "       backplane check --comm META_DEVICE [--json]\n\n"
          "Runs every op of the harness (each element type, odd sizes, broadcasts,\n"
          "non-contiguous inputs) on each selected device (default: every device)\n"
          "and compares the output with the CPU reference by normalised mean\n"
@@ -46,7 +47,10 @@ static void help(void)
          "                 lost, an invariance lost); exits 1 on any\n"
          "  --sched D,cpu  instead: the decoder graphs of builtin:test (several weight\n"
          "                 types) through the scheduler over D with the cpu as\n"
-         "                 fallback, against the cpu alone, with where each ran");
+         "                 fallback, against the cpu alone, with where each ran\n"
+         "  --comm META    instead: every all-reduce path of a meta device (registry\n"
+         "                 collectives, the butterfly) at 4 KB, 64 KB, 1 MB, 16 MB:\n"
+         "                 time, bus bandwidth, sums verified; exits 1 on a wrong sum");
 }
 
 enum case_status { CASE_PASS, CASE_FAIL, CASE_UNSUPPORTED };
@@ -66,6 +70,7 @@ struct options {
     const char *report_path, *diff_old, *diff_new;
     struct check_report *report;
     const char *sched;    /* --sched: the scheduler check of check_sched.c */
+    const char *comm;     /* --comm: the all-reduce preflight of check_comm.c */
 };
 
 static bool op_by_name(const char *name, enum bp_op *out)
@@ -133,6 +138,9 @@ static int parse(int argc, char **argv, struct options *o)
         } else if (!strcmp(a, "--sched")) {
             if (i + 1 >= argc || !*argv[i + 1]) return cli_usage_error("check", "'--sched' needs a device list.");
             o->sched = argv[++i];
+        } else if (!strcmp(a, "--comm")) {
+            if (i + 1 >= argc || !*argv[i + 1]) return cli_usage_error("check", "'--comm' needs a meta device.");
+            o->comm = argv[++i];
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
@@ -329,6 +337,7 @@ int cmd_check(int argc, char **argv)
     if (o.diff_old) return check_report_diff(o.diff_old, o.diff_new);
     if (!cli_load()) return CLI_EXIT_FAIL;
     if (o.sched) return check_sched(o.sched, o.json);
+    if (o.comm) return check_comm(o.comm, o.json);
 
     struct bp_device *ref_dev = bp_device_by_name("cpu");
     if (!ref_dev) {

@@ -1,5 +1,6 @@
 /* cmd_info.c — `backplane info DEVICE`: what one device is and can do. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <backplane/bp_dist.h>
@@ -15,14 +16,16 @@ static void help(void)
          "Shows the device's type, memory, capabilities, buffer type, the plugin\n"
          "that provides it, which ops and element types it supports (asked of the\n"
          "device with the same small graphs `backplane check` runs), and the\n"
-         "optional features its plugin offers by proc-address name.");
+         "optional features its plugin offers by proc-address name. A meta device\n"
+         "also shows the all-reduce path it takes per message size (under\n"
+         "BACKPLANE_META_ALLREDUCE=auto measured now; `check --comm` shows the times).");
 }
 
 static const char *const known_procs[] = {
     BP_PROC_COMM_INIT, BP_PROC_COMM_ALLREDUCE_TENSOR, BP_PROC_COMM_FREE,
     BP_PROC_SET_N_THREADS, BP_PROC_GET_FEATURES, BP_PROC_WEIGHT_BUFFER_TYPE, BP_PROC_CUSTOM_OPS,
     BP_PROC_DEVICE_IDENTITY,
-    BP_PROC_COMM_GET_UNIQUE_ID, BP_PROC_COMM_INIT_RANK,
+    BP_PROC_COMM_GET_UNIQUE_ID, BP_PROC_COMM_INIT_RANK, BP_PROC_COMM_PATHS,
 };
 #define N_PROCS (sizeof known_procs / sizeof known_procs[0])
 
@@ -57,6 +60,8 @@ struct device_facts {
     const struct bp_plugin_info *plugin;
     bool procs[N_PROCS];
     const struct bp_feature *features;
+    bool has_allreduce;  /* a meta device: its all-reduce path per size class */
+    char allreduce[BP_META_ALLREDUCE_CLASSES][BP_META_ALLREDUCE_PATH_LEN];
 };
 
 static void gather(struct bp_device *dev, struct device_facts *f)
@@ -78,6 +83,7 @@ static void gather(struct bp_device *dev, struct device_facts *f)
     for (size_t i = 0; i < N_PROCS; i++) f->procs[i] = bp_device_proc_address(dev, known_procs[i]) != NULL;
     bp_get_features_fn get_features = (bp_get_features_fn)bp_device_proc_address(dev, BP_PROC_GET_FEATURES);
     if (get_features) f->features = get_features(dev->reg);
+    f->has_allreduce = comm_choices(dev, f->allreduce);
 }
 
 static const char *yes_no(bool b) { return b ? "yes" : "no"; }
@@ -129,6 +135,13 @@ static void print_text(const struct device_facts *f, const struct op_matrix *m)
         printf("\nFeature list (%s):\n", BP_PROC_GET_FEATURES);
         for (const struct bp_feature *x = f->features; x->name; x++)
             printf("  %-20s %s\n", x->name, x->value ? x->value : "");
+    }
+    if (f->has_allreduce) {
+        const char *mode = getenv("BACKPLANE_META_ALLREDUCE");
+        printf("\nAll-reduce path per message size (BACKPLANE_META_ALLREDUCE=%s; `check --comm` has the times):\n",
+               mode && *mode ? mode : "auto");
+        for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++)
+            printf("  %-8s %s\n", bp_format_bytes(bp_meta_allreduce_class_bytes(k), fb, sizeof fb), f->allreduce[k]);
     }
 }
 
@@ -189,6 +202,15 @@ static void print_json(const struct device_facts *f, const struct op_matrix *m)
     for (const struct bp_feature *x = f->features; x && x->name; x++)
         json_string(&w, x->name, x->value ? x->value : "");
     json_object_end(&w);
+    if (f->has_allreduce) {
+        json_object_begin(&w, "allreduce");
+        for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) {
+            char key[24];
+            snprintf(key, sizeof key, "%zu", bp_meta_allreduce_class_bytes(k));
+            json_string(&w, key, f->allreduce[k]);
+        }
+        json_object_end(&w);
+    }
     json_object_end(&w);
     json_finish(&w);
 }

@@ -118,7 +118,19 @@ struct cuda_comm {
     cudaEvent_t ev[CUDA_MAX_DEVICES];
 };
 
-bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **out_comm)
+/* The named paths (bp_comm_paths); the first is what bp_comm_init prefers. */
+static const enum cuda_allreduce_mode named_paths[] = {CUDA_ALLREDUCE_NCCL, CUDA_ALLREDUCE_INTERNAL};
+#define N_NAMED_PATHS (sizeof named_paths / sizeof named_paths[0])
+
+size_t cuda_comm_paths(const char **names, size_t cap)
+{
+    for (size_t i = 0; i < N_NAMED_PATHS && i < cap; i++) names[i] = cuda_allreduce_mode_name(named_paths[i]);
+    return N_NAMED_PATHS;
+}
+
+/* path NULL: BACKPLANE_CUDA_ALLREDUCE's mode with its fallbacks; a named
+ * path: that mode or a decline, never another one in its place. */
+static bp_status comm_open(struct bp_backend *const *backends, size_t n, const char *path, void **out_comm)
 {
     struct cuda_plugin *pl = plugin();
     if (!out_comm)
@@ -142,13 +154,18 @@ bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **ou
         ids[i] = ((struct cuda_backend *)backends[i]->context)->cd->id;
     }
     char why[256];
-    enum cuda_allreduce_mode req = cuda_parse_allreduce_env(cuda_getenv(pl, "BACKPLANE_CUDA_ALLREDUCE"),
-                                                            why, sizeof why);
+    enum cuda_allreduce_mode req = path ? cuda_parse_allreduce_env(path, why, sizeof why)
+                                        : cuda_parse_allreduce_env(cuda_getenv(pl, "BACKPLANE_CUDA_ALLREDUCE"),
+                                                                   why, sizeof why);
     if (why[0]) cuda_log(pl, BP_LOG_WARN, "%s", why);
     int64_t bf16_min = cuda_parse_bf16_min_env(cuda_getenv(pl, "BACKPLANE_CUDA_ALLREDUCE_BF16_MIN"),
                                                why, sizeof why);
     if (why[0]) cuda_log(pl, BP_LOG_WARN, "%s", why);
     enum cuda_allreduce_mode mode = cuda_choose_allreduce(req, ids, n, nccl_load, NULL, why, sizeof why);
+    if (path && mode != req) {
+        cuda_log(pl, BP_LOG_INFO, "all-reduce path %s declines these backends: %s", path, why);
+        return BP_ERR_UNSUPPORTED;
+    }
     if (why[0]) cuda_log(pl, mode == CUDA_ALLREDUCE_NONE ? BP_LOG_INFO : BP_LOG_WARN, "%s", why);
     if (mode == CUDA_ALLREDUCE_NONE) {
         if (req == CUDA_ALLREDUCE_NONE)
@@ -189,6 +206,19 @@ bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **ou
              cuda_allreduce_mode_name(mode));
     *out_comm = c;
     return BP_OK;
+}
+
+bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **out_comm)
+{
+    return comm_open(backends, n, NULL, out_comm);
+}
+
+bp_status cuda_comm_init_path(struct bp_backend *const *backends, size_t n, const char *path, void **out_comm)
+{
+    for (size_t i = 0; path && i < N_NAMED_PATHS; i++)
+        if (!strcmp(path, cuda_allreduce_mode_name(named_paths[i]))) return comm_open(backends, n, path, out_comm);
+    if (out_comm) *out_comm = NULL;
+    return BP_ERR_NOT_FOUND;
 }
 
 void cuda_comm_free(void *comm)

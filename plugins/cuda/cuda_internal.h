@@ -109,6 +109,9 @@ void cuda_cublas_unload(void);
 
 /* ---- comm.c ---- */
 bp_status cuda_comm_init(struct bp_backend *const *backends, size_t n, void **out_comm);
+/* bp_comm_paths / bp_comm_init_path: "nccl" and "internal" by name. */
+size_t cuda_comm_paths(const char **names, size_t cap);
+bp_status cuda_comm_init_path(struct bp_backend *const *backends, size_t n, const char *path, void **out_comm);
 bp_status cuda_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensors, size_t n);
 void cuda_comm_free(void *comm);
 /* bp_dist.h's multi-process communicator (NCCL only). */

@@ -166,6 +166,14 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         bp_comm_init_fn f = cuda_comm_init;
         return fn_ptr((void (*)(void))f);
     }
+    if (strcmp(name, BP_PROC_COMM_PATHS) == 0) {
+        bp_comm_paths_fn f = cuda_comm_paths;
+        return fn_ptr((void (*)(void))f);
+    }
+    if (strcmp(name, BP_PROC_COMM_INIT_PATH) == 0) {
+        bp_comm_init_path_fn f = cuda_comm_init_path;
+        return fn_ptr((void (*)(void))f);
+    }
     if (strcmp(name, BP_PROC_COMM_ALLREDUCE_TENSOR) == 0) {
         bp_comm_allreduce_tensor_fn f = cuda_comm_allreduce_tensor;
         return fn_ptr((void (*)(void))f);

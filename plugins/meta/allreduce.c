@@ -1,6 +1,8 @@
 /* allreduce.c — closing a cut: every device's copy of a PARTIAL tensor
- * becomes the sum. The sub-devices' own collective when their registry
- * offers one (a decline falls back for that call), else a butterfly built
+ * becomes the sum, by the path BACKPLANE_META_ALLREDUCE fixes or auto
+ * chose (allreduce_auto.c): the sub-devices' own collective when their
+ * registry offers one (a declined call falls back to the butterfly), or a
+ * butterfly built
  * from tensor copies and ADD graphs, which works across any mix of backends:
  * ceil(log2 N) exchange steps among the largest power of two P <= N, the
  * N - P extra devices folded in first and copied back last. */
@@ -89,22 +91,29 @@ static bp_status butterfly(struct meta_backend *be, struct bp_tensor **loc)
     return st;
 }
 
+bp_status meta_allreduce_by(struct meta_backend *be, size_t p, struct bp_tensor **loc)
+{
+    const struct meta_ar_path *path = &be->paths[p];
+    if (!path->comm) return butterfly(be, loc);
+    bp_status st = path->allreduce(path->comm, loc, be->n);
+    for (size_t d = 0; d < be->n && st == BP_OK; d++) st = meta_sub_synchronize(be->sub[d]);
+    return st;
+}
+
 bp_status meta_allreduce(struct meta_backend *be, struct bp_tensor *t)
 {
     struct meta_tensor *mt = meta_tensor_of(t);
     struct bp_tensor *loc[META_MAX_DEV];
     for (size_t d = 0; d < be->n; d++) loc[d] = &mt->local[d];
     if (be->n == 1) return BP_OK;
-    if (be->comm && be->comm_allreduce) {
-        be->stats.comm_calls++;
-        bp_status st = be->comm_allreduce(be->comm, loc, be->n);
-        if (st == BP_OK) {
-            for (size_t d = 0; d < be->n && st == BP_OK; d++)
-                st = meta_sub_synchronize(be->sub[d]);
-            return st;
-        }
-        if (st != BP_ERR_UNSUPPORTED) return st;
-        be->stats.comm_declined++;
-    }
+    int p = be->fixed_path;
+    if (p == META_AR_AUTO) p = meta_ar_auto_path(be, bp_nbytes(t), true, true);
+    if (p < 0) return BP_ERR_INVALID_ARGUMENT; /* unreachable: measure always yields a path */
+    const bool comm = be->paths[p].comm != NULL;
+    if (comm) be->stats.comm_calls++;
+    bp_status st = meta_allreduce_by(be, (size_t)p, loc);
+    if (st != BP_ERR_UNSUPPORTED || !comm) return st;
+    /* a registry may decline any one call; the butterfly takes it */
+    be->stats.comm_declined++;
     return butterfly(be, loc);
 }

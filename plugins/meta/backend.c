@@ -416,7 +416,7 @@ static void be_free(struct bp_backend *b)
         be->plans = p->next;
         plan_free(p);
     }
-    if (be->comm && be->comm_free) be->comm_free(be->comm);
+    meta_ar_paths_close(be);
     for (size_t i = 0; i < be->n; i++) {
         meta_sub_free_buffer(be->scratch[i]);
         if (be->sub[i]) be->sub[i]->iface->free(be->sub[i]);
@@ -489,6 +489,8 @@ static const struct bp_backend_iface meta_backend_iface = {
     .event_wait = NULL,
 };
 
+bool meta_is_meta_backend(const struct bp_backend *b) { return b && b->iface == &meta_backend_iface; }
+
 bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out)
 {
     struct meta_device *md = (struct meta_device *)dev;
@@ -520,22 +522,7 @@ bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp
             started++;
         }
     }
-    if (st == BP_OK) {
-        struct bp_registry *r = md->sub[0]->reg;
-        bool same = true;
-        for (size_t i = 1; i < be->n; i++) same &= md->sub[i]->reg == r;
-        void *(*proc)(struct bp_registry *, const char *) = r ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
-        if (same && proc) {
-            bp_comm_init_fn ci = (bp_comm_init_fn)proc(r, BP_PROC_COMM_INIT);
-            bp_comm_allreduce_tensor_fn ca = (bp_comm_allreduce_tensor_fn)proc(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
-            if (ci && ca && ci(be->sub, be->n, &be->comm) == BP_OK) {
-                be->comm_allreduce = ca;
-                be->comm_free = (bp_comm_free_fn)proc(r, BP_PROC_COMM_FREE);
-            } else {
-                be->comm = NULL;
-            }
-        }
-    }
+    if (st == BP_OK) st = meta_ar_paths_open(be);
     if (st != BP_OK) {
         size_t n = be->n;
         be->n = started; /* only join threads that exist */

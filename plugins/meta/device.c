@@ -277,14 +277,7 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
     md->buft.iface = &meta_buft_iface;
     md->buft.device = &md->dev;
     md->buft.context = md;
-    /* The all-reduce path: the sub-devices' registry when they share one
-     * that offers collectives, else the butterfly. */
-    bool same_reg = true;
-    for (size_t i = 1; i < n; i++) same_reg &= devs[i]->reg == devs[0]->reg;
-    struct bp_registry *r = devs[0]->reg;
-    void *(*proc)(struct bp_registry *, const char *) = r ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
-    void *ci = same_reg && proc ? proc(r, BP_PROC_COMM_INIT) : NULL;
-    snprintf(md->allreduce, sizeof md->allreduce, "%s", ci ? "comm (registry), butterfly fallback" : "butterfly");
+    meta_ar_describe(md, md->allreduce, sizeof md->allreduce);
     size_t used = 0;
     for (size_t i = 0; i < n && used < sizeof md->desc; i++) {
         int w = snprintf(md->desc + used, sizeof md->desc - used, "%s%s", i ? " + " : "tensor-parallel over ",

@@ -30,7 +30,7 @@ struct meta_device {
     bp_meta_split_fn split_cb;
     void *split_user;
     struct bp_buffer_type buft;
-    char allreduce[64];                  /* the path chosen, for info */
+    char allreduce[192];                 /* the all-reduce paths, for info */
     /* `backplane info` lines (sub_devices, split_ratios, allreduce): written
      * once while the device is listed, read-only afterwards. */
     char feat_name[3][48];
@@ -190,10 +190,49 @@ void meta_derive_local_slice(struct bp_tensor *node, size_t d);
 /* Local shape/strides/data of a view node on device d from its source's local. */
 bp_status meta_derive_local_view(struct bp_tensor *node, size_t d);
 
-/* ---- allreduce.c ---- */
+/* ---- allreduce*.c: closing a cut ---- */
 
 struct meta_backend;
+/* Every device's copy of PARTIAL tensor t becomes the sum, by the path
+ * BACKPLANE_META_ALLREDUCE selects (allreduce_auto.c for auto). */
 bp_status meta_allreduce(struct meta_backend *mb, struct bp_tensor *t);
+/* One all-reduce of loc[0..n) by path p (synchronized); a comm path that
+ * declines returns BP_ERR_UNSUPPORTED. */
+bp_status meta_allreduce_by(struct meta_backend *be, size_t p, struct bp_tensor **loc);
+
+#define META_AR_MAX_PATHS 8
+#define META_AR_AUTO (-1)
+
+/* One all-reduce path of a backend: a registry communicator, or (comm NULL)
+ * the butterfly. */
+struct meta_ar_path {
+    char name[BP_META_ALLREDUCE_PATH_LEN];
+    void *comm;
+    bp_comm_allreduce_tensor_fn allreduce;
+    bp_comm_free_fn free;
+};
+
+/* allreduce_paths.c: the paths of be (registry paths, then the butterfly)
+ * and BACKPLANE_META_ALLREDUCE; logs one sentence on a bad value. */
+bp_status meta_ar_paths_open(struct meta_backend *be);
+void meta_ar_paths_close(struct meta_backend *be);
+/* "comm, butterfly": the paths md's sub-devices offer, for the feature line. */
+void meta_ar_describe(struct meta_device *md, char *buf, size_t cap);
+
+/* allreduce_probe.c: BP_PROC_META_ALLREDUCE_PROBE. */
+bp_status meta_ar_probe(struct bp_backend *b, size_t bytes, int32_t rounds,
+                        struct bp_meta_allreduce_probe *out, size_t cap, size_t *n);
+bp_status meta_ar_probe_be(struct meta_backend *be, size_t bytes, int32_t rounds,
+                           struct bp_meta_allreduce_probe *out, size_t cap, size_t *n);
+
+/* allreduce_auto.c: the process's choices per device set and size class. */
+struct meta_ar_set;
+/* The path auto takes for a message of `bytes` on be (measured on first
+ * use per device set and class); -1 when not measured and !measure_now.
+ * count: an all-reduce (counted in the stats), not a question. */
+int meta_ar_auto_path(struct meta_backend *be, size_t bytes, bool measure_now, bool count);
+bp_status meta_ar_choice(struct bp_backend *b, size_t bytes, int32_t measure, char *path, size_t cap);
+void meta_ar_sets_free_all(void);
 
 /* ---- backend.c ---- */
 
@@ -222,10 +261,12 @@ struct meta_backend {
     /* butterfly scratch per device */
     struct bp_buffer *scratch[META_MAX_DEV];
     size_t scratch_size;
-    /* comm path */
-    void *comm;
-    bp_comm_allreduce_tensor_fn comm_allreduce;
-    bp_comm_free_fn comm_free;
+    /* all-reduce paths: the registry's, then the butterfly (last) */
+    struct meta_ar_path paths[META_AR_MAX_PATHS];
+    size_t n_paths;
+    int fixed_path;                      /* META_AR_AUTO, or BACKPLANE_META_ALLREDUCE's path */
+    struct meta_ar_set *ar_set;          /* auto: the choices shared by this device set */
+    int class_path[BP_META_ALLREDUCE_CLASSES]; /* auto: resolved choice per class, -1 unknown */
     struct bp_meta_stats stats;
     struct meta_plan *plans;            /* bounded cache */
     size_t n_plans;
@@ -234,6 +275,7 @@ struct meta_backend {
 /* Run g_i on sub-backend i for every i concurrently; NULL entries skip. */
 bp_status meta_run_parallel(struct meta_backend *be, struct bp_graph **graphs);
 bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
+bool meta_is_meta_backend(const struct bp_backend *b);
 bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out);
 
 #endif /* BP_META_INTERNAL_H */

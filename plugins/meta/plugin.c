@@ -32,6 +32,8 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         {BP_PROC_META_TENSOR_GET_COPY, (void *)(bp_meta_tensor_get_copy_fn)meta_tensor_get_copy},
         {BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features},
         {BP_PROC_DEVICE_IDENTITY, (void *)(bp_device_identity_fn)meta_device_identity},
+        {BP_PROC_META_ALLREDUCE_PROBE, (void *)(bp_meta_allreduce_probe_fn)meta_ar_probe},
+        {BP_PROC_META_ALLREDUCE_CHOICE, (void *)(bp_meta_allreduce_choice_fn)meta_ar_choice},
     };
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
         if (!strcmp(procs[i].name, name)) return procs[i].fn;
@@ -42,6 +44,7 @@ static void reg_shutdown(struct bp_registry *reg)
 {
     (void)reg;
     meta_devices_free_all();
+    meta_ar_sets_free_all();
 }
 
 static const struct bp_registry_iface meta_registry_iface = {
