@@ -12,9 +12,12 @@ static void shape_str(const int64_t ne[4], char *buf, size_t cap)
     snprintf(buf, cap, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", ne[0], ne[1], ne[2], ne[3]);
 }
 
-/* Fill ne[0..4) from the caller's n_dims entries; false on a bad count or size. */
+enum { SHAPE_STR = 96 };
+
+/* Fill ne[0..4) from the caller's n_dims entries and s with their text for
+ * messages; false on a bad count or size. */
 static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_tensor *x, int n_dims,
-                       const int64_t *ne_in, int64_t ne[4])
+                       const int64_t *ne_in, int64_t ne[4], char s[SHAPE_STR])
 {
     bp__operand_buf d;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS || !ne_in) {
@@ -23,8 +26,7 @@ static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_te
         return false;
     }
     for (int i = 0; i < BP_MAX_DIMS; i++) ne[i] = i < n_dims ? ne_in[i] : 1;
-    char s[96];
-    shape_str(ne, s, sizeof s);
+    shape_str(ne, s, SHAPE_STR);
     for (int i = 0; i < BP_MAX_DIMS; i++) {
         if (ne[i] < 0) {
             bp__op_fail(ctx, op, BP_ERR_SHAPE, "the new shape %s for %s has a negative dimension.", s,
@@ -47,10 +49,9 @@ struct bp_tensor *bp_reshape(struct bp_context *ctx, struct bp_tensor *x, int n_
     const enum bp_op op = BP_OP_RESHAPE;
     if (!bp__op_ctx_ok(ctx, op) || !x) return NULL;
     int64_t ne[4];
-    if (!read_shape(ctx, op, x, n_dims, ne_in, ne)) return NULL;
+    char s[SHAPE_STR];
+    if (!read_shape(ctx, op, x, n_dims, ne_in, ne, s)) return NULL;
     bp__operand_buf d;
-    char s[96];
-    shape_str(ne, s, sizeof s);
     if (!bp_is_contiguous(x))
         return bp__op_fail(ctx, op, BP_ERR_SHAPE, "%s is not contiguous, so it cannot take the shape %s; "
                            "copy it with bp_cont first.", bp__operand("x", x, d), s);
@@ -73,10 +74,9 @@ struct bp_tensor *bp_view(struct bp_context *ctx, struct bp_tensor *x, int n_dim
     const enum bp_op op = BP_OP_VIEW;
     if (!bp__op_ctx_ok(ctx, op) || !x) return NULL;
     int64_t ne[4];
-    if (!read_shape(ctx, op, x, n_dims, ne_in, ne)) return NULL;
+    char s[SHAPE_STR];
+    if (!read_shape(ctx, op, x, n_dims, ne_in, ne, s)) return NULL;
     bp__operand_buf d;
-    char s[96];
-    shape_str(ne, s, sizeof s);
     if (n_dims > 1 && !nb_in)
         return bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT, "nb is NULL for a %d-D view %s of %s; "
                            "pass the byte strides.", n_dims, s, bp__operand("x", x, d));
