@@ -14,11 +14,13 @@ static void shape_str(const int64_t ne[4], char *buf, size_t cap)
 
 enum { SHAPE_STR = 96 };
 
-/* Fill ne[0..4) from the caller's n_dims entries and s with their text for
- * messages; false on a bad count or size. */
+/* The start reshape and view share: fills ne[0..4) from the caller's n_dims
+ * entries and s with their text for messages; false on an unusable context,
+ * a NULL x, or a bad count or size. */
 static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_tensor *x, int n_dims,
                        const int64_t *ne_in, int64_t ne[4], char s[SHAPE_STR])
 {
+    if (!bp__op_ctx_ok(ctx, op) || !x) return false;
     bp__operand_buf d;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS || !ne_in) {
         bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT, "n_dims is %d and ne is %s for %s; pass 1 to 4 dimensions.",
@@ -47,7 +49,6 @@ static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_te
 struct bp_tensor *bp_reshape(struct bp_context *ctx, struct bp_tensor *x, int n_dims, const int64_t *ne_in)
 {
     const enum bp_op op = BP_OP_RESHAPE;
-    if (!bp__op_ctx_ok(ctx, op) || !x) return NULL;
     int64_t ne[4];
     char s[SHAPE_STR];
     if (!read_shape(ctx, op, x, n_dims, ne_in, ne, s)) return NULL;
@@ -72,7 +73,6 @@ struct bp_tensor *bp_view(struct bp_context *ctx, struct bp_tensor *x, int n_dim
                           const size_t *nb_in, size_t offset)
 {
     const enum bp_op op = BP_OP_VIEW;
-    if (!bp__op_ctx_ok(ctx, op) || !x) return NULL;
     int64_t ne[4];
     char s[SHAPE_STR];
     if (!read_shape(ctx, op, x, n_dims, ne_in, ne, s)) return NULL;
