@@ -53,15 +53,11 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
     /* Made at run time, so checked here, once: later calls trust it. */
     p = bp_buffer_iface_check(buf->iface);
     if (p.field) {
-        bp__log(BP_LOG_ERROR, "backplane", "buffer type %s (plugin %s) returned a buffer whose table %s; "
-                "the buffer is refused (fix the plugin: bp_plugin.h marks the required fields).",
-                bp__buft_name(buft), bp__device_family(buft->device), bp_iface_problem_text(p, why, sizeof why));
         /* Without free_buffer we cannot even give it back: leak rather than crash. */
         void (*free_fn)(struct bp_buffer *) = buf->iface && buf->iface->size <= BP_IFACE_MAX_SIZE
                                                   ? BP_IFACE_GET(buf->iface, free_buffer) : NULL;
         if (free_fn) free_fn(buf);
-        return bp__fail(BP_ERR_PLUGIN, "buffer type %s returned a broken buffer (its %s); see the log.",
-                        bp__buft_name(buft), p.field);
+        return bp__refuse_made("buffer type", bp__buft_name(buft), bp__device_family(buft->device), "buffer", p);
     }
     if (!buf->buft) buf->buft = buft;
     *out = buf;
@@ -136,6 +132,16 @@ static bp_status check_raw(const char *what, struct bp_buffer *buf, const void *
                         "%s: bytes [%zu, %zu + %zu) are outside buffer %s of %zu bytes; pass a range inside it.",
                         what, offset, offset, size, bp__buffer_name(buf), buf->size);
     return BP_OK;
+}
+
+bp_status bp__refuse_made(const char *maker, const char *name, const char *family, const char *kind,
+                          struct bp_iface_problem p)
+{
+    char why[160];
+    bp__log(BP_LOG_ERROR, "backplane", "%s %s (plugin %s) returned a %s whose table %s; the %s is refused "
+            "(fix the plugin: bp_plugin.h marks the required fields).", maker, name, family, kind,
+            bp_iface_problem_text(p, why, sizeof why), kind);
+    return bp__fail(BP_ERR_PLUGIN, "%s %s returned a broken %s (its %s); see the log.", maker, name, kind, p.field);
 }
 
 bp_status bp__buffer_io(const char *what, struct bp_buffer *buf, const struct bp_tensor *t, void *data,
