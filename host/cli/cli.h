@@ -34,6 +34,10 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A usage error: the message and a hint; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The arguments of a subcommand whose only option is --json: sets *as_json
+ * and returns -1 to go on, or the exit code after --help or a usage error. */
+int cli_json_only_args(const char *cmd, int argc, char **argv, void (*help)(void), bool *as_json);
+
 /* The plugin that owns dev, or NULL. */
 const struct bp_plugin_info *cli_plugin_of(struct bp_device *dev);
 

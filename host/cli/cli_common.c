@@ -29,6 +29,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+int cli_json_only_args(const char *cmd, int argc, char **argv, void (*help)(void), bool *as_json)
+{
+    *as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) *as_json = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return CLI_EXIT_OK; }
+        else return cli_usage_error(cmd, "unknown option '%s' for '%s'.", argv[i], cmd);
+    }
+    return -1;
+}
+
 bool cli_load(void)
 {
     bp_status s = bp_load_plugins(&(struct bp_load_options){.isolate_probe = true});

@@ -112,12 +112,9 @@ static void print_json(void)
 
 int cmd_devices(int argc, char **argv)
 {
-    bool as_json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) as_json = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return CLI_EXIT_OK; }
-        else return cli_usage_error("devices", "unknown option '%s' for 'devices'.", argv[i]);
-    }
+    bool as_json;
+    const int done = cli_json_only_args("devices", argc, argv, help, &as_json);
+    if (done >= 0) return done;
     if (!cli_load()) return CLI_EXIT_FAIL;
     if (as_json) print_json();
     else print_text();

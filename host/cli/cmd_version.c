@@ -34,12 +34,9 @@ static const char *library_plugin_dir(char *buf, size_t cap)
 
 int cmd_version(int argc, char **argv)
 {
-    bool as_json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) as_json = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return CLI_EXIT_OK; }
-        else return cli_usage_error("version", "unknown option '%s' for 'version'.", argv[i]);
-    }
+    bool as_json;
+    const int done = cli_json_only_args("version", argc, argv, help, &as_json);
+    if (done >= 0) return done;
     char abi[32], dir[4200];
     cli_abi_string(BP_ABI_VERSION, abi, sizeof abi);
     const char *env = getenv("BACKPLANE_PLUGIN_PATH");

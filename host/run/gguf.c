@@ -102,7 +102,7 @@ static bool rd_str(struct cursor *c, struct bp_gguf_str *s)
     return true;
 }
 
-static size_t scalar_size(uint32_t type)
+size_t bp_gguf_scalar_size(uint32_t type)
 {
     switch (type) {
     case BP_GGUF_U8: case BP_GGUF_I8: case BP_GGUF_BOOL: return 1;
@@ -123,7 +123,7 @@ static bp_status bad_value_type(struct cursor *c, uint32_t type)
 /* Skip n values of one type; arrays recurse at most BP_GGUF_MAX_DEPTH deep. */
 static bp_status skip_values(struct cursor *c, uint32_t type, uint64_t n, int depth)
 {
-    size_t sz = scalar_size(type);
+    size_t sz = bp_gguf_scalar_size(type);
     if (sz) {
         if (n > (c->size - c->pos) / sz) return truncated(c);
         c->pos += (size_t)n * sz;

@@ -101,6 +101,9 @@ const struct bp_gguf_tensor *bp_gguf_find_tensor(const struct bp_gguf *g, const 
 bool bp_gguf_kv_uint(const struct bp_gguf_kv *kv, uint64_t *out);
 /* A float value of any numeric type. */
 bool bp_gguf_kv_float(const struct bp_gguf_kv *kv, double *out);
+/* Bytes of one value of a fixed-size GGUF value type; 0 for strings,
+ * arrays and unknown types. */
+size_t bp_gguf_scalar_size(uint32_t type);
 /* ggml type -> bp_type (-1 when unsupported) and its ggml name ("q5_K"). */
 int bp_gguf_type_from_ggml(uint32_t ggml_type);
 uint32_t bp_gguf_type_to_ggml(int bp_type);

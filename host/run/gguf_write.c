@@ -128,21 +128,10 @@ bp_status bp_gguf_add_string(struct bp_gguf_writer *w, const char *key, const ch
     return w->kvs.failed ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
 
-static size_t elem_size(uint32_t t)
-{
-    switch (t) {
-    case BP_GGUF_U8: case BP_GGUF_I8: case BP_GGUF_BOOL: return 1;
-    case BP_GGUF_U16: case BP_GGUF_I16: return 2;
-    case BP_GGUF_U32: case BP_GGUF_I32: case BP_GGUF_F32: return 4;
-    case BP_GGUF_U64: case BP_GGUF_I64: case BP_GGUF_F64: return 8;
-    default: return 0;
-    }
-}
-
 bp_status bp_gguf_add_array(struct bp_gguf_writer *w, const char *key, uint32_t elem_type,
                             const void *elems, uint64_t n)
 {
-    size_t es = elem_size(elem_type);
+    size_t es = bp_gguf_scalar_size(elem_type);
     if (!es || (n && !elems) || n > SIZE_MAX / es) return BP_ERR_INVALID_ARGUMENT;
     bp_status s = kv_head(w, key, BP_GGUF_ARRAY);
     if (s != BP_OK) return s;

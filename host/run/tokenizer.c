@@ -78,13 +78,9 @@ const struct bp_merge *bp_merge_find(const struct bp_tokenizer *t, int32_t l, in
 
 bool bp_ids_push(struct bp_ids *a, int32_t id)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 64;
-        int32_t *v = realloc(a->v, cap * sizeof *v);
-        if (!v) return false;
-        a->v = v;
-        a->cap = cap;
-    }
+    int32_t *v = bp__grow(a->v, sizeof *v, a->n, &a->cap, 64);
+    if (!v) return false;
+    a->v = v;
     a->v[a->n++] = id;
     return true;
 }
@@ -558,13 +554,9 @@ struct frags {
 
 static bool frag_push(struct frags *f, struct frag x)
 {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        struct frag *v = realloc(f->v, cap * sizeof *v);
-        if (!v) return false;
-        f->v = v;
-        f->cap = cap;
-    }
+    struct frag *v = bp__grow(f->v, sizeof *v, f->n, &f->cap, 16);
+    if (!v) return false;
+    f->v = v;
     f->v[f->n++] = x;
     return true;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/internal.h"
 #include "tokenizer_unicode.h"
 
 struct sym {
@@ -42,13 +43,9 @@ static bool before(const struct bigram *a, const struct bigram *b)
 
 static bool heap_push(struct heap *h, struct bigram b)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        struct bigram *v = realloc(h->v, cap * sizeof *v);
-        if (!v) return false;
-        h->v = v;
-        h->cap = cap;
-    }
+    struct bigram *v = bp__grow(h->v, sizeof *v, h->n, &h->cap, 64);
+    if (!v) return false;
+    h->v = v;
     size_t i = h->n++;
     while (i > 0 && before(&b, &h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/internal.h"
 #include "tokenizer_unicode.h"
 
 struct pre_family {
@@ -107,13 +108,9 @@ static struct cls cl(const struct seg *s, size_t pos)
 
 static bool push_len(struct bp_pre_words *w, size_t len)
 {
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 64;
-        size_t *p = realloc(w->len, cap * sizeof *p);
-        if (!p) return false;
-        w->len = p;
-        w->cap = cap;
-    }
+    size_t *p = bp__grow(w->len, sizeof *p, w->n, &w->cap, 64);
+    if (!p) return false;
+    w->len = p;
     w->len[w->n++] = len;
     return true;
 }
@@ -143,6 +140,22 @@ static size_t contraction(const struct seg *s, size_t pos, bool any_case)
     return 0;
 }
 
+/* End of [^\s\p{L}\p{N}]+ from pos, where f2 is the class at pos. */
+static size_t other_run_end(const struct seg *s, size_t pos, struct cls f2)
+{
+    while (!(f2.ws || f2.L || f2.N) && f2.in) f2 = cl(s, ++pos);
+    return pos;
+}
+
+/* End of the word at pos, which starts nws whitespace code points (maybe
+ * none): \s+(?!\S) keeps the last space for the next word, a trailing run
+ * is taken whole, and anything else is a word of one code point. */
+static size_t ws_run_end(const struct seg *s, size_t pos, size_t nws)
+{
+    if (nws > 1 && pos + nws < s->end) return pos + nws - 1;
+    return pos + (nws > 0 ? nws : 1);
+}
+
 static void split_gpt2(struct seg *s)
 {
     for (size_t pos = s->ini; pos < s->end;) {
@@ -158,20 +171,14 @@ static void split_gpt2(struct seg *s)
             continue;
         }
         if (!(f2.ws || f2.L || f2.N) && f2.in) {  /* ?[^\s\p{L}\p{N}]+ */
-            pos += c == ' ';
-            while (!(f2.ws || f2.L || f2.N) && f2.in) f2 = cl(s, ++pos);
+            pos = other_run_end(s, pos + (c == ' '), f2);
             add(s, pos);
             continue;
         }
         size_t nws = 0;
         while (cl(s, pos + nws).ws) nws++;
-        if (nws > 1 && pos + nws < s->end) {      /* \s+(?!\S) */
-            pos += nws - 1;
-            add(s, pos);
-            continue;
-        }
-        if (nws > 0) { pos += nws; add(s, pos); continue; }
-        add(s, ++pos);
+        pos = ws_run_end(s, pos, nws);
+        add(s, pos);
     }
 }
 
@@ -200,8 +207,7 @@ static void split_llama3(struct seg *s, size_t max_digits)
         /* ?[^\s\p{L}\p{N}]+[\r\n]* */
         struct cls f2 = c == ' ' ? cl(s, pos + 1) : f;
         if (!(f2.ws || f2.L || f2.N) && f.in) {
-            pos += c == ' ';
-            while (!(f2.ws || f2.L || f2.N) && f2.in) f2 = cl(s, ++pos);
+            pos = other_run_end(s, pos + (c == ' '), f2);
             while (cpt(s, pos) == '\r' || cpt(s, pos) == '\n') pos++;
             add(s, pos);
             continue;
@@ -213,13 +219,8 @@ static void split_llama3(struct seg *s, size_t max_digits)
             nws++;
         }
         if (last_nl > 0) { pos = last_nl; add(s, pos); continue; }   /* \s*[\r\n]+ */
-        if (nws > 1 && pos + nws < s->end) {      /* \s+(?!\S) */
-            pos += nws - 1;
-            add(s, pos);
-            continue;
-        }
-        if (nws > 0) { pos += nws; add(s, pos); continue; }
-        add(s, ++pos);
+        pos = ws_run_end(s, pos, nws);
+        add(s, pos);
     }
 }
 

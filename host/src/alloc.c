@@ -124,6 +124,35 @@ static bp_status resolve_views(struct bp_context *ctx)
     return BP_OK;
 }
 
+/* Points t at data inside buf and lets the plugin set it up. */
+static bp_status bind_tensor(struct bp_buffer *buf, struct bp_tensor *t, void *data, const char *what)
+{
+    t->data = data;
+    t->buffer = buf;
+    bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(buf->iface, init_tensor);
+    if (!init_tensor) return BP_OK;
+    bp_status st = init_tensor(buf, t);
+    if (st != BP_OK) {
+        char lb[BP_MAX_NAME + 8];
+        bp__fail(st, "%s: buffer %s could not set up tensor %s (%s); see the log for the plugin's reason.", what,
+                 bp__buffer_name(buf), bp__tensor_label(t, lb, sizeof lb), bp_status_name(st));
+    }
+    return st;
+}
+
+/* After binding with status st: resolves the views, or on any failure
+ * undoes the placement and frees *buf (leaving it NULL). */
+static bp_status finish_binding(struct bp_context *ctx, struct bp_buffer **buf, bp_status st)
+{
+    if (st == BP_OK) st = resolve_views(ctx);
+    if (st != BP_OK) {
+        unplace(ctx, *buf);
+        bp_buffer_free(*buf);
+        *buf = NULL;
+    }
+    return st;
+}
+
 bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type *buft,
                                    const struct bp_alloc_options *opts, struct bp_buffer **out)
 {
@@ -148,26 +177,11 @@ bp_status bp_context_alloc_tensors(struct bp_context *ctx, struct bp_buffer_type
         if (!needs_memory(t)) continue;
         size_t off = 0;
         layout_place(&l, tensor_alloc_size(buft, t), &off); /* cannot overflow: it did not above */
-        t->data = base + off;
-        t->buffer = buf;
-        bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(buf->iface, init_tensor);
-        if (init_tensor) {
-            st = init_tensor(buf, t);
-            if (st != BP_OK) {
-                char lb[BP_MAX_NAME + 8];
-                bp__fail(st, "%s: buffer %s could not set up tensor %s (%s); see the log for the plugin's reason.",
-                         what, bp__buffer_name(buf), bp__tensor_label(t, lb, sizeof lb), bp_status_name(st));
-            }
-        }
+        st = bind_tensor(buf, t, base + off, what);
     }
-    if (st == BP_OK) st = resolve_views(ctx);
-    if (st != BP_OK) {
-        unplace(ctx, buf);
-        bp_buffer_free(buf);
-        return st;
-    }
+    st = finish_binding(ctx, &buf, st);
     *out = buf;
-    return BP_OK;
+    return st;
 }
 
 /* ------------------------------------------------ reuse along a graph */
@@ -384,25 +398,8 @@ bp_status bp_context_alloc_graph(struct bp_context *ctx, const struct bp_graph *
     struct bp_buffer *buf = NULL;
     if ((st = bp_buffer_alloc(buft, total ? total : align, &buf)) != BP_OK) goto out;
     char *base = buf->iface->get_base(buf);
-    for (size_t i = 0; i < n && st == BP_OK; i++) {
-        struct bp_tensor *t = it[i].t;
-        t->data = base + it[i].off;
-        t->buffer = buf;
-        if (BP_IFACE_HAS(buf->iface, init_tensor) && buf->iface->init_tensor) {
-            st = buf->iface->init_tensor(buf, t);
-            if (st != BP_OK) {
-                char lb[BP_MAX_NAME + 8];
-                bp__fail(st, "%s: buffer %s could not set up tensor %s (%s); see the log for the plugin's reason.",
-                         what, bp__buffer_name(buf), bp__tensor_label(t, lb, sizeof lb), bp_status_name(st));
-            }
-        }
-    }
-    if (st == BP_OK) st = resolve_views(ctx);
-    if (st != BP_OK) {
-        unplace(ctx, buf);
-        bp_buffer_free(buf);
-        buf = NULL;
-    }
+    for (size_t i = 0; i < n && st == BP_OK; i++) st = bind_tensor(buf, it[i].t, base + it[i].off, what);
+    st = finish_binding(ctx, &buf, st);
 out:
     free(it);
     *out = buf;

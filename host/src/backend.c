@@ -35,16 +35,11 @@ bp_status bp_backend_init(struct bp_device *dev, const char *params, struct bp_b
     /* Made at run time, so checked here, once: later calls trust it. */
     struct bp_iface_problem p = bp_backend_iface_check(b->iface);
     if (p.field) {
-        char why[160];
-        bp__log(BP_LOG_ERROR, "backplane", "device %s (plugin %s) returned a backend whose table %s; the "
-                "backend is refused (fix the plugin: bp_plugin.h marks the required fields).", dev_name(dev),
-                bp__device_family(dev), bp_iface_problem_text(p, why, sizeof why));
         /* Give it back only when the table reaches free; otherwise it leaks. */
         void (*free_fn)(struct bp_backend *) = b->iface && b->iface->size <= BP_IFACE_MAX_SIZE
                                                    ? BP_IFACE_GET(b->iface, free) : NULL;
         if (free_fn) free_fn(b);
-        return bp__fail(BP_ERR_PLUGIN, "device %s returned a broken backend (its %s); see the log.",
-                        dev_name(dev), p.field);
+        return bp__refuse_made("device", dev_name(dev), bp__device_family(dev), "backend", p);
     }
     if (!b->device) b->device = dev;
     *out = b;

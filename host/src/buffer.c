@@ -53,15 +53,11 @@ bp_status bp_buffer_alloc(struct bp_buffer_type *buft, size_t size, struct bp_bu
     /* Made at run time, so checked here, once: later calls trust it. */
     p = bp_buffer_iface_check(buf->iface);
     if (p.field) {
-        bp__log(BP_LOG_ERROR, "backplane", "buffer type %s (plugin %s) returned a buffer whose table %s; "
-                "the buffer is refused (fix the plugin: bp_plugin.h marks the required fields).",
-                bp__buft_name(buft), bp__device_family(buft->device), bp_iface_problem_text(p, why, sizeof why));
         /* Without free_buffer we cannot even give it back: leak rather than crash. */
         void (*free_fn)(struct bp_buffer *) = buf->iface && buf->iface->size <= BP_IFACE_MAX_SIZE
                                                   ? BP_IFACE_GET(buf->iface, free_buffer) : NULL;
         if (free_fn) free_fn(buf);
-        return bp__fail(BP_ERR_PLUGIN, "buffer type %s returned a broken buffer (its %s); see the log.",
-                        bp__buft_name(buft), p.field);
+        return bp__refuse_made("buffer type", bp__buft_name(buft), bp__device_family(buft->device), "buffer", p);
     }
     if (!buf->buft) buf->buft = buft;
     *out = buf;
@@ -138,34 +134,51 @@ static bp_status check_raw(const char *what, struct bp_buffer *buf, const void *
     return BP_OK;
 }
 
+bp_status bp__refuse_made(const char *maker, const char *name, const char *family, const char *kind,
+                          struct bp_iface_problem p)
+{
+    char why[160];
+    bp__log(BP_LOG_ERROR, "backplane", "%s %s (plugin %s) returned a %s whose table %s; the %s is refused "
+            "(fix the plugin: bp_plugin.h marks the required fields).", maker, name, family, kind,
+            bp_iface_problem_text(p, why, sizeof why), kind);
+    return bp__fail(BP_ERR_PLUGIN, "%s %s returned a broken %s (its %s); see the log.", maker, name, kind, p.field);
+}
+
+bp_status bp__buffer_io(const char *what, struct bp_buffer *buf, const struct bp_tensor *t, void *data,
+                        size_t offset, size_t size, bool write)
+{
+    const bool has = write ? BP_IFACE_GET(buf->iface, set_tensor) != NULL
+                           : BP_IFACE_GET(buf->iface, get_tensor) != NULL;
+    if (!has)
+        return bp__fail(BP_ERR_UNSUPPORTED, "%s: buffer %s has no %s; its plugin is incomplete.", what,
+                        bp__buffer_name(buf), write ? "set_tensor" : "get_tensor");
+    struct bp_tensor whole;
+    if (!t) whole_buffer_tensor(buf, &whole);
+    /* set_tensor's t is not const; every caller's tensor is writable. */
+    struct bp_tensor *on = t ? (struct bp_tensor *)t : &whole;
+    bp_status st = write ? buf->iface->set_tensor(buf, on, data, offset, size)
+                         : buf->iface->get_tensor(buf, on, data, offset, size);
+    if (st == BP_OK) return BP_OK;
+    const char *verb = write ? "write" : "read";
+    if (!t)
+        return bp__fail(st, "%s: buffer %s failed to %s %zu bytes at %zu (%s).", what, bp__buffer_name(buf), verb,
+                        size, offset, bp_status_name(st));
+    char l[BP_MAX_NAME + 8];
+    return bp__fail(st, "%s: buffer %s failed to %s %zu bytes of tensor %s (%s); see the log for the plugin's reason.",
+                    what, bp__buffer_name(buf), verb, size, bp__tensor_label(t, l, sizeof l), bp_status_name(st));
+}
+
 bp_status bp_buffer_read(struct bp_buffer *buf, size_t offset, void *dst, size_t size)
 {
     bp_status st = check_raw("bp_buffer_read", buf, dst, offset, size);
     if (st != BP_OK || size == 0) return st;
-    if (!BP_IFACE_HAS(buf->iface, get_tensor) || !buf->iface->get_tensor)
-        return bp__fail(BP_ERR_UNSUPPORTED, "bp_buffer_read: buffer %s has no get_tensor; its plugin is incomplete.",
-                        bp__buffer_name(buf));
-    struct bp_tensor t;
-    whole_buffer_tensor(buf, &t);
-    st = buf->iface->get_tensor(buf, &t, dst, offset, size);
-    if (st != BP_OK)
-        return bp__fail(st, "bp_buffer_read: buffer %s failed to read %zu bytes at %zu (%s).",
-                        bp__buffer_name(buf), size, offset, bp_status_name(st));
-    return BP_OK;
+    return bp__buffer_io("bp_buffer_read", buf, NULL, dst, offset, size, false);
 }
 
 bp_status bp_buffer_write(struct bp_buffer *buf, size_t offset, const void *src, size_t size)
 {
     bp_status st = check_raw("bp_buffer_write", buf, src, offset, size);
     if (st != BP_OK || size == 0) return st;
-    if (!BP_IFACE_HAS(buf->iface, set_tensor) || !buf->iface->set_tensor)
-        return bp__fail(BP_ERR_UNSUPPORTED, "bp_buffer_write: buffer %s has no set_tensor; its plugin is incomplete.",
-                        bp__buffer_name(buf));
-    struct bp_tensor t;
-    whole_buffer_tensor(buf, &t);
-    st = buf->iface->set_tensor(buf, &t, src, offset, size);
-    if (st != BP_OK)
-        return bp__fail(st, "bp_buffer_write: buffer %s failed to write %zu bytes at %zu (%s).",
-                        bp__buffer_name(buf), size, offset, bp_status_name(st));
-    return BP_OK;
+    /* The plugin only reads src: the cast is for the one helper of both directions. */
+    return bp__buffer_io("bp_buffer_write", buf, NULL, (void *)src, offset, size, true);
 }

@@ -61,13 +61,9 @@ bool bp__devices_check_names(struct bp_registry *reg, size_t n, const char *fami
 
 bp_status bp__devices_append(struct bp_device *dev, const char *family)
 {
-    if (n_devices == cap_devices) {
-        size_t cap = cap_devices ? cap_devices * 2 : 8;
-        struct listed *v = realloc(devices, cap * sizeof *v);
-        if (!v) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory growing the device list.");
-        devices = v;
-        cap_devices = cap;
-    }
+    struct listed *v = bp__grow(devices, sizeof *v, n_devices, &cap_devices, 8);
+    if (!v) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory growing the device list.");
+    devices = v;
     char name[2 * BP_MAX_NAME];
     listed_name(dev, family, name, sizeof name);
     char *copy = strdup(name);

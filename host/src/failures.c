@@ -38,18 +38,13 @@ void bp__record_failure(const char *path, const char *family, const struct bp__r
     bp__log(level, "backplane", "plugin %s not loaded (%s): %s %s", path ? path : "?",
             bp_plugin_failure_code_name(r->code), r->reason, r->remedy);
 
-    if (n_failures == cap_failures) {
-        size_t cap = cap_failures ? cap_failures * 2 : 8;
-        struct bp_plugin_failure *v = realloc(failures, cap * sizeof *v);
-        if (!v) {
-            bp__log(BP_LOG_ERROR, "backplane",
-                    "out of memory while recording why %s was not loaded; the record is lost.",
-                    path ? path : "?");
-            return;
-        }
-        failures = v;
-        cap_failures = cap;
+    struct bp_plugin_failure *v = bp__grow(failures, sizeof *v, n_failures, &cap_failures, 8);
+    if (!v) {
+        bp__log(BP_LOG_ERROR, "backplane",
+                "out of memory while recording why %s was not loaded; the record is lost.", path ? path : "?");
+        return;
     }
+    failures = v;
     struct bp_plugin_failure f = {
         .path = dup_or_empty(path),
         .family = dup_or_empty(family),

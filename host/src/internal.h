@@ -32,6 +32,11 @@ BP_HIDDEN void bp__log(enum bp_log_level level, const char *who, const char *fmt
 BP_HIDDEN void bp__vlog(enum bp_log_level level, const char *who, const char *fmt, va_list ap);
 BP_HIDDEN int bp__log_enabled(enum bp_log_level level);
 
+/* grow.c — room for element n of the array v of *cap elements of elem
+ * bytes: v itself while n < *cap, else v reallocated to twice *cap (first
+ * when empty) and *cap updated. NULL when out of memory (v still valid). */
+BP_HIDDEN void *bp__grow(void *v, size_t elem, size_t n, size_t *cap, size_t first);
+
 /* env.c — getenv that returns NULL in setuid/setgid programs. */
 BP_HIDDEN const char *bp__getenv(const char *name);
 

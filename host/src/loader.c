@@ -72,13 +72,9 @@ static bp_status parse_backends(const char *env, struct strlist *out)
 
 static bp_status add_plugin(const struct bp__candidate *c, const struct bp__opened *o)
 {
-    if (n_plugins == cap_plugins) {
-        size_t cap = cap_plugins ? cap_plugins * 2 : 8;
-        struct plugin *v = realloc(plugins, cap * sizeof *v);
-        if (!v) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory while loading plugins.");
-        plugins = v;
-        cap_plugins = cap;
-    }
+    struct plugin *v = bp__grow(plugins, sizeof *v, n_plugins, &cap_plugins, 8);
+    if (!v) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory while loading plugins.");
+    plugins = v;
     struct plugin p = {
         .info = {
             .family = strdup(c->family),

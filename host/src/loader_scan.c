@@ -107,18 +107,9 @@ static bp_status add_file(struct bp__candidates *c, const char *path, int locati
         free(variant);
         return BP_OK;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        struct bp__candidate *v = realloc(c->v, cap * sizeof *v);
-        if (!v) {
-            free(family);
-            free(variant);
-            return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory listing plugin files.");
-        }
-        c->v = v;
-        c->cap = cap;
-    }
-    char *p = strdup(real);
+    struct bp__candidate *v = bp__grow(c->v, sizeof *v, c->n, &c->cap, 16);
+    if (v) c->v = v;
+    char *p = v ? strdup(real) : NULL;
     if (!p) {
         free(family);
         free(variant);

@@ -12,10 +12,15 @@ static void shape_str(const int64_t ne[4], char *buf, size_t cap)
     snprintf(buf, cap, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", ne[0], ne[1], ne[2], ne[3]);
 }
 
-/* Fill ne[0..4) from the caller's n_dims entries; false on a bad count or size. */
+enum { SHAPE_STR = 96 };
+
+/* The start reshape and view share: fills ne[0..4) from the caller's n_dims
+ * entries and s with their text for messages; false on an unusable context,
+ * a NULL x, or a bad count or size. */
 static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_tensor *x, int n_dims,
-                       const int64_t *ne_in, int64_t ne[4])
+                       const int64_t *ne_in, int64_t ne[4], char s[SHAPE_STR])
 {
+    if (!bp__op_ctx_ok(ctx, op) || !x) return false;
     bp__operand_buf d;
     if (n_dims < 1 || n_dims > BP_MAX_DIMS || !ne_in) {
         bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT, "n_dims is %d and ne is %s for %s; pass 1 to 4 dimensions.",
@@ -23,8 +28,7 @@ static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_te
         return false;
     }
     for (int i = 0; i < BP_MAX_DIMS; i++) ne[i] = i < n_dims ? ne_in[i] : 1;
-    char s[96];
-    shape_str(ne, s, sizeof s);
+    shape_str(ne, s, SHAPE_STR);
     for (int i = 0; i < BP_MAX_DIMS; i++) {
         if (ne[i] < 0) {
             bp__op_fail(ctx, op, BP_ERR_SHAPE, "the new shape %s for %s has a negative dimension.", s,
@@ -45,12 +49,10 @@ static bool read_shape(struct bp_context *ctx, enum bp_op op, const struct bp_te
 struct bp_tensor *bp_reshape(struct bp_context *ctx, struct bp_tensor *x, int n_dims, const int64_t *ne_in)
 {
     const enum bp_op op = BP_OP_RESHAPE;
-    if (!bp__op_ctx_ok(ctx, op) || !x) return NULL;
     int64_t ne[4];
-    if (!read_shape(ctx, op, x, n_dims, ne_in, ne)) return NULL;
+    char s[SHAPE_STR];
+    if (!read_shape(ctx, op, x, n_dims, ne_in, ne, s)) return NULL;
     bp__operand_buf d;
-    char s[96];
-    shape_str(ne, s, sizeof s);
     if (!bp_is_contiguous(x))
         return bp__op_fail(ctx, op, BP_ERR_SHAPE, "%s is not contiguous, so it cannot take the shape %s; "
                            "copy it with bp_cont first.", bp__operand("x", x, d), s);
@@ -71,12 +73,10 @@ struct bp_tensor *bp_view(struct bp_context *ctx, struct bp_tensor *x, int n_dim
                           const size_t *nb_in, size_t offset)
 {
     const enum bp_op op = BP_OP_VIEW;
-    if (!bp__op_ctx_ok(ctx, op) || !x) return NULL;
     int64_t ne[4];
-    if (!read_shape(ctx, op, x, n_dims, ne_in, ne)) return NULL;
+    char s[SHAPE_STR];
+    if (!read_shape(ctx, op, x, n_dims, ne_in, ne, s)) return NULL;
     bp__operand_buf d;
-    char s[96];
-    shape_str(ne, s, sizeof s);
     if (n_dims > 1 && !nb_in)
         return bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT, "nb is NULL for a %d-D view %s of %s; "
                            "pass the byte strides.", n_dims, s, bp__operand("x", x, d));

@@ -1,15 +1,71 @@
 /*
  * quantize.c — bp_quantize / bp_dequantize: argument checks and dispatch to
  * the per-format converters (quantize_q4_0.c, quantize_k.c, and the shared
- * reference in <backplane/bp_quant_ref.h>). The plain float types are handled here.
+ * reference in <backplane/bp_quant_ref.h>) through one table of codecs; the
+ * plain float types are converted here.
  */
 #include <backplane/bp_quantize.h>
 
+#include <stdio.h>
+
 #include "quantize_internal.h"
+
+static void q_f32(const float *x, void *y, int64_t k) { memcpy(y, x, (size_t)k * sizeof(float)); }
+static void dq_f32(const void *x, float *y, int64_t k) { memcpy(y, x, (size_t)k * sizeof(float)); }
+
+static void q_f16(const float *x, void *y, int64_t k)
+{
+    for (int64_t i = 0; i < k; i++) ((uint16_t *)y)[i] = bp_f32_to_f16(x[i]);
+}
+
+static void dq_f16(const void *x, float *y, int64_t k)
+{
+    for (int64_t i = 0; i < k; i++) y[i] = bp_f16_to_f32(((const uint16_t *)x)[i]);
+}
+
+static void q_bf16(const float *x, void *y, int64_t k)
+{
+    for (int64_t i = 0; i < k; i++) ((uint16_t *)y)[i] = bp_f32_to_bf16(x[i]);
+}
+
+static void dq_bf16(const void *x, float *y, int64_t k)
+{
+    for (int64_t i = 0; i < k; i++) y[i] = bp_bf16_to_f32(((const uint16_t *)x)[i]);
+}
+
+/* The block formats' converters take their block type; the table takes bytes. */
+#define BLOCK_CODEC(t, quantize, dequantize)                                              \
+    static void q_##t(const float *x, void *y, int64_t k) { quantize(x, y, k); }          \
+    static void dq_##t(const void *x, float *y, int64_t k) { dequantize(x, y, k); }
+BLOCK_CODEC(q4_0, bp__quantize_q4_0, bp_dequantize_q4_0_ref)
+BLOCK_CODEC(q8_0, bp_quantize_q8_0_ref, bp_dequantize_q8_0_ref)
+BLOCK_CODEC(q4_K, bp__quantize_q4_K, bp_dequantize_q4_K_ref)
+BLOCK_CODEC(q6_K, bp__quantize_q6_K, bp_dequantize_q6_K_ref)
+BLOCK_CODEC(q8_K, bp_quantize_q8_K_ref, bp_dequantize_q8_K_ref)
+#undef BLOCK_CODEC
+
+/* Every type bp_quantize and bp_dequantize convert, with its two
+ * converters (k elements, a whole number of blocks). */
+static const struct codec {
+    enum bp_type type;
+    void (*quantize)(const float *x, void *y, int64_t k);
+    void (*dequantize)(const void *x, float *y, int64_t k);
+} codecs[] = {
+    {BP_TYPE_F32, q_f32, dq_f32},   {BP_TYPE_F16, q_f16, dq_f16},   {BP_TYPE_BF16, q_bf16, dq_bf16},
+    {BP_TYPE_Q4_0, q_q4_0, dq_q4_0}, {BP_TYPE_Q8_0, q_q8_0, dq_q8_0}, {BP_TYPE_Q4_K, q_q4_K, dq_q4_K},
+    {BP_TYPE_Q6_K, q_q6_K, dq_q6_K}, {BP_TYPE_Q8_K, q_q8_K, dq_q8_K},
+};
+
+static const struct codec *codec_of(enum bp_type type)
+{
+    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
+        if (codecs[i].type == type) return &codecs[i];
+    return NULL;
+}
 
 static bool quantizable(enum bp_type type)
 {
-    return type != BP_TYPE_I32 && bp_type_block_size(type) > 0;
+    return codec_of(type) != NULL;
 }
 
 /* The byte count for a valid shape; 0 otherwise (why goes to *why). */
@@ -44,12 +100,16 @@ size_t bp_quantize_size(enum bp_type type, int64_t nrows, int64_t n_per_row)
 
 static void type_error(enum bp_type type, const char *what)
 {
+    char names[128] = "";
+    for (size_t i = 0, at = 0; i < sizeof codecs / sizeof codecs[0] && at < sizeof names; i++)
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "",
+                               bp_type_name(codecs[i].type));
     if (type == BP_TYPE_I32)
         bp__fail(BP_ERR_UNSUPPORTED, "%s cannot convert to or from i32: it is not a float type; "
-                 "use one of f32, f16, bf16, q4_0, q8_0, q4_K, q6_K, q8_K.", what);
+                 "use one of %s.", what, names);
     else
         bp__fail(BP_ERR_UNSUPPORTED, "%s was given element type %d, which this library does not "
-                 "know; use one of f32, f16, bf16, q4_0, q8_0, q4_K, q6_K, q8_K.", what, (int)type);
+                 "know; use one of %s.", what, (int)type, names);
 }
 
 size_t bp_quantize(enum bp_type type, const float *src, void *dst, int64_t nrows, int64_t n_per_row)
@@ -82,22 +142,7 @@ size_t bp_quantize(enum bp_type type, const float *src, void *dst, int64_t nrows
     }
     /* Rows are packed and every row is a whole number of blocks, so the
      * whole array converts as one run of blocks. */
-    const int64_t k = nrows * n_per_row;
-    switch (type) {
-    case BP_TYPE_F32: memcpy(dst, src, total); break;
-    case BP_TYPE_F16:
-        for (int64_t i = 0; i < k; i++) ((uint16_t *)dst)[i] = bp_f32_to_f16(src[i]);
-        break;
-    case BP_TYPE_BF16:
-        for (int64_t i = 0; i < k; i++) ((uint16_t *)dst)[i] = bp_f32_to_bf16(src[i]);
-        break;
-    case BP_TYPE_Q4_0: bp__quantize_q4_0(src, dst, k); break;
-    case BP_TYPE_Q8_0: bp_quantize_q8_0_ref(src, dst, k); break;
-    case BP_TYPE_Q4_K: bp__quantize_q4_K(src, dst, k); break;
-    case BP_TYPE_Q6_K: bp__quantize_q6_K(src, dst, k); break;
-    case BP_TYPE_Q8_K: bp_quantize_q8_K_ref(src, dst, k); break;
-    default: type_error(type, "bp_quantize"); return 0;
-    }
+    codec_of(type)->quantize(src, dst, nrows * n_per_row);
     return total;
 }
 
@@ -117,20 +162,6 @@ bp_status bp_dequantize(enum bp_type type, const void *src, float *dst, int64_t 
         return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_dequantize was given a NULL %s pointer; "
                         "pass the %s.", !src ? "source" : "destination",
                         !src ? "blocks to convert" : "array of n floats");
-    switch (type) {
-    case BP_TYPE_F32: memcpy(dst, src, (size_t)n * sizeof(float)); break;
-    case BP_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = bp_f16_to_f32(((const uint16_t *)src)[i]);
-        break;
-    case BP_TYPE_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = bp_bf16_to_f32(((const uint16_t *)src)[i]);
-        break;
-    case BP_TYPE_Q4_0: bp_dequantize_q4_0_ref(src, dst, n); break;
-    case BP_TYPE_Q8_0: bp_dequantize_q8_0_ref(src, dst, n); break;
-    case BP_TYPE_Q4_K: bp_dequantize_q4_K_ref(src, dst, n); break;
-    case BP_TYPE_Q6_K: bp_dequantize_q6_K_ref(src, dst, n); break;
-    case BP_TYPE_Q8_K: bp_dequantize_q8_K_ref(src, dst, n); break;
-    default: type_error(type, "bp_dequantize"); return BP_ERR_UNSUPPORTED;
-    }
+    codec_of(type)->dequantize(src, dst, n);
     return BP_OK;
 }

@@ -115,9 +115,41 @@ static inline v4f vabs(v4f f)
     return (v4f)((v4i)f & vi(0x7fffffff));
 }
 
+/* The sum of every lane of nv vectors, in lane order. */
+static inline float vtotal(int nv, const v4f *v)
+{
+    float t = 0;
+    FOR_EACH_VECTOR(h, nv) t += v[h][0] + v[h][1] + v[h][2] + v[h][3];
+    return t;
+}
+
 static inline bool vany(v4i m)
 {
     return (m[0] | m[1] | m[2] | m[3]) != 0;
+}
+
+/* Lane by lane, where a candidate's error ce beats err: its error, its
+ * scales cs into s and (m set) its mins cm into m. Returns the lanes taken. */
+static inline v4i vkeep_better(int nv, const v4f *ce, v4f *err, const v4f *cs, v4f *s, const v4f *cm, v4f *m)
+{
+    v4i taken = vi(0);
+    FOR_EACH_VECTOR(h, nv) {
+        const v4i better = ce[h] < err[h];
+        err[h] = vsel(better, ce[h], err[h]);
+        s[h] = vsel(better, cs[h], s[h]);
+        if (m) m[h] = vsel(better, cm[h], m[h]);
+        taken |= better;
+    }
+    return taken;
+}
+
+/* A super-block of x as lanes of nv vectors: element i of sub-block 4h + k
+ * (sub elements each) goes to lane k of xt[i * nv + h]. */
+static inline void to_lanes(const float *x, int sub, int nv, v4f *xt)
+{
+    FOR_EACH_VECTOR(h, nv)
+        for (int i = 0; i < sub; i++)
+            for (int k = 0; k < 4; k++) xt[i * nv + h][k] = x[sub * (4 * h + k) + i];
 }
 
 /* ======================= Q4_K ======================= */
@@ -353,13 +385,6 @@ static inline void q4_K_pass(const q4_K_lanes xt, float d, float dmin, const v4f
     }
 }
 
-static float q4_K_total(const v4f err[Q4K_NV])
-{
-    float t = 0;
-    FOR_EACH_VECTOR(h, Q4K_NV) t += err[h][0] + err[h][1] + err[h][2] + err[h][3];
-    return t;
-}
-
 /* Least squares of d and dmin given the integer scales and mins and the
  * quants' sums; false when there is no usable fit. */
 static bool q4_K_refit_super(const v4f s[Q4K_NV], const v4f m[Q4K_NV],
@@ -434,13 +459,7 @@ static float q4_K_refine(const q4_K_lanes xt, const v4f sx[Q4K_NV], struct q4_K_
                     cm[h] = vlevel(m0[h] + vf((float)dv), 0.0f, 63.0f);
                 }
                 q4_K_pass(xt, d, dmin, cs, cm, ce, NULL);
-                FOR_EACH_VECTOR(h, Q4K_NV) {
-                    const v4i better = ce[h] < err[h];
-                    err[h] = vsel(better, ce[h], err[h]);
-                    s[h] = vsel(better, cs[h], s[h]);
-                    m[h] = vsel(better, cm[h], m[h]);
-                    changed |= better;
-                }
+                changed |= vkeep_better(Q4K_NV, ce, err, cs, s, cm, m);
             }
         }
         bool any = vany(changed);
@@ -451,7 +470,7 @@ static float q4_K_refine(const q4_K_lanes xt, const v4f sx[Q4K_NV], struct q4_K_
             v4f ne[Q4K_NV];
             struct q4_K_sums nq;
             q4_K_pass(xt, nd, nm, s, m, ne, &nq);
-            if (q4_K_total(ne) < q4_K_total(err)) {
+            if (vtotal(Q4K_NV, ne) < vtotal(Q4K_NV, err)) {
                 d = nd;
                 dmin = nm;
                 memcpy(err, ne, sizeof err);
@@ -475,7 +494,7 @@ static float q4_K_refine(const q4_K_lanes xt, const v4f sx[Q4K_NV], struct q4_K_
                     (uint8_t)clampi(bp_nearest_int((xt[i][h][k] + m1) * id), 0, 15);
         }
     }
-    return q4_K_total(err);
+    return vtotal(Q4K_NV, err);
 }
 
 static double q4_K_error(const float *x, const struct bp_block_q4_K *y)
@@ -491,12 +510,10 @@ void bp__quantize_q4_K(const float *x, struct bp_block_q4_K *y, int64_t k)
     for (int64_t ib = 0; ib < nb; ib++, x += BP_QK_K) {
         q4_K_lanes xt;
         v4f sx[Q4K_NV];
+        to_lanes(x, Q4K_SUB, Q4K_NV, &xt[0][0]);
         FOR_EACH_VECTOR(h, Q4K_NV) {
             sx[h] = vf(0);
-            for (int i = 0; i < Q4K_SUB; i++) {
-                for (int k = 0; k < 4; k++) xt[i][h][k] = x[Q4K_SUB * (4 * h + k) + i];
-                sx[h] += xt[i][h];
-            }
+            for (int i = 0; i < Q4K_SUB; i++) sx[h] += xt[i][h];
         }
         struct q4_K_state ggml, a, b;
         q4_K_search(x, xt, false, &ggml);
@@ -700,13 +717,6 @@ static inline void q6_K_pass(const q6_K_lanes xt, float d, const v4f s[Q6K_NV], 
     }
 }
 
-static float q6_K_total(const v4f err[Q6K_NV])
-{
-    float t = 0;
-    FOR_EACH_VECTOR(h, Q6K_NV) t += err[h][0] + err[h][1] + err[h][2] + err[h][3];
-    return t;
-}
-
 /* Refines st in place (its quants come out re-rounded for its scales) and
  * returns its error as q6_K_pass measures it. */
 static float q6_K_refine(const q6_K_lanes xt, struct q6_K_state *st)
@@ -733,12 +743,7 @@ static float q6_K_refine(const q6_K_lanes xt, struct q6_K_state *st)
             FOR_EACH_VECTOR(h, Q6K_NV)
                 cs[h] = vlevel(s0[h] + vf((float)du), -128.0f, 127.0f);
             q6_K_pass(xt, d, cs, ce, NULL);
-            FOR_EACH_VECTOR(h, Q6K_NV) {
-                const v4i better = ce[h] < err[h];
-                err[h] = vsel(better, ce[h], err[h]);
-                s[h] = vsel(better, cs[h], s[h]);
-                changed |= better;
-            }
+            changed |= vkeep_better(Q6K_NV, ce, err, cs, s, NULL, NULL);
         }
         bool any = vany(changed);
         if (any) q6_K_pass(xt, d, s, err, &q);
@@ -756,7 +761,7 @@ static float q6_K_refine(const q6_K_lanes xt, struct q6_K_state *st)
                 v4f ne[Q6K_NV];
                 struct q6_K_sums nq;
                 q6_K_pass(xt, nd, s, ne, &nq);
-                if (q6_K_total(ne) < q6_K_total(err)) {
+                if (vtotal(Q6K_NV, ne) < vtotal(Q6K_NV, err)) {
                     d = nd;
                     memcpy(err, ne, sizeof err);
                     q = nq;
@@ -778,7 +783,7 @@ static float q6_K_refine(const q6_K_lanes xt, struct q6_K_state *st)
                     (int8_t)(clampi(bp_nearest_int(xt[i][h][k] * id), -32, 31) + 32);
         }
     }
-    return q6_K_total(err);
+    return vtotal(Q6K_NV, err);
 }
 
 static double q6_K_error(const float *x, const struct bp_block_q6_K *y)
@@ -793,9 +798,7 @@ void bp__quantize_q6_K(const float *x, struct bp_block_q6_K *y, int64_t k)
     const int64_t nb = k / BP_QK_K;
     for (int64_t ib = 0; ib < nb; ib++, x += BP_QK_K) {
         q6_K_lanes xt;
-        FOR_EACH_VECTOR(h, Q6K_NV)
-            for (int i = 0; i < Q6K_SUB; i++)
-                for (int k = 0; k < 4; k++) xt[i][h][k] = x[Q6K_SUB * (4 * h + k) + i];
+        to_lanes(x, Q6K_SUB, Q6K_NV, &xt[0][0]);
         struct q6_K_state ggml, a, b;
         q6_K_search(x, xt, false, &ggml);
         q6_K_store(&y[ib], &ggml);

@@ -72,13 +72,9 @@ static bp_status make_runs(struct sched_plan *p)
 
 static bool remember(struct sched_plan *p, struct bp_tensor *t, size_t *cap)
 {
-    if (p->n_placed == *cap) {
-        size_t n = *cap ? *cap * 2 : 64;
-        struct bp_tensor **m = realloc(p->placed, n * sizeof *m);
-        if (!m) return false;
-        p->placed = m;
-        *cap = n;
-    }
+    struct bp_tensor **m = bp__grow(p->placed, sizeof *m, p->n_placed, cap, 64);
+    if (!m) return false;
+    p->placed = m;
     p->placed[p->n_placed++] = t;
     return true;
 }
@@ -200,12 +196,9 @@ out:
 
 static bool grow(void **arr, size_t elem, size_t n, size_t *cap)
 {
-    if (n < *cap) return true;
-    size_t c = *cap ? *cap * 2 : 16;
-    void *m = realloc(*arr, c * elem);
+    void *m = bp__grow(*arr, elem, n, cap, 16);
     if (!m) return false;
     *arr = m;
-    *cap = c;
     return true;
 }
 

@@ -213,32 +213,13 @@ bp_status bp_tensor_set(struct bp_tensor *t, const void *src, size_t offset, siz
 {
     bp_status st = check_io("bp_tensor_set", t, src, offset, size);
     if (st != BP_OK || size == 0) return st;
-    struct bp_buffer *buf = t->buffer;
-    if (!BP_IFACE_HAS(buf->iface, set_tensor) || !buf->iface->set_tensor)
-        return bp__fail(BP_ERR_UNSUPPORTED, "bp_tensor_set: buffer %s has no set_tensor; its plugin is incomplete.",
-                        bp__buffer_name(buf));
-    st = buf->iface->set_tensor(buf, t, src, offset, size);
-    if (st != BP_OK) {
-        char l[BP_MAX_NAME + 8];
-        return bp__fail(st, "bp_tensor_set: buffer %s failed to write %zu bytes of tensor %s (%s); see the log for the plugin's reason.",
-                        bp__buffer_name(buf), size, bp__tensor_label(t, l, sizeof l), bp_status_name(st));
-    }
-    return BP_OK;
+    /* The plugin only reads src: the cast is for the one helper of both directions. */
+    return bp__buffer_io("bp_tensor_set", t->buffer, t, (void *)src, offset, size, true);
 }
 
 bp_status bp_tensor_get(const struct bp_tensor *t, void *dst, size_t offset, size_t size)
 {
     bp_status st = check_io("bp_tensor_get", t, dst, offset, size);
     if (st != BP_OK || size == 0) return st;
-    struct bp_buffer *buf = t->buffer;
-    if (!BP_IFACE_HAS(buf->iface, get_tensor) || !buf->iface->get_tensor)
-        return bp__fail(BP_ERR_UNSUPPORTED, "bp_tensor_get: buffer %s has no get_tensor; its plugin is incomplete.",
-                        bp__buffer_name(buf));
-    st = buf->iface->get_tensor(buf, t, dst, offset, size);
-    if (st != BP_OK) {
-        char l[BP_MAX_NAME + 8];
-        return bp__fail(st, "bp_tensor_get: buffer %s failed to read %zu bytes of tensor %s (%s); see the log for the plugin's reason.",
-                        bp__buffer_name(buf), size, bp__tensor_label(t, l, sizeof l), bp_status_name(st));
-    }
-    return BP_OK;
+    return bp__buffer_io("bp_tensor_get", t->buffer, t, dst, offset, size, false);
 }

@@ -82,5 +82,16 @@ BP_HIDDEN size_t bp__type_align(enum bp_type type);
 /* buffer.c */
 BP_HIDDEN const char *bp__buft_name(struct bp_buffer_type *buft);
 BP_HIDDEN const char *bp__buffer_name(struct bp_buffer *buf);
+/* An object of kind ("buffer", "backend") that maker (a "buffer type" or
+ * "device" named name, of plugin family) made with a table that fails its
+ * check p: logs the problem and returns BP_ERR_PLUGIN with one sentence.
+ * The caller gives the object back first when its table reaches free. */
+BP_HIDDEN bp_status bp__refuse_made(const char *maker, const char *name, const char *family, const char *kind,
+                                    struct bp_iface_problem p);
+/* The write (set_tensor, data read) or read (get_tensor, data written) of
+ * size bytes at offset of t, or of buf's raw bytes when t is NULL, for the
+ * entry point what, whose checks have passed; a failure is one sentence. */
+BP_HIDDEN bp_status bp__buffer_io(const char *what, struct bp_buffer *buf, const struct bp_tensor *t, void *data,
+                                  size_t offset, size_t size, bool write);
 
 #endif /* BP_HOST_TENSOR_INTERNAL_H */

@@ -65,10 +65,8 @@ static void *device_anchor(struct meta_buffer *mb, size_t d)
     return mb->n_arenas[d] ? mb->arenas[d][0].base : NULL;
 }
 
-void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct meta_tensor *mt, size_t d,
-                     bool own_storage)
+void meta_local_copy(struct bp_tensor *l, const struct bp_tensor *t)
 {
-    struct bp_tensor *l = &mt->local[d];
     struct bp_tensor *keep_src[BP_MAX_SRC];
     memcpy(keep_src, l->src, sizeof keep_src);
     *l = *t;
@@ -76,6 +74,13 @@ void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct m
     l->extra = NULL;
     l->view_src = NULL;
     l->view_offs = 0;
+}
+
+void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct meta_tensor *mt, size_t d,
+                     bool own_storage)
+{
+    struct bp_tensor *l = &mt->local[d];
+    meta_local_copy(l, t);
     if (meta_layout_is_axis(&mt->layout)) l->ne[mt->layout.state] = mt->layout.local_ne[d];
     contiguous_nb(l);
     l->buffer = mb->n_arenas[d] ? mb->arenas[d][0].buf : NULL;
@@ -298,24 +303,27 @@ static void shuffle(const struct bp_tensor *t, const struct meta_layout *l, size
     }
 }
 
+/* st of a sub-buffer's write or read (verb) of size bytes at off of slice
+ * l, logged when it is a refusal. */
+static bp_status sub_io_status(const struct bp_tensor *l, const char *verb, size_t size, size_t off,
+                               bp_status st)
+{
+    if (st != BP_OK)
+        meta_log(BP_LOG_ERROR, "a sub-device buffer refused to %s %zu bytes at %zu of the slice of '%s' (%s).",
+                 verb, size, off, l->name, bp_status_name(st));
+    return st;
+}
+
 static bp_status sub_set(struct bp_tensor *l, const void *src, size_t off, size_t size)
 {
     if (size == 0) return BP_OK;
-    bp_status st = l->buffer->iface->set_tensor(l->buffer, l, src, off, size);
-    if (st != BP_OK)
-        meta_log(BP_LOG_ERROR, "a sub-device buffer refused to write %zu bytes at %zu of the slice of '%s' "
-                 "(%s).", size, off, l->name, bp_status_name(st));
-    return st;
+    return sub_io_status(l, "write", size, off, l->buffer->iface->set_tensor(l->buffer, l, src, off, size));
 }
 
 static bp_status sub_get(const struct bp_tensor *l, void *dst, size_t off, size_t size)
 {
     if (size == 0) return BP_OK;
-    bp_status st = l->buffer->iface->get_tensor(l->buffer, l, dst, off, size);
-    if (st != BP_OK)
-        meta_log(BP_LOG_ERROR, "a sub-device buffer refused to read %zu bytes at %zu of the slice of '%s' "
-                 "(%s).", size, off, l->name, bp_status_name(st));
-    return st;
+    return sub_io_status(l, "read", size, off, l->buffer->iface->get_tensor(l->buffer, l, dst, off, size));
 }
 
 static bp_status gather_whole(struct meta_buffer *mb, const struct bp_tensor *t, struct meta_tensor *mt,

@@ -556,13 +556,7 @@ bp_status meta_derive_local_view(struct bp_tensor *node, size_t d)
     struct meta_tensor *ms = meta_tensor_of(src);
     const struct bp_tensor *ls = &ms->local[d];
     struct bp_tensor *l = &mt->local[d];
-    struct bp_tensor *keep[BP_MAX_SRC];
-    memcpy(keep, l->src, sizeof keep);
-    *l = *node;
-    memcpy(l->src, keep, sizeof keep);
-    l->extra = NULL;
-    l->view_src = NULL;
-    l->view_offs = 0;
+    meta_local_copy(l, node);
     l->buffer = ls->buffer;
     const struct local c = { .node = node, .d = d, .lay = &mt->layout, .src = src,
                              .in = &ms->layout, .ls = ls, .l = l };

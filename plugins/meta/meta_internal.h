@@ -156,6 +156,9 @@ struct meta_tensor *meta_tensor_of(const struct bp_tensor *t);
  * strides for non-views). With own_storage the slice gets its own bytes on
  * device d (given out now if already reserved, else at the next
  * meta_buffer_materialize); without, data is left for the caller. */
+/* Slice l becomes a copy of the whole tensor t (name, type, op, params) but
+ * keeps its own src links and is no view and has no extra yet. */
+void meta_local_copy(struct bp_tensor *l, const struct bp_tensor *t);
 void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct meta_tensor *mt,
                      size_t d, bool own_storage);
 /* Give every slice waiting for storage its bytes: one new sub-buffer per

@@ -1,81 +1,11 @@
-/* checkplug.c — registry, device, host buffer type and backend for the check test plugins. */
+/* checkplug.c — registry, device and backend for the check test plugins; their
+ * memory is the host's buffer type (bp_host_helpers.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkplug.h"
 
-#define ALIGNMENT 64
-
 static const struct bp_host_services *host_services;
-
-/* ---- buffer: plain aligned host memory ---- */
-
-static void buf_free(struct bp_buffer *buf)
-{
-    free(buf->context);
-    free(buf);
-}
-
-static void *buf_base(struct bp_buffer *buf) { return buf->context; }
-
-static bp_status buf_set(struct bp_buffer *buf, struct bp_tensor *t, const void *src, size_t off,
-                         size_t size)
-{
-    (void)buf;
-    memcpy((char *)t->data + off, src, size);
-    return BP_OK;
-}
-
-static bp_status buf_get(struct bp_buffer *buf, const struct bp_tensor *t, void *dst, size_t off,
-                         size_t size)
-{
-    (void)buf;
-    memcpy(dst, (const char *)t->data + off, size);
-    return BP_OK;
-}
-
-static bp_status buf_clear(struct bp_buffer *buf, uint8_t value)
-{
-    memset(buf->context, value, buf->size);
-    return BP_OK;
-}
-
-static const struct bp_buffer_iface buffer_iface = {
-    .size = sizeof(struct bp_buffer_iface),
-    .free_buffer = buf_free,
-    .get_base = buf_base,
-    .set_tensor = buf_set,
-    .get_tensor = buf_get,
-    .clear = buf_clear,
-};
-
-static const char *buft_name(struct bp_buffer_type *buft) { (void)buft; return "checkplug_host"; }
-static size_t buft_alignment(struct bp_buffer_type *buft) { (void)buft; return ALIGNMENT; }
-static bool buft_is_host(struct bp_buffer_type *buft) { (void)buft; return true; }
-
-static bp_status buft_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out)
-{
-    *out = NULL;
-    struct bp_buffer *b = calloc(1, sizeof *b);
-    size_t rounded = (size + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
-    void *mem = aligned_alloc(ALIGNMENT, rounded ? rounded : ALIGNMENT);
-    if (!b || !mem) {
-        free(b);
-        free(mem);
-        return BP_ERR_OUT_OF_MEMORY;
-    }
-    *b = (struct bp_buffer){.iface = &buffer_iface, .buft = buft, .context = mem, .size = size};
-    *out = b;
-    return BP_OK;
-}
-
-static const struct bp_buffer_type_iface buft_iface = {
-    .size = sizeof(struct bp_buffer_type_iface),
-    .get_name = buft_name,
-    .alloc_buffer = buft_alloc,
-    .get_alignment = buft_alignment,
-    .is_host = buft_is_host,
-};
 
 /* ---- backend: computes synchronously on the calling thread ---- */
 
@@ -188,10 +118,16 @@ static const struct bp_registry_iface registry_iface = {
 
 bp_status checkplug_init(const struct bp_host_services *host, struct bp_registry **out)
 {
+    bp_status st = bp_plugin_check_host(host, checkplug.family, out);
+    if (st != BP_OK) return st;
     host_services = host;
+    struct bp_host_helpers h;
+    if (!bp_host_helpers_get(host, checkplug.family, &h)) return BP_ERR_ABI;
     registry = (struct bp_registry){.iface = &registry_iface, .abi_version = BP_ABI_VERSION};
     device = (struct bp_device){.iface = &device_iface, .reg = &registry};
-    buffer_type = (struct bp_buffer_type){.iface = &buft_iface, .device = &device};
+    /* Plain host memory: the host's buffer type, not a copy of it. */
+    st = h.buffer_type_init(&buffer_type, &device);
+    if (st != BP_OK) return st;
     *out = &registry;
     return BP_OK;
 }

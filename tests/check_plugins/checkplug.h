@@ -3,7 +3,8 @@
  * prove `backplane check` catches broken devices. Each plugin supplies one
  * device description (which nodes it takes and how it computes one node)
  * and BP_PLUGIN_DEFINE(checkplug_init); everything else — registry, device,
- * a host-memory buffer type, a synchronous backend — lives in checkplug.c.
+ * a synchronous backend — lives in checkplug.c, and the memory is the
+ * host's buffer type (bp_host_helpers.h).
  */
 #ifndef BP_CHECKPLUG_H
 #define BP_CHECKPLUG_H

@@ -23,7 +23,6 @@
 #define FAMILY "partial"
 #define N_DEV 1
 #endif
-#define ALIGNMENT 64
 
 #ifdef PARTIAL_ASYNC
 /* Calls of the optional functions: the test reads them. */
@@ -34,74 +33,6 @@ static struct partial_counts counts;
 #endif
 
 static const struct bp_host_services *host;
-
-/* ---- memory ---- */
-
-static void buf_free(struct bp_buffer *buf)
-{
-    free(buf->context);
-    free(buf);
-}
-
-static void *buf_base(struct bp_buffer *buf) { return buf->context; }
-
-static bp_status buf_set(struct bp_buffer *buf, struct bp_tensor *t, const void *src, size_t off, size_t n)
-{
-    (void)buf;
-    memcpy((char *)t->data + off, src, n);
-    return BP_OK;
-}
-
-static bp_status buf_get(struct bp_buffer *buf, const struct bp_tensor *t, void *dst, size_t off, size_t n)
-{
-    (void)buf;
-    memcpy(dst, (const char *)t->data + off, n);
-    return BP_OK;
-}
-
-static bp_status buf_clear(struct bp_buffer *buf, uint8_t value)
-{
-    memset(buf->context, value, buf->size);
-    return BP_OK;
-}
-
-static const struct bp_buffer_iface buffer_iface = {
-    .size = sizeof(struct bp_buffer_iface),
-    .free_buffer = buf_free,
-    .get_base = buf_base,
-    .set_tensor = buf_set,
-    .get_tensor = buf_get,
-    .clear = buf_clear,
-};
-
-static const char *buft_name(struct bp_buffer_type *buft) { (void)buft; return "partial_mem"; }
-static size_t buft_alignment(struct bp_buffer_type *buft) { (void)buft; return ALIGNMENT; }
-static bool buft_is_host(struct bp_buffer_type *buft) { (void)buft; return true; }
-
-static bp_status buft_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out)
-{
-    *out = NULL;
-    struct bp_buffer *b = calloc(1, sizeof *b);
-    size_t rounded = (size + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
-    void *mem = aligned_alloc(ALIGNMENT, rounded ? rounded : ALIGNMENT);
-    if (!b || !mem) {
-        free(b);
-        free(mem);
-        host->log(BP_LOG_ERROR, FAMILY, "could not allocate %zu bytes; free memory.", size);
-        return BP_ERR_OUT_OF_MEMORY;
-    }
-    *b = (struct bp_buffer){ .iface = &buffer_iface, .buft = buft, .context = mem, .size = size };
-    *out = b;
-    return BP_OK;
-}
-
-static const struct bp_buffer_type_iface buft_iface = {
-    .size = sizeof(struct bp_buffer_type_iface),
-    .get_name = buft_name,
-    .alloc_buffer = buft_alloc,
-    .get_alignment = buft_alignment,
-    .is_host = buft_is_host,
-};
 
 /* ---- the three ops ---- */
 
@@ -342,11 +273,16 @@ static bp_status partial_init(const struct bp_host_services *h, struct bp_regist
     bp_status st = bp_plugin_check_host(h, FAMILY, out);
     if (st != BP_OK) return st;
     host = h;
+    struct bp_host_helpers helpers;
+    if (!bp_host_helpers_get(h, FAMILY, &helpers)) return BP_ERR_ABI;
     registry = (struct bp_registry){ .iface = &registry_iface, .abi_version = BP_ABI_VERSION };
-    for (size_t i = 0; i < N_DEV; i++) {
+    /* Each device's memory is a host buffer type of its own: dev_supports_buft
+     * accepts only that one, so the scheduler copies between devices. */
+    for (size_t i = 0; i < N_DEV && st == BP_OK; i++) {
         device[i] = (struct bp_device){ .iface = &device_iface, .reg = &registry };
-        buffer_type[i] = (struct bp_buffer_type){ .iface = &buft_iface, .device = &device[i] };
+        st = helpers.buffer_type_init(&buffer_type[i], &device[i]);
     }
+    if (st != BP_OK) return st;
     *out = &registry;
     return BP_OK;
 }
