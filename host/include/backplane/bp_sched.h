@@ -69,6 +69,12 @@ BP_API bp_status bp_sched_measure_graph(struct bp_sched *s, const struct bp_grap
 /* Bytes of the buffers the scheduler holds (all planned graphs, tensors and
  * copies) on the backends of dev; 0 for a NULL scheduler. */
 BP_API size_t bp_sched_buffer_bytes(const struct bp_sched *s, const struct bp_device *dev);
+/* The buffers the scheduler holds on the backends of dev (all planned
+ * graphs): their count, out[0..min(cap, count)) filled. They stay the
+ * scheduler's; valid until the next plan is made or reset. Any thread that
+ * owns s. */
+BP_API size_t bp_sched_buffers(const struct bp_sched *s, const struct bp_device *dev, struct bp_buffer **out,
+                               size_t cap);
 /* Compute g (planning it first when needed): each run on its backend, the
  * copies between them. May return before asynchronous backends finish:
  * call bp_sched_synchronize before reading results. */
