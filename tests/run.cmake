@@ -40,3 +40,19 @@ foreach(mode partial partial-offload)
 endforeach()
 add_test(NAME test_run_plan_tiny COMMAND test_run_plan tiny)
 set_tests_properties(test_run_plan_tiny PROPERTIES TIMEOUT 900 ENVIRONMENT "${BP_TEST_ENV}")
+# Meta devices per sub-device: meta:cpu*2 runs in test_run_plan itself (so
+# valgrind and the sanitizers see the meta plugin measure); builtin:tiny on
+# it, and meta:cpu,vulkan0 (lavapipe), in tests of their own.
+add_test(NAME test_run_plan_meta_tiny COMMAND test_run_plan meta-tiny)
+set_tests_properties(test_run_plan_meta_tiny PROPERTIES TIMEOUT 900 ENVIRONMENT "${BP_TEST_ENV}")
+add_test(NAME test_run_plan_meta_vulkan COMMAND test_run_plan meta-vulkan)
+set_tests_properties(test_run_plan_meta_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "${BP_TEST_ENV}")
+# builtin:tiny on vulkan0 (lavapipe) and on meta:cpu,vulkan0, to the prompt
+# and one decode step: about a minute of CPU time each for the seven types.
+foreach(mode vulkan-tiny meta-vulkan-tiny)
+  string(REPLACE "-" "_" name ${mode})
+  add_test(NAME test_run_plan_${name} COMMAND test_run_plan ${mode})
+  set_tests_properties(test_run_plan_${name} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${BP_TEST_ENV}")
+endforeach()

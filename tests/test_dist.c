@@ -401,6 +401,47 @@ START_TEST(test_dist_local_name_counts_gpus_up_by_node_rank)
 }
 END_TEST
 
+/* The n values after key in json, each the first number after the key's
+ * next occurrence. */
+static void json_u64s(const char *json, const char *key, unsigned long long *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        json = strstr(json, key);
+        ck_assert_msg(json != NULL, "fewer than %d %s", n, key);
+        json += strlen(key);
+        v[i] = strtoull(json + 2, NULL, 10);
+    }
+}
+
+/* --plan on a dist: job: every rank plans, rank 0 prints one plan with a
+ * row per rank, and each rank's planned weights are what that rank then
+ * holds in the real run (its own count, gathered), within 2%. */
+START_TEST(test_dist_plan_has_a_row_per_rank_matching_the_run)
+{
+    char cmd[2048], plan[32768], real[32768];
+    const char *args = "--model builtin:test --weight-type q8_0 --prompt-len 6 --n-gen 6 --threads 1 --json";
+    snprintf(cmd, sizeof cmd, MPIRUN " -np 2 " CLI " run %s --device dist:cpu --plan", args);
+    ck_assert_msg(run(cmd, plan, sizeof plan) == 0, "%s: %s", cmd, plan);
+    ck_assert_int_eq(count(plan, "\"sub_devices\""), 1);
+    ck_assert_msg(strstr(plan, "\"fits\": true"), "%s", plan);
+    const char *rows = strstr(plan, "\"sub_devices\"");
+    unsigned long long planned[2], held[2];
+    json_u64s(rows, "\"weights\"", planned, 2);
+    snprintf(cmd, sizeof cmd, MPIRUN " -np 2 " CLI " run %s --device dist:cpu", args);
+    ck_assert_msg(run(cmd, real, sizeof real) == 0, "%s: %s", cmd, real);
+    const char *arr = strstr(real, "\"weight_bytes_per_rank\"");
+    ck_assert_ptr_nonnull(arr);
+    arr = strchr(arr, '[') + 1;
+    for (int r = 0; r < 2; r++) {
+        char *end;
+        held[r] = strtoull(arr, &end, 10);
+        arr = end + 1;
+        ck_assert_msg(held[r] > 0 && planned[r] >= 0.98 * (double)held[r] && planned[r] <= 1.02 * (double)held[r],
+                      "rank %d: planned %llu weight bytes, holds %llu", r, planned[r], held[r]);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("dist");
@@ -412,6 +453,7 @@ static Suite *suite(void)
     tcase_add_test(eq, test_dist_tcp_loopback_matches_the_cpu_run);
     tcase_add_test(eq, test_dist_saved_gguf_matches_the_cpu_run);
     tcase_add_test(eq, test_dist_text_report_comes_from_rank_0_alone);
+    tcase_add_test(eq, test_dist_plan_has_a_row_per_rank_matching_the_run);
     tcase_add_test(eq, test_dist_device_communicator_is_used_when_every_rank_has_one);
     tcase_add_test(eq, test_dist_device_communicator_failing_on_one_rank_means_host_path);
 #ifdef BP_TEST_HAVE_VULKAN

@@ -7,6 +7,7 @@
  *  - a split graph gets exactly its boundary copies, the runs and fallbacks
  *    counted by hand, and values equal to a double-precision reference;
  *  - a second compute plans and allocates nothing;
+ *  - intermediates share memory along the graph (measured and allocated alike);
  *  - an op no backend computes, and strict mode (option and environment),
  *    are errors that name the op;
  *  - a weight in the cpu's repacked layout is read where it lives, never copied;
@@ -307,6 +308,56 @@ START_TEST(test_graph_on_one_device_gets_no_copies)
 }
 END_TEST
 
+/* The graph's intermediates share memory along it: a chain of 8 ADDs on
+ * partial0 holds its input, its output and at most two links at once, not
+ * all nine tensors; bp_sched_measure_graph says the same bytes before, and
+ * the values stay right (x + 8 b). */
+START_TEST(test_intermediates_share_memory_along_the_graph)
+{
+    enum { L = 8, M = 1024 };
+    struct bp_backend *be[2] = { backend("partial0"), backend("cpu") };
+    struct bp_sched *s = NULL;
+    ck_assert_int_eq(bp_sched_new(be, 2, NULL, &s), BP_OK);
+    struct weights w = { 0 };
+    ck_assert_int_eq(bp_context_new(4, &w.ctx), BP_OK);
+    struct bp_tensor *b = weight(&w, BP_TYPE_F32, M, 1, "b");
+    ck_assert_int_eq(bp_context_alloc_tensors(w.ctx, bp_device_buffer_type(dev("partial0")), NULL, &w.buf), BP_OK);
+    fill(b, 6);
+    struct bp_context *c = NULL;
+    ck_assert_int_eq(bp_context_new(4 * L, &c), BP_OK);
+    struct bp_tensor *x = bp_tensor_new_1d(c, BP_TYPE_F32, M), *y = x;
+    x->flags |= BP_TENSOR_FLAG_INPUT;
+    for (int i = 0; i < L; i++) y = bp_add(c, y, b);
+    y->flags |= BP_TENSOR_FLAG_OUTPUT;
+    struct bp_graph *g = NULL;
+    ck_assert_int_eq(bp_graph_new(4 * L, &g), BP_OK);
+    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
+    size_t measured[2] = {0, 0};
+    ck_assert_int_eq(bp_sched_measure_graph(s, g, NULL, NULL, 0, measured), BP_OK);
+    ck_assert_int_eq(bp_sched_alloc_graph(s, g), BP_OK);
+    const size_t held = bp_sched_buffer_bytes(s, dev("partial0")), one = M * sizeof(float);
+    ck_assert_msg(held >= 4 * one && held < 5 * one, "the chain holds %zu bytes, %zu per tensor", held, one);
+    ck_assert_uint_eq(measured[0], held);
+    fill(x, 7);
+    ck_assert_int_eq(bp_sched_graph_compute(s, g), BP_OK);
+    ck_assert_int_eq(bp_sched_synchronize(s), BP_OK);
+    float *got = malloc(one);
+    ck_assert_int_eq(bp_tensor_get(y, got, 0, one), BP_OK);
+    for (int n = 0; n < M; n++) {
+        double ref = (double)val(n, 7) + L * (double)val(n, 6);
+        ck_assert_msg(fabs(got[n] - ref) <= 1e-5 * (1 + fabs(ref)), "y[%d] = %g, reference %g", n, got[n], ref);
+    }
+    free(got);
+    bp_graph_free(g);
+    bp_context_free(c);
+    bp_buffer_free(w.buf);
+    bp_context_free(w.ctx);
+    bp_sched_free(s);
+    bp_backend_free(be[0]);
+    bp_backend_free(be[1]);
+}
+END_TEST
+
 START_TEST(test_op_no_backend_computes_is_an_error_naming_it)
 {
     struct bp_backend *p = backend("partial0");
@@ -499,6 +550,7 @@ int main(void)
     tcase_add_test(tc, test_split_graph_gets_exactly_the_boundary_copies);
     tcase_add_test(tc, test_second_compute_plans_and_allocates_nothing);
     tcase_add_test(tc, test_graph_on_one_device_gets_no_copies);
+    tcase_add_test(tc, test_intermediates_share_memory_along_the_graph);
     tcase_add_test(tc, test_op_no_backend_computes_is_an_error_naming_it);
     tcase_add_test(tc, test_strict_option_refuses_fallback_naming_the_ops);
     tcase_add_test(tc, test_strict_environment_refuses_fallback_naming_the_ops);

@@ -99,6 +99,7 @@ struct bp_meta_stats {
      * (by this backend or another over the same sub-devices). */
     uint64_t allreduce_measured;
     uint64_t allreduce_cached;
+    uint64_t scratch_bytes;   /* (1.1) the butterfly's scratch held now on each sub-device */
 };
 static_assert(offsetof(struct bp_meta_stats, comm_declined) ==
                   offsetof(struct bp_meta_stats, graphs) + 6 * sizeof(uint64_t),
@@ -205,6 +206,31 @@ typedef bp_status (*bp_meta_allreduce_probe_fn)(struct bp_backend *b, size_t byt
 #define BP_PROC_META_ALLREDUCE_CHOICE "bp_meta_allreduce_choice"
 typedef bp_status (*bp_meta_allreduce_choice_fn)(struct bp_backend *b, size_t bytes, int32_t measure,
                                                  char *path, size_t cap);
+/* (1.1) The bytes each sub-device would hold (BP_META_MAX_DEVICES entries,
+ * 0 past the device count) if tensors[0..n), leaves without memory, were
+ * placed together in one buffer of meta's buffer type: split by the
+ * device's split callback as bp_context_alloc_tensors would, nothing
+ * allocated. The tensors are left as they were. BP_ERR_INVALID_ARGUMENT for a
+ * tensor that has memory or a device that is not a meta device. Caller's thread. */
+#define BP_PROC_META_MEASURE_TENSORS "bp_meta_measure_tensors"
+typedef bp_status (*bp_meta_measure_tensors_fn)(struct bp_device *meta, struct bp_tensor *const *tensors,
+                                                size_t n, size_t *bytes);
+
+/* (1.1) What computing g on meta would hold on each sub-device, nothing
+ * allocated: bytes[d] for g's tensors without memory that are not among
+ * leaves[0..n_leaves) (its inputs and intermediates, placed in one buffer as a
+ * scheduler places them, each slice sized by the split its op derives), and
+ * scratch[d] for the all-reduce scratch the graph needs when the butterfly
+ * reduces (an upper bound where a comm path takes the sums). leaves (weights,
+ * caches, also without memory) are placed as by bp_meta_measure_tensors and
+ * not counted. Both arrays have BP_META_MAX_DEVICES entries. g and its
+ * tensors are left as they were. Errors as graph_compute's derivation
+ * (BP_ERR_UNSUPPORTED naming the op), BP_ERR_INVALID_ARGUMENT for a tensor
+ * with memory. Caller's thread; not concurrently with a compute of g. */
+#define BP_PROC_META_MEASURE_GRAPH "bp_meta_measure_graph"
+typedef bp_status (*bp_meta_measure_graph_fn)(struct bp_device *meta, struct bp_graph *g,
+                                              struct bp_tensor *const *leaves, size_t n_leaves,
+                                              size_t *bytes, size_t *scratch);
 
 #ifdef __cplusplus
 }

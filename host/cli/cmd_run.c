@@ -77,8 +77,9 @@ static void help(void)
          "                       after the report (on stderr with --json)\n"
          "  --json               machine-readable report on stdout\n"
          "  --plan               print the memory plan (weights in the device's layout,\n"
-         "                       KV cache at --n-ctx, step buffers) and stop; a plain run\n"
-         "                       refuses before allocating when the plan does not fit\n");
+         "                       KV cache at --n-ctx, step buffers; per sub-device of a\n"
+         "                       meta device, per rank of a dist: job) and stop; a plain\n"
+         "                       run refuses before allocating when the plan does not fit\n");
     fputs(run_text_help, stdout);
 }
 
@@ -738,15 +739,27 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     /* The plan before any allocation: --plan prints it, a run that would
-     * not fit stops here with a sentence instead of failing half-loaded. */
-    if (o.plan && o.dist) {
-        if (o.root) cli_error("--plan covers one process's device, not a dist: job; plan each rank's device instead.");
-        goto out;
-    }
+     * not fit stops here with a sentence instead of failing half-loaded. A
+     * dist: job plans on every rank (the same rows everywhere, row r rank
+     * r's share, with rank r's free memory gathered); rank 0 prints it, and
+     * a rank that would not fit stops all. */
     struct bp_run_plan plan;
     struct bp_run_plan_options po = { .n_ctx = so.n_ctx, .n_prompt = n_prompt,
-                                      .offload_layers = o.offload_layers, .prefill_all = so.prefill_all };
-    bool planned = !o.dist && bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
+                                      .offload_layers = o.offload_layers, .prefill_all = so.prefill_all,
+                                      .strict = o.strict };
+    bool planned = bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
+    if (o.dist) {
+        if (!dist_gate(&o, planned, err)) goto out;
+        const bool gathered = bp_run_dist_plan_memory(o.dist, &plan) == BP_OK;
+        if (!gathered) snprintf(err, sizeof err, "gathering the ranks' free memory for the plan failed.");
+        if (!dist_gate(&o, gathered, err)) goto out;
+        if (o.plan) {
+            if (o.root) bp_run_plan_print(&plan, m, o.json);
+            rc = CLI_EXIT_OK;
+            goto out;
+        }
+        if (!dist_gate(&o, bp_run_plan_fits(&plan, err, sizeof err), err)) goto out;
+    }
     if (o.plan || (planned && !bp_run_plan_fits(&plan, err, sizeof err))) {
         if (o.plan && planned) bp_run_plan_print(&plan, m, o.json);
         else cli_error("%s", err);

@@ -5,6 +5,33 @@
 #include "json.h"
 #include "plan.h"
 
+static void json_row(struct json_writer *w, const struct bp_run_plan_device *d)
+{
+    json_string(w, "device", bp_device_name(d->dev));
+    json_uint(w, "weights", d->weights);
+    json_uint(w, "output_copy", d->output_copy);
+    json_uint(w, "kv_cache", d->kv_cache);
+    json_uint(w, "decode_buffers", d->decode);
+    json_uint(w, "prefill_buffer", d->prefill);
+    json_uint(w, "allreduce_scratch", d->allreduce);
+    json_uint(w, "peak", d->peak);
+    json_uint(w, "memory_free", d->mem_free);
+    json_uint(w, "memory_total", d->mem_total);
+}
+
+static void text_row(const struct bp_run_plan_device *d, const char *indent)
+{
+    char a[32], b[32], c[32], e[32], f[32], g[32], h[32], k[32], scratch[64] = "";
+    if (d->allreduce)
+        snprintf(scratch, sizeof scratch, ", all-reduce scratch %s", bp_format_bytes(d->allreduce, k, sizeof k));
+    printf("%s%-10s weights %s (tied output copy %s), KV cache %s, decode buffers %s, "
+           "prefill buffer %s%s\n", indent, bp_device_name(d->dev), bp_format_bytes(d->weights, a, sizeof a),
+           bp_format_bytes(d->output_copy, b, sizeof b), bp_format_bytes(d->kv_cache, c, sizeof c),
+           bp_format_bytes(d->decode, e, sizeof e), bp_format_bytes(d->prefill, f, sizeof f), scratch);
+    printf("%s%-10s peak %s of %s free\n", indent, "", bp_format_bytes(d->peak, g, sizeof g),
+           bp_format_bytes(d->mem_free, h, sizeof h));
+}
+
 void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m, bool json)
 {
     char why[512] = "";
@@ -19,17 +46,17 @@ void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m
         json_int(&w, "offload_layers", p->offload_layers);
         json_array_begin(&w, "devices");
         for (size_t i = 0; i < p->n_devices; i++) {
-            const struct bp_run_plan_device *d = &p->d[i];
             json_object_begin(&w, NULL);
-            json_string(&w, "device", bp_device_name(d->dev));
-            json_uint(&w, "weights", d->weights);
-            json_uint(&w, "output_copy", d->output_copy);
-            json_uint(&w, "kv_cache", d->kv_cache);
-            json_uint(&w, "decode_buffers", d->decode);
-            json_uint(&w, "prefill_buffer", d->prefill);
-            json_uint(&w, "peak", d->peak);
-            json_uint(&w, "memory_free", d->mem_free);
-            json_uint(&w, "memory_total", d->mem_total);
+            json_row(&w, &p->d[i]);
+            if (i == 0 && p->n_subs) {
+                json_array_begin(&w, "sub_devices");
+                for (size_t k = 0; k < p->n_subs; k++) {
+                    json_object_begin(&w, NULL);
+                    json_row(&w, &p->sub[k]);
+                    json_object_end(&w);
+                }
+                json_array_end(&w);
+            }
             json_object_end(&w);
         }
         json_array_end(&w);
@@ -43,14 +70,8 @@ void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m
            m->name, (long long)p->n_ctx, (long long)p->n_prompt, (long long)p->offload_layers,
            (long long)p->n_layer, bp_device_name(p->d[0].dev));
     for (size_t i = 0; i < p->n_devices; i++) {
-        const struct bp_run_plan_device *d = &p->d[i];
-        char a[32], b[32], c[32], e[32], f[32], g[32], h[32];
-        printf("  %-10s weights %s (tied output copy %s), KV cache %s, decode buffers %s, "
-               "prefill buffer %s\n", bp_device_name(d->dev), bp_format_bytes(d->weights, a, sizeof a),
-               bp_format_bytes(d->output_copy, b, sizeof b), bp_format_bytes(d->kv_cache, c, sizeof c),
-               bp_format_bytes(d->decode, e, sizeof e), bp_format_bytes(d->prefill, f, sizeof f));
-        printf("  %-10s peak %s of %s free\n", "", bp_format_bytes(d->peak, g, sizeof g),
-               bp_format_bytes(d->mem_free, h, sizeof h));
+        text_row(&p->d[i], "  ");
+        for (size_t k = 0; i == 0 && k < p->n_subs; k++) text_row(&p->sub[k], "    ");
     }
     printf("%s\n", fits ? "fits." : why);
 }

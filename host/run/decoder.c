@@ -786,6 +786,37 @@ static bp_status plan_bytes(const struct bp_run_session *s, const struct plan *p
     return BP_OK;
 }
 
+/* A meta session's rows per sub-device: the plugin places the tensors of
+ * ctx (or, with p, the graph's own tensors over the unallocated weights and
+ * caches) as it would for real and adds each sub-device's bytes. */
+static bp_status meta_rows(const struct bp_run_session *s, struct bp_context *ctx, const struct plan *p,
+                           size_t *bytes, size_t *scratch, char *err, size_t cap)
+{
+    const struct bp_run_model *m = s->m;
+    size_t n = ctx ? bp_context_tensor_count(ctx) : m->n_weights + 2 * (size_t)m->hp.n_layer + 1;
+    struct bp_tensor **ts = malloc((n ? n : 1) * sizeof *ts);
+    size_t got[BP_META_MAX_DEVICES] = {0}, scr[BP_META_MAX_DEVICES] = {0}, k = 0;
+    if (!ts) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
+    for (size_t i = 0; ctx && i < n; i++) ts[k++] = bp_context_tensor(ctx, i);
+    for (size_t i = 0; !ctx && i < m->n_weights; i++) ts[k++] = s->w[i];
+    for (int64_t l = 0; !ctx && l < m->hp.n_layer; l++) {
+        ts[k++] = s->cache_k[l];
+        ts[k++] = s->cache_v[l];
+    }
+    if (!ctx && s->out_copy) ts[k++] = s->out_copy;
+    bp_status st = ctx ? bp_meta_measure_tensors(s->dev, ts, k, got)
+                       : bp_meta_measure_graph(s->dev, p->g, ts, k, got, scr);
+    free(ts);
+    if (st != BP_OK)
+        return bp_run_fail(err, cap, st, "planning the sub-devices of '%s' failed: %s", bp_device_name(s->dev),
+                           bp_last_error());
+    for (size_t d = 0; d < BP_META_MAX_DEVICES; d++) {
+        bytes[d] += got[d];
+        if (scratch && scr[d] > scratch[d]) scratch[d] = scr[d];
+    }
+    return BP_OK;
+}
+
 /* The plan is a session that stops before allocating: the same backends,
  * choose_homes, make_tensors and graphs, sized with bp_context_alloc_size,
  * bp_context_alloc_graph_size and bp_sched_measure_graph instead of
@@ -795,9 +826,6 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
                            char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    if (bp_device_type(dev) == BP_DEVICE_TYPE_META)
-        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the memory plan does not split a meta "
-                           "device's share per sub-device yet; plan each sub-device on its own.");
     struct bp_run_session *s = calloc(1, sizeof *s);
     if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
     bp_status st = session_arrays(s, m, dev, o ? o->n_ctx : 0)
@@ -805,7 +833,13 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
                        : bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
     int64_t n_prompt = o && o->n_prompt > 0 ? o->n_prompt : 1;
     if (n_prompt > s->n_ctx) n_prompt = s->n_ctx;
-    if (st == BP_OK) st = start_backends(s, NULL, err, cap);
+    const struct bp_run_session_options so = { .strict = o && o->strict };
+    if (st == BP_OK) {
+        bp_run_split_table_init(&s->split, m);
+        st = bp_run_split_install(dev, &s->split, err, cap);
+        s->split_installed = st == BP_OK && bp_device_type(dev) == BP_DEVICE_TYPE_META;
+    }
+    if (st == BP_OK) st = start_backends(s, &so, err, cap);
     if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, err, cap);
     if (st == BP_OK) st = make_tensors(s, err, cap);
     struct bp_run_plan_device *d = out->d;
@@ -818,6 +852,16 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
         for (int i = 0; i < 1 + (s->fb != NULL); i++)
             d[i].kv_cache = bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(i ? s->fb : dev), NULL);
     }
+    const bool meta = bp_device_type(dev) == BP_DEVICE_TYPE_META;
+    struct bp_device *subs[BP_META_MAX_DEVICES];
+    size_t sw[BP_META_MAX_DEVICES] = {0}, skv[BP_META_MAX_DEVICES] = {0}, sdec[BP_META_MAX_DEVICES] = {0},
+           spre[BP_META_MAX_DEVICES] = {0}, sscr[BP_META_MAX_DEVICES] = {0};
+    if (st == BP_OK && meta &&
+        (st = bp_meta_device_sub_devices(dev, subs, BP_META_MAX_DEVICES, &out->n_subs)) != BP_OK)
+        bp_run_fail(err, cap, st, "listing the sub-devices of '%s' failed: %s", bp_device_name(dev), bp_last_error());
+    for (size_t i = 0; st == BP_OK && meta && i < s->n_wg; i++)
+        if (s->wg[i].buft->device == dev) st = meta_rows(s, s->wg[i].ctx, NULL, sw, NULL, err, cap);
+    if (st == BP_OK && meta) st = meta_rows(s, s->cctx[0], NULL, skv, NULL, err, cap);
     /* The step buffers decode_plan and prefill_plan keep: one per decode
      * capacity up to n_ctx, and the prefill's. */
     size_t decode[2] = {0, 0}, prefill[2] = {0, 0};
@@ -825,12 +869,14 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
         struct plan p = { .n = 1, .n_kv = c < s->n_ctx ? c : s->n_ctx };
         done = c >= s->n_ctx;
         if ((st = plan_graph(s, &p, true, err, cap)) == BP_OK) st = plan_bytes(s, &p, decode, err, cap);
+        if (st == BP_OK && meta) st = meta_rows(s, NULL, &p, sdec, sscr, err, cap);
         plan_free(s, &p);
     }
     if (st == BP_OK && n_prompt > 1) {
         struct plan p = { .n = n_prompt, .n_kv = n_prompt };
         if ((st = plan_graph(s, &p, o && o->prefill_all, err, cap)) == BP_OK)
             st = plan_bytes(s, &p, prefill, err, cap);
+        if (st == BP_OK && meta) st = meta_rows(s, NULL, &p, spre, sscr, err, cap);
         plan_free(s, &p);
     }
     out->n_devices = s->fb ? 2 : 1;
@@ -841,12 +887,54 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
         d[i].peak = d[i].weights + d[i].kv_cache + d[i].decode + d[i].prefill;
         bp_device_memory(d[i].dev, &d[i].mem_free, &d[i].mem_total);
     }
+    if (st != BP_OK) out->n_subs = 0;
+    if (out->n_subs) { /* the meta row is the sum of what its sub-devices hold */
+        d[0].weights = d[0].kv_cache = d[0].decode = d[0].prefill = d[0].peak = 0;
+    }
+    for (size_t k = 0; k < out->n_subs; k++) {
+        struct bp_run_plan_device *r = &out->sub[k];
+        *r = (struct bp_run_plan_device){ .dev = subs[k], .weights = sw[k], .kv_cache = skv[k],
+                                          .decode = sdec[k], .prefill = spre[k], .allreduce = sscr[k] };
+        r->peak = r->weights + r->kv_cache + r->decode + r->prefill + r->allreduce;
+        bp_device_memory(r->dev, &r->mem_free, &r->mem_total);
+        d[0].weights += r->weights;
+        d[0].kv_cache += r->kv_cache;
+        d[0].decode += r->decode;
+        d[0].prefill += r->prefill;
+        d[0].allreduce += r->allreduce;
+        d[0].peak += r->peak;
+    }
     out->n_ctx = s->n_ctx;
     out->n_prompt = n_prompt;
     out->n_layer = m->hp.n_layer;
     out->offload_layers = s->fb && o && o->offload_layers > 0 && o->offload_layers < m->hp.n_layer
                               ? o->offload_layers : m->hp.n_layer;
     bp_run_session_free(s);
+    return st;
+}
+
+bp_status bp_run_session_sub_device_bytes(const struct bp_run_session *s, size_t *bytes)
+{
+    memset(bytes, 0, BP_META_MAX_DEVICES * sizeof *bytes);
+    if (bp_device_type(s->dev) != BP_DEVICE_TYPE_META) return BP_ERR_INVALID_ARGUMENT;
+    struct bp_buffer *bufs[MAX_WEIGHT_GROUPS + 1 + 2 * 2 * (N_DECODE_PLANS + 1)];
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_wg; i++)
+        if (s->wg[i].buf && s->wg[i].buft->device == s->dev) bufs[n++] = s->wg[i].buf;
+    if (s->cbuf[0]) bufs[n++] = s->cbuf[0];
+    n += bp_sched_buffers(s->sched, s->dev, bufs + n, sizeof bufs / sizeof *bufs - n);
+    bp_status st = BP_OK;
+    for (size_t i = 0; i < n && i < sizeof bufs / sizeof *bufs && st == BP_OK; i++) {
+        size_t got[BP_META_MAX_DEVICES];
+        if ((st = bp_meta_buffer_device_bytes(bufs[i], got)) == BP_OK)
+            for (size_t d = 0; d < BP_META_MAX_DEVICES; d++) bytes[d] += got[d];
+    }
+    /* the butterfly's scratch, one buffer of this size on every sub-device */
+    struct bp_meta_stats ms = { .size = sizeof ms };
+    size_t n_sub = 0;
+    if (st == BP_OK && (st = bp_meta_backend_stats(s->be, &ms)) == BP_OK &&
+        (st = bp_meta_device_sub_devices(s->dev, NULL, 0, &n_sub)) == BP_OK)
+        for (size_t d = 0; d < n_sub && d < BP_META_MAX_DEVICES; d++) bytes[d] += (size_t)ms.scratch_bytes;
     return st;
 }
 

@@ -80,6 +80,11 @@ struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const ch
  * the step buffers of the plans made so far (its own, or the scheduler's
  * and their copies), what bp_run_plan_make predicts per device. */
 size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const struct bp_device *dev);
+/* On a meta device: the bytes each sub-device holds now for the session
+ * (bytes has BP_META_MAX_DEVICES entries), read from the meta plugin's
+ * sub-buffers (bp_meta_buffer_device_bytes) and its all-reduce scratch.
+ * BP_ERR_INVALID_ARGUMENT on another device. */
+bp_status bp_run_session_sub_device_bytes(const struct bp_run_session *s, size_t *bytes);
 
 /* The scheduler's placement of the latest decode graph (BP_ERR_NOT_FOUND
  * before the first decode step or without a scheduler). */

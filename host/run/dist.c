@@ -213,6 +213,20 @@ bp_status bp_run_dist_gather(struct bp_run_dist *d, float *v, size_t n)
     return d->allreduce(d->g, v, n);
 }
 
+/* Each rank's value, gathered: per_rank[0..nranks). Floats carry 24 bits
+ * exactly, so each value travels in two halves (2^48 bytes at most). */
+static bp_status gather_u64(struct bp_run_dist *d, uint64_t mine, uint64_t *per_rank)
+{
+    const int32_t n = d->info.nranks;
+    float v[2 * BP_META_MAX_DEVICES] = {0};
+    v[2 * d->info.rank] = (float)(mine >> 24);
+    v[2 * d->info.rank + 1] = (float)(mine & 0xffffff);
+    bp_status st = d->allreduce(d->g, v, (size_t)(2 * n));
+    for (int32_t r = 0; r < n && st == BP_OK; r++)
+        per_rank[r] = ((uint64_t)v[2 * r] << 24) + (uint64_t)v[2 * r + 1];
+    return st;
+}
+
 bp_status bp_run_dist_weight_bytes(struct bp_run_dist *d, const struct bp_run_session *s,
                                    const struct bp_run_model *m, uint64_t *per_rank)
 {
@@ -230,14 +244,21 @@ bp_status bp_run_dist_weight_bytes(struct bp_run_dist *d, const struct bp_run_se
         size_t bytes[BP_META_MAX_DEVICES] = {0};
         if (bp_meta_buffer_device_bytes(b, bytes) == BP_OK) mine += bytes[d->info.rank];
     }
-    /* Floats carry 24 bits exactly: send the count in two halves. */
-    const int32_t n = d->info.nranks;
-    float v[2 * BP_META_MAX_DEVICES] = {0};
-    v[2 * d->info.rank] = (float)(mine >> 24);
-    v[2 * d->info.rank + 1] = (float)(mine & 0xffffff);
-    bp_status st = d->allreduce(d->g, v, (size_t)(2 * n));
-    for (int32_t r = 0; r < n && st == BP_OK; r++)
-        per_rank[r] = ((uint64_t)v[2 * r] << 24) + (uint64_t)v[2 * r + 1];
+    return gather_u64(d, mine, per_rank);
+}
+
+bp_status bp_run_dist_plan_memory(struct bp_run_dist *d, struct bp_run_plan *p)
+{
+    uint64_t free_b[BP_META_MAX_DEVICES], total_b[BP_META_MAX_DEVICES];
+    /* Every slot answers with this rank's device: row `rank` is the truth here. */
+    const size_t me = (size_t)d->info.rank;
+    if (me >= p->n_subs) return BP_ERR_INVALID_ARGUMENT;
+    bp_status st = gather_u64(d, p->sub[me].mem_free, free_b);
+    if (st == BP_OK) st = gather_u64(d, p->sub[me].mem_total, total_b);
+    for (int32_t r = 0; r < d->info.nranks && (size_t)r < p->n_subs && st == BP_OK; r++) {
+        p->sub[r].mem_free = (size_t)free_b[r];
+        p->sub[r].mem_total = (size_t)total_b[r];
+    }
     return st;
 }
 

@@ -67,6 +67,12 @@ struct bp_run_session;
 bp_status bp_run_dist_weight_bytes(struct bp_run_dist *d, const struct bp_run_session *s,
                                    const struct bp_run_model *m, uint64_t *per_rank);
 
+/* A memory plan of the dist: device p was made for (its rows p->sub[r] are
+ * rank r's shares): each row's free and total memory set to rank r's own
+ * device's, gathered, as every slot reports this rank's. Collective. */
+struct bp_run_plan;
+bp_status bp_run_dist_plan_memory(struct bp_run_dist *d, struct bp_run_plan *p);
+
 /* The group's reduction counters so far (bp_dist_info). */
 void bp_run_dist_counters(struct bp_run_dist *d, uint64_t *reductions, uint64_t *bytes);
 

@@ -319,6 +319,45 @@ static size_t galloc_plan(struct galloc_item *it, size_t n, const struct bp_grap
     return peak;
 }
 
+/* Offsets along g for it[0..n) (t and size set): the arena's size in
+ * *total. Shared by galloc_layout and the scheduler (bp__graph_offsets). */
+static bp_status galloc_items(struct galloc_item *it, size_t n, const struct bp_graph *g, const char *what,
+                              size_t *total)
+{
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    struct galloc_block *fb = calloc(n + 1, sizeof *fb);
+    struct galloc_map map = { calloc(cap, sizeof *map.keys), calloc(cap, sizeof *map.vals), cap - 1 };
+    bp_status st = BP_OK;
+    if (!fb || !map.keys || !map.vals) {
+        st = bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory planning %zu tensors.", what, n);
+    } else {
+        for (size_t k = 0; k < n; k++) {
+            it[k].def = it[k].last = -1;
+            galloc_map_put(&map, it[k].t, (int32_t)k);
+        }
+        *total = galloc_plan(it, n, g, &map, fb);
+    }
+    free(fb);
+    free(map.keys);
+    free(map.vals);
+    return st;
+}
+
+bp_status bp__graph_offsets(struct bp_tensor *const *ts, const size_t *sizes, size_t n, const struct bp_graph *g,
+                            size_t *offs, size_t *total)
+{
+    *total = 0;
+    if (n == 0) return BP_OK;
+    struct galloc_item *it = calloc(n, sizeof *it);
+    if (!it) return bp__fail(BP_ERR_OUT_OF_MEMORY, "out of memory planning %zu tensors along a graph.", n);
+    for (size_t i = 0; i < n; i++) it[i] = (struct galloc_item){ .t = ts[i], .size = sizes[i] };
+    bp_status st = galloc_items(it, n, g, "planning a graph's memory", total);
+    for (size_t i = 0; i < n && st == BP_OK; i++) offs[i] = it[i].off;
+    free(it);
+    return st;
+}
+
 /* The items of ctx that need memory, their offsets along g and the arena's
  * size (galloc_plan); *n_out is 0 when none needs memory. The caller frees
  * *it_out. */
@@ -339,38 +378,26 @@ static bp_status galloc_layout(struct bp_context *ctx, const struct bp_graph *g,
     const size_t count = bp_context_tensor_count(ctx);
     for (size_t i = 0; i < count; i++) n += needs_memory(bp_context_tensor(ctx, i));
     if (n == 0) return BP_OK;
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
     struct galloc_item *it = calloc(n, sizeof *it);
-    struct galloc_block *fb = calloc(n + 1, sizeof *fb);
-    struct galloc_map map = { calloc(cap, sizeof *map.keys), calloc(cap, sizeof *map.vals), cap - 1 };
-    st = BP_ERR_OUT_OF_MEMORY;
-    if (!it || !fb || !map.keys || !map.vals) {
-        bp__fail(st, "%s: out of memory planning %zu tensors.", what, n);
-        goto out;
-    }
+    if (!it) return bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: out of memory planning %zu tensors.", what, n);
     size_t k = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count && st == BP_OK; i++) {
         struct bp_tensor *t = bp_context_tensor(ctx, i);
         if (!needs_memory(t)) continue;
-        size_t size;
-        if (!round_up(tensor_alloc_size(buft, t), l.align, &size)) {
-            bp__fail(st, "%s: a tensor of this context needs more bytes than fit in size_t.", what);
-            goto out;
-        }
-        it[k] = (struct galloc_item){ .t = t, .size = size, .def = -1, .last = -1 };
-        galloc_map_put(&map, t, (int32_t)k++);
+        size_t size = 0;
+        if (!round_up(tensor_alloc_size(buft, t), l.align, &size))
+            st = bp__fail(BP_ERR_OUT_OF_MEMORY, "%s: a tensor of this context needs more bytes than fit in "
+                          "size_t.", what);
+        it[k++] = (struct galloc_item){ .t = t, .size = size };
     }
-    *total = galloc_plan(it, n, g, &map, fb);
+    if (st == BP_OK) st = galloc_items(it, n, g, what, total);
+    if (st != BP_OK) {
+        free(it);
+        return st;
+    }
     *n_out = n;
-    st = BP_OK;
-out:
-    if (st != BP_OK) free(it);
-    else *it_out = it;
-    free(fb);
-    free(map.keys);
-    free(map.vals);
-    return st;
+    *it_out = it;
+    return BP_OK;
 }
 
 size_t bp_context_alloc_graph_size(struct bp_context *ctx, const struct bp_graph *g,

@@ -116,3 +116,33 @@ bp_status bp_meta_tensor_get_copy(const struct bp_tensor *t, size_t device, void
                         "MIRRORED in a meta buffer, or the device has fewer sub-devices).", t->name, device);
     return BP_OK;
 }
+
+bp_status bp_meta_measure_tensors(struct bp_device *meta, struct bp_tensor *const *tensors, size_t n,
+                                  size_t *bytes)
+{
+    bp_meta_measure_tensors_fn fn = (bp_meta_measure_tensors_fn)meta_proc(BP_PROC_META_MEASURE_TENSORS,
+                                                                          "bp_meta_measure_tensors");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!meta || !bytes || (n && !tensors))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_measure_tensors needs a device, the tensors and bytes.");
+    bp_status st = fn(meta, tensors, n, bytes);
+    if (st != BP_OK)
+        return bp__fail(st, "measuring %zu tensors on '%s' failed (%s); see the meta plugin's message.", n,
+                        bp_device_name(meta), bp_status_name(st));
+    return BP_OK;
+}
+
+bp_status bp_meta_measure_graph(struct bp_device *meta, struct bp_graph *g, struct bp_tensor *const *leaves,
+                                size_t n_leaves, size_t *bytes, size_t *scratch)
+{
+    bp_meta_measure_graph_fn fn = (bp_meta_measure_graph_fn)meta_proc(BP_PROC_META_MEASURE_GRAPH,
+                                                                      "bp_meta_measure_graph");
+    if (!fn) return BP_ERR_NOT_FOUND;
+    if (!meta || !g || !bytes || !scratch || (n_leaves && !leaves))
+        return bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_meta_measure_graph needs a device, a graph, bytes and scratch.");
+    bp_status st = fn(meta, g, leaves, n_leaves, bytes, scratch);
+    if (st != BP_OK)
+        return bp__fail(st, "measuring a graph of %d nodes on '%s' failed (%s); see the meta plugin's message.",
+                        (int)g->n_nodes, bp_device_name(meta), bp_status_name(st));
+    return BP_OK;
+}

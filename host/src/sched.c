@@ -206,6 +206,19 @@ size_t bp_sched_buffer_bytes(const struct bp_sched *s, const struct bp_device *d
     return n;
 }
 
+size_t bp_sched_buffers(const struct bp_sched *s, const struct bp_device *dev, struct bp_buffer **out, size_t cap)
+{
+    size_t n = 0;
+    for (const struct sched_plan *p = s ? s->plans : NULL; p; p = p->next)
+        for (int b = 0; b < s->n; b++)
+            for (int k = 0; k < 2 && s->be[b]->device == dev; k++)
+                if (p->bufs[2 * b + k]) {
+                    if (n < cap && out) out[n] = p->bufs[2 * b + k];
+                    n++;
+                }
+    return n;
+}
+
 bp_status bp_sched_alloc_graph(struct bp_sched *s, struct bp_graph *g)
 {
     bp_status st = check_graph("bp_sched_alloc_graph", s, g);

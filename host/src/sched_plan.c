@@ -1,6 +1,6 @@
 /* sched_plan.c — from assignments to a plan: runs of consecutive nodes per
  * backend, memory for every tensor of the graph that has none (in one
- * buffer per backend), and the copies of a run's inputs that its device
+ * buffer per backend, reused along the graph), and the copies of a run's inputs that its device
  * cannot read (in a second buffer per backend). A copy is made once per
  * tensor and backend and read by every later run there. */
 #include <stdio.h>
@@ -89,10 +89,33 @@ static size_t alloc_size(struct bp_buffer_type *buft, const struct bp_tensor *t)
     return n;
 }
 
-/* One buffer of backend b's default type for ts[0..n), each at an aligned
- * offset; *out stays NULL when n is 0. */
+/* Where ts[0..n) go in backend b's buffer of their sizes[] (aligned), and
+ * its size. The graph's own tensors share memory along the plan's node
+ * order (bp__graph_offsets, as bp_context_alloc_graph does for one
+ * backend): runs execute in that order, and a tensor read by another run
+ * is read (or copied) before its last reader's index has passed. On a meta
+ * device offsets only name tensors (each gets its own slices anyway), so
+ * they stay apart there, as do copies (not nodes of the graph). */
+static bp_status offsets(struct bp_sched *s, struct sched_plan *p, int b, struct bp_tensor **ts,
+                         const size_t *sizes, size_t n, bool along_graph, size_t *offs, size_t *total)
+{
+    if (along_graph && bp_device_type(s->be[b]->device) != BP_DEVICE_TYPE_META) {
+        const struct bp_graph g = { .n_nodes = p->n_nodes, .capacity = p->n_nodes, .nodes = p->nodes };
+        return bp__graph_offsets(ts, sizes, n, &g, offs, total);
+    }
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        offs[i] = *total;
+        *total += sizes[i];
+    }
+    return BP_OK;
+}
+
+/* One buffer of backend b's default type for ts[0..n) (the graph's own
+ * tensors when along_graph, else copies), each at an aligned offset;
+ * *out stays NULL when n is 0. */
 static bp_status place(struct bp_sched *s, struct sched_plan *p, int b, struct bp_tensor **ts, size_t n,
-                       struct bp_buffer **out, size_t *placed_cap)
+                       bool along_graph, struct bp_buffer **out, size_t *placed_cap)
 {
     if (n == 0) return BP_OK;
     struct bp_buffer_type *buft = bp_device_buffer_type(s->be[b]->device);
@@ -105,44 +128,48 @@ static bp_status place(struct bp_sched *s, struct sched_plan *p, int b, struct b
     if (!align || (align & (align - 1)))
         return bp__fail(BP_ERR_PLUGIN, "bp_sched: buffer type %s reports alignment %zu, not a power of two; "
                         "its plugin is broken.", bp__buft_name(buft), align);
-    for (size_t i = 0; i < n; i++) total += (alloc_size(buft, ts[i]) + align - 1) & ~(align - 1);
-    if (s->measure) {
+    size_t *sizes = malloc(2 * n * sizeof *sizes);
+    if (!sizes) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory planning a graph.");
+    size_t *offs = sizes + n;
+    for (size_t i = 0; i < n; i++) sizes[i] = (alloc_size(buft, ts[i]) + align - 1) & ~(align - 1);
+    bp_status st = offsets(s, p, b, ts, sizes, n, along_graph, offs, &total);
+    if (st == BP_OK && s->measure) {
         /* A stand-in with the buffer type, so copies are found as for real. */
         s->measure[b].buft = buft;
         s->measured[b] += total;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && st == BP_OK; i++) {
             ts[i]->buffer = &s->measure[b];
             if (!remember(p, ts[i], placed_cap)) {
                 ts[i]->buffer = NULL;
-                return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory measuring a graph.");
+                st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory measuring a graph.");
             }
         }
-        return BP_OK;
+        free(sizes);
+        return st;
     }
-    bp_status st = bp_buffer_alloc(buft, total, out);
-    if (st != BP_OK) return st;
-    s->stats.buffers_allocated++;
-    char *base = (*out)->iface->get_base(*out);
-    size_t off = 0;
+    if (st == BP_OK && (st = bp_buffer_alloc(buft, total ? total : align, out)) == BP_OK)
+        s->stats.buffers_allocated++;
+    char *base = st == BP_OK ? (*out)->iface->get_base(*out) : NULL;
     for (size_t i = 0; i < n && st == BP_OK; i++) {
         struct bp_tensor *t = ts[i];
-        t->data = base + off;
+        t->data = base + offs[i];
         t->buffer = *out;
-        off += (alloc_size(buft, t) + align - 1) & ~(align - 1);
         if (!remember(p, t, placed_cap)) {
             t->data = NULL;
             t->buffer = NULL;
-            return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory planning a graph.");
+            st = bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory planning a graph.");
+            break;
         }
         if (BP_IFACE_HAS((*out)->iface, init_tensor) && (*out)->iface->init_tensor)
             st = (*out)->iface->init_tensor(*out, t);
         if (st != BP_OK) {
             char l[BP_MAX_NAME + 8];
-            return bp__fail(st, "bp_sched: buffer %s could not set up tensor %s (%s).", bp__buffer_name(*out),
-                            bp__tensor_label(t, l, sizeof l), bp_status_name(st));
+            st = bp__fail(st, "bp_sched: buffer %s could not set up tensor %s (%s).", bp__buffer_name(*out),
+                          bp__tensor_label(t, l, sizeof l), bp_status_name(st));
         }
     }
-    return BP_OK;
+    free(sizes);
+    return st;
 }
 
 /* Tensors of the graph without memory, grouped by the backend computing
@@ -176,7 +203,7 @@ static bp_status place_graph(struct bp_sched *s, struct sched_plan *p, size_t *p
         size_t m = 0;
         for (size_t k = 0; k < n; k++)
             if (home[k] == b) mine[m++] = ts[k];
-        st = place(s, p, b, mine, m, &p->bufs[2 * b], placed_cap);
+        st = place(s, p, b, mine, m, true, &p->bufs[2 * b], placed_cap);
     }
     for (int32_t i = 0; i < p->n_nodes && st == BP_OK && !s->measure; i++) {
         struct bp_tensor *node = p->nodes[i];
@@ -294,7 +321,7 @@ static bp_status place_copies(struct bp_sched *s, struct sched_plan *p, size_t *
         size_t m = 0;
         for (size_t c = 0; c < p->n_copies; c++)
             if (p->copies[c].to == b) ts[m++] = p->copies[c].dst;
-        st = place(s, p, b, ts, m, &p->bufs[2 * b + 1], placed_cap);
+        st = place(s, p, b, ts, m, false, &p->bufs[2 * b + 1], placed_cap);
     }
     free(ts);
     return st;

@@ -37,6 +37,13 @@ BP_HIDDEN const char *bp__tensor_label(const struct bp_tensor *t, char *buf, siz
  * buffer's init_tensor. No-op (BP_OK) when t is not a view, already has
  * memory, or its source has none yet. */
 BP_HIDDEN bp_status bp__view_resolve(struct bp_tensor *t);
+/* alloc.c — offsets that reuse memory along g (as bp_context_alloc_graph
+ * lays out a context) for ts[0..n) of sizes[i] bytes (aligned by the
+ * caller): a tensor a node of g computes lives from that node to its last
+ * reader (of it or a view of it); leaves and OUTPUT nodes live throughout.
+ * offs[i] and the arena's size *total; BP_ERR_OUT_OF_MEMORY, set. */
+BP_HIDDEN bp_status bp__graph_offsets(struct bp_tensor *const *ts, const size_t *sizes, size_t n,
+                                      const struct bp_graph *g, size_t *offs, size_t *total);
 /* Bytes from t's start to the end of its last element, with overflow
  * checks: false when the shape's byte span does not fit in size_t. */
 BP_HIDDEN bool bp__span_bytes(enum bp_type type, const int64_t ne[4], const size_t nb[4],

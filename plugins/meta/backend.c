@@ -181,12 +181,12 @@ static bp_status add_reduce(struct meta_plan *p, struct meta_step **open, size_t
  * on one device only), in bit 0, and that device in the bits above: the one
  * sub-device that cannot pass a partial through as SCALE if there is one
  * (dev_supports_op admits at most one), else device 0. */
-static int once_code(const struct meta_backend *be, const struct bp_tensor *node)
+static int once_code(const struct meta_device *md, const struct bp_tensor *node)
 {
     int src = meta_tensor_of(node->src[0])->layout.state == BP_META_SPLIT_PARTIAL ? 0 : 1;
     size_t adder = 0;
-    for (size_t d = 0; d < be->n; d++)
-        if (!meta_sub_passes_through(be->sub[d]->device, node)) {
+    for (size_t d = 0; d < md->n; d++)
+        if (!meta_sub_passes_through(md->sub[d], node)) {
             adder = d;
             break;
         }
@@ -259,12 +259,14 @@ static bp_status materialize_graph(struct bp_graph *g)
     return st;
 }
 
-static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct meta_plan **out)
+/* The plan of g over md's sub-devices; it needs the device only, so
+ * meta_plan_measure sizes a graph with the very code that places it. */
+static bp_status plan_build(struct meta_device *md, struct bp_graph *g, struct meta_plan **out)
 {
     struct meta_plan *p = calloc(1, sizeof *p);
     if (!p) return BP_ERR_OUT_OF_MEMORY;
     bp_status st = BP_OK;
-    size_t n = be->n;
+    size_t n = md->n;
     uint64_t partial_made = 0;
     unsigned char *kinds = malloc((size_t)g->n_nodes + 1);
     unsigned char *once = malloc((size_t)g->n_nodes + 1);
@@ -300,7 +302,7 @@ static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct 
         if (node->op == BP_OP_MUL_MAT && mt->layout.state == BP_META_SPLIT_PARTIAL) partial_made++;
         mt->placed = true;
         kinds[i] = (unsigned char)kind;
-        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_code(be, node) : 0);
+        once[i] = (unsigned char)(kind == META_NODE_ADD_ONCE ? once_code(md, node) : 0);
         for (size_t d = 0; d < n && st == BP_OK; d++) {
             st = local_node(node, d, kind, once[i]);
             if (st != BP_OK) break;
@@ -352,10 +354,26 @@ static bp_status plan_build(struct meta_backend *be, struct bp_graph *g, struct 
         node_serials(g->nodes[i], &p->serials[(size_t)i * SERIALS_PER_NODE]);
     }
     meta_log(BP_LOG_DEBUG, "%s: graph of %d nodes: %llu cuts, %llu reductions (%llu merged), %llu bytes reduced.",
-             be->md->name, (int)g->n_nodes, (unsigned long long)p->n_segments,
+             md->name, (int)g->n_nodes, (unsigned long long)p->n_segments,
              (unsigned long long)p->n_reductions, (unsigned long long)p->n_merged,
              (unsigned long long)p->bytes_reduced);
     *out = p;
+    return BP_OK;
+}
+
+bp_status meta_plan_measure(struct meta_device *md, struct bp_graph *g, size_t *reduce_max)
+{
+    struct meta_plan *p = NULL;
+    bp_status st = plan_build(md, g, &p);
+    if (st != BP_OK) return st;
+    /* the butterfly's scratch holds device 0's copy of the reduced tensor
+     * (allreduce.c), grown to the largest one */
+    for (size_t s = 0; s < p->n_steps; s++)
+        if (p->steps[s].kind == STEP_REDUCE) {
+            size_t b = bp_nbytes(&meta_tensor_of(p->steps[s].reduce)->local[0]);
+            if (b > *reduce_max) *reduce_max = b;
+        }
+    plan_free(p);
     return BP_OK;
 }
 
@@ -443,7 +461,7 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
     struct meta_plan *p = plan_find(be, g);
     bp_status st = BP_OK;
     if (!p) {
-        st = plan_build(be, g, &p);
+        st = plan_build(be->md, g, &p);
         if (st != BP_OK) return st;
         plan_store(be, p);
     }
@@ -553,6 +571,7 @@ bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out)
         return BP_ERR_INVALID_ARGUMENT;
     }
     size_t sz = out->size < sizeof *out ? out->size : sizeof *out;
+    be->stats.scratch_bytes = be->scratch_size;
     memcpy((char *)out + sizeof out->size, (const char *)&be->stats + sizeof out->size, sz - sizeof out->size);
     return BP_OK;
 }

@@ -115,6 +115,11 @@ static bp_status arena_new(struct meta_buffer *mb, size_t d, size_t bytes)
         mb->arenas[d] = v;
         mb->cap_arenas[d] = cap;
     }
+    if (mb->dry) {
+        /* any aligned, never-dereferenced address: slices are told apart by it */
+        mb->arenas[d][mb->n_arenas[d]++] = (struct meta_arena){NULL, META_BASE, 0, bytes};
+        return BP_OK;
+    }
     struct bp_buffer *b = NULL;
     bp_status st = meta_sub_alloc(s, bytes, &b);
     if (st != BP_OK) {
@@ -151,6 +156,7 @@ static bp_status give_storage(struct meta_buffer *mb, struct meta_tensor *mt, si
     }
     l->buffer = a->buf;
     struct bp_buffer *sb = a->buf;
+    if (!sb) return BP_OK; /* dry */
     bp_status (*init_tensor)(struct bp_buffer *, struct bp_tensor *) = BP_IFACE_GET(sb->iface, init_tensor);
     return init_tensor ? init_tensor(sb, l) : BP_OK;
 }
@@ -660,4 +666,11 @@ bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, s
         return BP_ERR_INVALID_ARGUMENT;
     }
     return sub_get(&mt->local[d], dst, rel + offset, size);
+}
+
+bp_status meta_buffer_new_dry(struct meta_device *md, struct bp_buffer **out)
+{
+    bp_status st = buft_alloc(&md->buft, 0, out);
+    if (st == BP_OK) ((struct meta_buffer *)(*out)->context)->dry = true;
+    return st;
 }

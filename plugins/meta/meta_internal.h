@@ -143,6 +143,9 @@ struct meta_buffer {
     size_t align[META_MAX_DEV];
     size_t n_pending;
     uint8_t clear_value;                 /* what raw reads show between tensors */
+    /* A measuring buffer (measure.c): sub-buffers are tallied, never
+     * allocated, and slices get addresses that are never dereferenced. */
+    bool dry;
     /* tensor records, freed with the buffer */
     struct meta_tensor **recs;
     size_t n_recs, cap_recs;
@@ -166,6 +169,8 @@ void meta_local_fill(struct meta_buffer *mb, const struct bp_tensor *t, struct m
 bp_status meta_buffer_materialize(struct meta_buffer *mb);
 /* Bytes held on each device by the buffer's sub-buffers. */
 bp_status meta_buffer_device_bytes(struct bp_buffer *buf, size_t *bytes);
+/* A buffer of md's buffer type that only measures (meta_buffer.dry). */
+bp_status meta_buffer_new_dry(struct meta_device *md, struct bp_buffer **out);
 bp_status meta_tensor_split_query(const struct bp_tensor *t, int32_t *state, int64_t *local_ne);
 /* BP_PROC_META_TENSOR_GET_COPY: device d's own copy of a mirrored tensor. */
 bp_status meta_tensor_get_copy(const struct bp_tensor *t, size_t d, void *dst, size_t offset, size_t size);
@@ -280,5 +285,15 @@ bp_status meta_run_parallel(struct meta_backend *be, struct bp_graph **graphs);
 bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
 bool meta_is_meta_backend(const struct bp_backend *b);
 bp_status meta_get_stats(struct bp_backend *b, struct bp_meta_stats *out);
+/* Build g's plan over md as graph_compute would (deriving every split and
+ * giving every slice its bytes, in g's buffers), free it, and raise
+ * *reduce_max to the bytes the butterfly's scratch would need for it. */
+bp_status meta_plan_measure(struct meta_device *md, struct bp_graph *g, size_t *reduce_max);
+
+/* ---- measure.c: BP_PROC_META_MEASURE_TENSORS / _GRAPH ---- */
+
+bp_status meta_measure_tensors(struct bp_device *meta, struct bp_tensor *const *tensors, size_t n, size_t *bytes);
+bp_status meta_measure_graph(struct bp_device *meta, struct bp_graph *g, struct bp_tensor *const *leaves,
+                             size_t n_leaves, size_t *bytes, size_t *scratch);
 
 #endif /* BP_META_INTERNAL_H */

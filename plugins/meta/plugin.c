@@ -30,6 +30,8 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         {BP_PROC_META_BUFFER_DEVICE_BYTES, (void *)(bp_meta_buffer_device_bytes_fn)meta_buffer_device_bytes},
         {BP_PROC_META_DEVICE_SUB_DEVICES, (void *)(bp_meta_device_sub_devices_fn)meta_device_sub_devices},
         {BP_PROC_META_TENSOR_GET_COPY, (void *)(bp_meta_tensor_get_copy_fn)meta_tensor_get_copy},
+        {BP_PROC_META_MEASURE_TENSORS, (void *)(bp_meta_measure_tensors_fn)meta_measure_tensors},
+        {BP_PROC_META_MEASURE_GRAPH, (void *)(bp_meta_measure_graph_fn)meta_measure_graph},
         {BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features},
         {BP_PROC_DEVICE_IDENTITY, (void *)(bp_device_identity_fn)meta_device_identity},
         {BP_PROC_META_ALLREDUCE_PROBE, (void *)(bp_meta_allreduce_probe_fn)meta_ar_probe},

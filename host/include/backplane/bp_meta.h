@@ -47,6 +47,19 @@ BP_API bp_status bp_meta_device_sub_devices(struct bp_device *meta, struct bp_de
  * read the tensor. */
 BP_API bp_status bp_meta_tensor_get_copy(const struct bp_tensor *t, size_t device, void *dst,
                                          size_t offset, size_t size);
+/* (1.1) The bytes each sub-device of meta would hold (bytes has
+ * BP_META_MAX_DEVICES entries) for tensors[0..n), leaves without memory,
+ * placed in one meta buffer: the plugin's own placement, nothing allocated,
+ * the tensors left as they were. INVALID_ARGUMENT for a tensor with memory. */
+BP_API bp_status bp_meta_measure_tensors(struct bp_device *meta, struct bp_tensor *const *tensors,
+                                         size_t n, size_t *bytes);
+/* (1.1) What computing g on meta would hold per sub-device, nothing
+ * allocated: bytes for g's inputs and intermediates (every tensor without
+ * memory not among leaves, which are placed but not counted), scratch for
+ * the all-reduce's. See BP_PROC_META_MEASURE_GRAPH; caller's thread. */
+BP_API bp_status bp_meta_measure_graph(struct bp_device *meta, struct bp_graph *g,
+                                       struct bp_tensor *const *leaves, size_t n_leaves, size_t *bytes,
+                                       size_t *scratch);
 
 /* ---- rule tables (split_rules.c) ----
  * A rule maps a tensor-name pattern to a split. In patterns '*' matches any

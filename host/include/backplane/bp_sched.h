@@ -51,9 +51,11 @@ BP_API void bp_sched_free(struct bp_sched *s);
 
 /* Plan g (assign, split, allocate) unless a plan for the same graph object
  * or the same node list exists. Afterwards every tensor of g has memory, so
- * inputs can be written with bp_tensor_set. An op no backend computes, or
- * (strict) one the first backend declines, is an error naming the op, the
- * tensor and the backends. */
+ * inputs can be written with bp_tensor_set. Intermediates share memory
+ * along g (as bp_context_alloc_graph's): after a compute read the last node
+ * and nodes flagged BP_TENSOR_FLAG_OUTPUT, whose bytes are kept. An op no
+ * backend computes, or (strict) one the first backend declines, is an
+ * error naming the op, the tensor and the backends. */
 BP_API bp_status bp_sched_alloc_graph(struct bp_sched *s, struct bp_graph *g);
 /* The bytes bp_sched_alloc_graph would allocate for g, per backend in the
  * order of bp_sched_new (bytes[0..n)): its tensors without memory and the
@@ -69,6 +71,12 @@ BP_API bp_status bp_sched_measure_graph(struct bp_sched *s, const struct bp_grap
 /* Bytes of the buffers the scheduler holds (all planned graphs, tensors and
  * copies) on the backends of dev; 0 for a NULL scheduler. */
 BP_API size_t bp_sched_buffer_bytes(const struct bp_sched *s, const struct bp_device *dev);
+/* The buffers the scheduler holds on the backends of dev (all planned
+ * graphs): their count, out[0..min(cap, count)) filled. They stay the
+ * scheduler's; valid until the next plan is made or reset. Any thread that
+ * owns s. */
+BP_API size_t bp_sched_buffers(const struct bp_sched *s, const struct bp_device *dev, struct bp_buffer **out,
+                               size_t cap);
 /* Compute g (planning it first when needed): each run on its backend, the
  * copies between them. May return before asynchronous backends finish:
  * call bp_sched_synchronize before reading results. */
