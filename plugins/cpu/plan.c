@@ -301,6 +301,7 @@ void cpu_plan_free(struct cpu_plan *p)
     if (!p)
         return;
     free(p->recs);
+    free(p->src_rec);
     free(p->steps);
     free(p->members);
     free(p);

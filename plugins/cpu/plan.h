@@ -84,7 +84,9 @@ struct cpu_plan {
     /* The key (plan_cache.c). */
     int nth;
     int32_t n_nodes;
+    int32_t n_recs;             /* the nodes' (record i is node i), then the leaves' */
     struct cpu_plan_rec *recs;
+    int32_t *src_rec;           /* [node * BP_MAX_SRC + s]: the record of src[s], -1 if NULL */
     uint64_t used;              /* the cache's clock at its last use */
     /* The plan. Read-only once made: what changes while a graph runs lives
      * in the backend (task counters, claim words, step end times). */

@@ -4,11 +4,12 @@
  * graph's key is unchanged.
  *
  * The key is compared in full on every call, never hashed: a collision
- * would run a stale plan. Its cost is a walk over the graph reading each
- * node's and source's first 136 bytes, against planning's support checks,
- * chunk grids and join windows.
+ * would run a stale plan. Its cost is one read of each tensor of the graph
+ * (the first 208 bytes), against planning's reads of the same tensors plus
+ * its support checks, chunk grids and join windows.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,14 +30,12 @@ enum {
     REC_TOUCHES = 2,    /* it or what it views is one */
 };
 
-/* One tensor as the plan saw it. A node's record is followed by those of
- * its sources present (src_mask bit s: src[s] is not NULL), in order. */
+/* One tensor as the plan saw it. */
 struct cpu_plan_rec {
     const struct bp_tensor *t;
     const void *data;
     unsigned char head[REC_HEAD];
     uint8_t layout;
-    uint8_t src_mask;
 };
 
 static uint64_t now_ns(void)
@@ -54,15 +53,6 @@ static uint8_t layout_of(const struct bp_tensor *t)
                      (cpu_tensor_touches_repacked(t) ? REC_TOUCHES : 0));
 }
 
-static uint8_t src_mask_of(const struct bp_tensor *t)
-{
-    uint8_t m = 0;
-    for (int s = 0; s < BP_MAX_SRC; s++)
-        if (t->src[s])
-            m |= (uint8_t)(1u << s);
-    return m;
-}
-
 static bool rec_matches(const struct cpu_plan_rec *r, const struct bp_tensor *t)
 {
     return r->t == t && r->data == t->data && memcmp(r->head, t, REC_HEAD) == 0 &&
@@ -75,45 +65,93 @@ static void rec_fill(struct cpu_plan_rec *r, const struct bp_tensor *t)
     r->data = t->data;
     memcpy(r->head, t, REC_HEAD);
     r->layout = layout_of(t);
-    r->src_mask = src_mask_of(t);
 }
 
+/* Each tensor is compared once: a node in its own record, a source that is
+ * a node by address only, a leaf (weight, input, cache) in a record after
+ * the nodes'. Reading tensors is most of the cost (a decode step has just
+ * streamed the weights through the caches), so no tensor is read twice. */
 static bool key_matches(const struct cpu_plan *p, const struct bp_graph *g, int nth)
 {
     if (p->nth != nth || p->n_nodes != g->n_nodes)
         return false;
-    const struct cpu_plan_rec *r = p->recs;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const struct bp_tensor *node = g->nodes[i];
-        if (!node || !rec_matches(r, node) || r->src_mask != src_mask_of(node))
+        if (!node || !rec_matches(&p->recs[i], node))
             return false;
-        r++;
+        const int32_t *sr = &p->src_rec[(size_t)i * BP_MAX_SRC];
         for (int s = 0; s < BP_MAX_SRC; s++)
-            if (node->src[s] && !rec_matches(r++, node->src[s]))
+            if (node->src[s] != (sr[s] < 0 ? NULL : p->recs[sr[s]].t))
                 return false;
     }
+    /* Every leaf is a source of a node that matched: an address the graph
+     * holds now, so it may be read. */
+    for (int32_t j = p->n_nodes; j < p->n_recs; j++)
+        if (!rec_matches(&p->recs[j], p->recs[j].t))
+            return false;
     return true;
 }
 
+/* Tensor address -> record index while a key is made (open addressing). */
+struct rec_index {
+    const struct bp_tensor **keys;
+    int32_t *vals;
+    size_t mask;
+};
+
+/* The record of t, or -1 after entering it as record `next`. */
+static int32_t rec_index_find_or_add(struct rec_index *x, const struct bp_tensor *t, int32_t next)
+{
+    size_t h = (size_t)(((uintptr_t)t >> 4) * 0x9E3779B97F4A7C15ull) & x->mask;
+    while (x->keys[h] && x->keys[h] != t)
+        h = (h + 1) & x->mask;
+    if (x->keys[h])
+        return x->vals[h];
+    x->keys[h] = t;
+    x->vals[h] = next;
+    return -1;
+}
+
 /* Record g's key in p (made from g for nth threads: every node is there).
- * The recorded addresses are only compared, never followed: the tensors
- * they named may be gone. */
+ * The recorded addresses are only compared until a graph holds them again.
+ * First every source gets its record's index (a node's, or a new leaf's),
+ * then the records are allocated to size and filled. */
 static bool key_fill(struct cpu_plan *p, const struct bp_graph *g, int nth)
 {
-    size_t n = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++)
-        n += 1 + (size_t)__builtin_popcount(src_mask_of(g->nodes[i]));
-    p->recs = malloc((n > 0 ? n : 1) * sizeof *p->recs);
+    const size_t n = (size_t)g->n_nodes, most = n * (1 + BP_MAX_SRC);
+    if (most > INT32_MAX)
+        return false;
+    size_t cap = 16;
+    while (cap < 2 * most)
+        cap *= 2;
+    struct rec_index x = { calloc(cap, sizeof *x.keys), malloc(cap * sizeof *x.vals), cap - 1 };
+    p->src_rec = malloc((n > 0 ? n : 1) * BP_MAX_SRC * sizeof *p->src_rec);
+    bool ok = x.keys && x.vals && p->src_rec;
+    int32_t n_recs = g->n_nodes;
+    for (int32_t i = 0; ok && i < g->n_nodes; i++)
+        rec_index_find_or_add(&x, g->nodes[i], i);
+    for (int32_t i = 0; ok && i < g->n_nodes; i++)
+        for (int s = 0; s < BP_MAX_SRC; s++) {
+            const struct bp_tensor *src = g->nodes[i]->src[s];
+            int32_t r = src ? rec_index_find_or_add(&x, src, n_recs) : -1;
+            if (src && r < 0)
+                r = n_recs++;
+            p->src_rec[(size_t)i * BP_MAX_SRC + (size_t)s] = r;
+        }
+    free(x.keys);
+    free(x.vals);
+    p->recs = ok ? malloc((size_t)(n_recs > 0 ? n_recs : 1) * sizeof *p->recs) : NULL;
     if (!p->recs)
         return false;
-    struct cpu_plan_rec *r = p->recs;
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        const struct bp_tensor *node = g->nodes[i];
-        rec_fill(r++, node);
-        for (int s = 0; s < BP_MAX_SRC; s++)
-            if (node->src[s])
-                rec_fill(r++, node->src[s]);
+        rec_fill(&p->recs[i], g->nodes[i]);
+        for (int s = 0; s < BP_MAX_SRC; s++) {
+            const int32_t r = p->src_rec[(size_t)i * BP_MAX_SRC + (size_t)s];
+            if (r >= g->n_nodes)
+                rec_fill(&p->recs[r], g->nodes[i]->src[s]);
+        }
     }
+    p->n_recs = n_recs;
     p->n_nodes = g->n_nodes;
     p->nth = nth;
     return true;
