@@ -12,6 +12,8 @@
  * another thread count, other op parameters — plans again. Every result is
  * compared bit for bit with a fresh backend's (its first compute plans
  * from scratch), and W1 x with a double dot of the dequantized weight.
+ * Last, the runner's own decode steps (builtin:test): one plan per KV
+ * capacity bucket, then nothing.
  */
 #include <check.h>
 #include <math.h>
@@ -24,6 +26,8 @@
 
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
+#include "decoder.h"
+#include "model.h"
 
 #define K 256
 #define N 48
@@ -303,6 +307,40 @@ START_TEST(test_cpu_plan_stats_refuse_bad_arguments)
 }
 END_TEST
 
+/* A session's decode graphs keep one KV capacity (32, 64, ... positions)
+ * until it is outgrown: its steps plan once per capacity and once for the
+ * prefill, whether through the scheduler or directly. */
+START_TEST(test_cpu_plan_runner_decode_plans_once_per_capacity)
+{
+    const bool direct = _i == 1;
+    char err[256] = "";
+    struct bp_run_model *m;
+    const struct bp_run_builtin_options mo = { .weight_type = BP_TYPE_Q8_0, .seed = 3 };
+    ck_assert_msg(bp_run_model_builtin("test", &mo, &m, err, sizeof err) == BP_OK, "%s", err);
+    const struct bp_run_session_options so = { .n_ctx = 64, .n_threads = 2, .direct = direct };
+    struct bp_run_session *s;
+    ck_assert_msg(bp_run_session_new(m, cpu_device(), &so, &s, err, sizeof err) == BP_OK, "%s", err);
+    float *logits = malloc((size_t)m->hp.n_vocab * sizeof *logits);
+    const int32_t prompt[5] = { 1, 7, 42, 9, 100 };
+    ck_assert_msg(bp_run_session_eval(s, prompt, 5, false, logits, err, sizeof err) == BP_OK, "%s", err);
+    /* Positions 5 .. 44: steps with 6 .. 32 positions, then 33 .. 45. */
+    const int steps = 40;
+    for (int i = 0; i < steps; i++) {
+        const int32_t tok = bp_run_argmax(logits, m->hp.n_vocab);
+        ck_assert_msg(bp_run_session_eval(s, &tok, 1, false, logits, err, sizeof err) == BP_OK,
+                      "step %d: %s", i, err);
+    }
+    const struct bp_cpu_plan_stats st = stats_of(bp_run_session_backend(s));
+    ck_assert_msg(st.made == 3 && st.reused == steps - 2,
+                  "%s: %llu plans made and %llu reused over a prefill and %d decode steps in two "
+                  "capacities, want 3 and %d", direct ? "direct" : "scheduled",
+                  (unsigned long long)st.made, (unsigned long long)st.reused, steps, steps - 2);
+    free(logits);
+    bp_run_session_free(s);
+    bp_run_model_free(m);
+}
+END_TEST
+
 /* The profile proc is generic now; its 1.0 name answers the same function. */
 START_TEST(test_cpu_profile_old_name_is_the_generic_proc)
 {
@@ -322,6 +360,7 @@ int main(void)
     tcase_add_test(tc, test_cpu_plan_remade_when_the_graph_changes);
     tcase_add_test(tc, test_cpu_plan_cache_is_bounded);
     tcase_add_test(tc, test_cpu_plan_stats_refuse_bad_arguments);
+    tcase_add_loop_test(tc, test_cpu_plan_runner_decode_plans_once_per_capacity, 0, 2);
     tcase_add_test(tc, test_cpu_profile_old_name_is_the_generic_proc);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
