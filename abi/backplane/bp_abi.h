@@ -11,4 +11,5 @@
 #include "bp_host_helpers.h"
 #include "bp_custom_op.h"
 #include "bp_identity.h"
+#include "bp_profile.h"
 #endif

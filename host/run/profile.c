@@ -9,8 +9,8 @@
 bp_status bp_run_profile_attach(struct bp_run_session *s, struct bp_run_profile *pr)
 {
     struct bp_backend *be = bp_run_session_backend(s);
-    bp_cpu_set_profile_fn fn = NULL;
-    void *p = be ? bp_device_proc_address(bp_run_session_device(s), BP_CPU_PROC_SET_PROFILE) : NULL;
+    bp_set_profile_fn fn = NULL;
+    void *p = be ? bp_device_proc_address(bp_run_session_device(s), BP_PROC_SET_PROFILE) : NULL;
     if (!p) return BP_ERR_UNSUPPORTED;
     memcpy(&fn, &p, sizeof fn);
     if (pr) {
@@ -23,7 +23,7 @@ bp_status bp_run_profile_attach(struct bp_run_session *s, struct bp_run_profile 
 
 void bp_run_profile_print(FILE *f, const char *what, const struct bp_run_profile *pr)
 {
-    const struct bp_cpu_profile *p = &pr->p;
+    const struct bp_profile *p = &pr->p;
     if (!p->graphs) return;
     const double graphs = (double)p->graphs, total = (double)p->graph_ns;
     uint64_t in_ops = 0;
@@ -41,7 +41,7 @@ void bp_run_profile_print(FILE *f, const char *what, const struct bp_run_profile
                 best = o;
         if (best < 0) break;
         shown[best] = true;
-        const struct bp_cpu_op_time *t = &pr->ops[best];
+        const struct bp_profile_op *t = &pr->ops[best];
         fprintf(f, "  %-16s %8.0f %12.3f %6.1f%%\n", bp_op_name((enum bp_op)best),
                 (double)t->count / graphs, (double)t->ns / graphs * 1e-6,
                 total > 0 ? 100.0 * (double)t->ns / total : 0.0);

@@ -5,9 +5,9 @@
  * The timing is the device plugin's, not the host's: computing node by
  * node from here would take away what the CPU plugin does across nodes
  * (MUL_MATs sharing an activation in one step, no barrier between nodes)
- * and so change what is measured. The CPU plugin's BP_CPU_PROC_SET_PROFILE
- * (plugins/cpu/bp_cpu.h) times each step of its plan with one clock read;
- * a device whose plugin offers no such proc is not profiled.
+ * and so change what is measured. A plugin that answers BP_PROC_SET_PROFILE
+ * (bp_profile.h; the CPU plugin times each step of its plan with one clock
+ * read) is profiled; a device whose plugin does not is not.
  */
 #ifndef BP_RUN_PROFILE_H
 #define BP_RUN_PROFILE_H
@@ -16,13 +16,12 @@
 
 #include <backplane/backplane.h>
 
-#include "bp_cpu.h"
 #include "decoder.h"
 
 /* One profile: the plugin's counters and the ops array they index. */
 struct bp_run_profile {
-    struct bp_cpu_profile p;
-    struct bp_cpu_op_time ops[BP_OP_COUNT];
+    struct bp_profile p;
+    struct bp_profile_op ops[BP_OP_COUNT];
 };
 
 /* Zero pr and have every later graph of s add to it (pr NULL: stop). pr is

@@ -29,28 +29,31 @@ typedef bp_status (*bp_cpu_set_abort_callback_fn)(struct bp_backend *b, bp_cpu_a
 #define BP_CPU_PROC_REPACK_BUFFER_TYPE "bp_cpu_repack_buffer_type"
 typedef struct bp_buffer_type *(*bp_cpu_repack_buffer_type_fn)(struct bp_device *dev);
 
-/* Per-op profile: while p is set on backend b, every graph_compute on b
- * adds to it. A graph runs as a sequence of steps (one per node, or a few
- * for a MUL_MAT; MUL_MATs that share an activation run in one step), and
- * the wall time of each step, from the end of the one before to the end of
- * its last task, goes to its node's op, so the ops' times partition the
- * time the threads worked on the graph; graph_ns is the whole call, with
- * the planning before the threads start (graph_ns minus the ops' sum).
- * Costs one clock read per step (a few hundred per graph). ops[o] for o <
- * n_ops, indexed by enum bp_op: nodes computed and their nanoseconds;
- * convert_ns is the part of ops[BP_OP_MUL_MAT].ns spent converting
- * activations to the weights' dot-product type. The caller owns p (and
- * ops), zeroes it and keeps it alive until set_profile(b, NULL) or the
- * backend's free; b must not compute on two threads at once. */
+/* Per-op profile: the generic BP_PROC_SET_PROFILE (bp_profile.h) under
+ * its 1.0 name. The old type names are the new types (one layout), so code
+ * and binaries built against them keep working. */
 #define BP_CPU_PROC_SET_PROFILE "bp_cpu_set_profile"
-struct bp_cpu_op_time {
-    uint64_t count, ns;
+#define bp_cpu_op_time bp_profile_op
+#define bp_cpu_profile bp_profile
+typedef bp_set_profile_fn bp_cpu_set_profile_fn;
+
+/* (1.1) Graph plans of backend b: the backend plans a graph once (which
+ * kernel per node, MUL_MAT groups, task splits, work-buffer size) and reuses
+ * the plan while every node and source keeps its address, type, op, shape,
+ * strides, op parameters, data address and weight layout and the thread
+ * count is the same; made counts plans made, reused the calls that reused
+ * one, make_ns and lookup_ns the time spent making them and comparing keys,
+ * cached the plans held now (at most 8; freed with the backend). Fills the
+ * first out->size bytes (set size = sizeof *out); b not a cpu backend or
+ * size too small for `size` itself is BP_ERR_INVALID_ARGUMENT. Not
+ * thread-safe against a computing b. */
+#define BP_CPU_PROC_PLAN_STATS "bp_cpu_plan_stats"
+struct bp_cpu_plan_stats {
+    size_t size;
+    uint64_t made, reused;
+    uint64_t make_ns, lookup_ns;
+    int32_t cached;
 };
-struct bp_cpu_profile {
-    uint64_t graphs, graph_ns, convert_ns;
-    int n_ops;
-    struct bp_cpu_op_time *ops;
-};
-typedef bp_status (*bp_cpu_set_profile_fn)(struct bp_backend *b, struct bp_cpu_profile *p);
+typedef bp_status (*bp_cpu_plan_stats_fn)(struct bp_backend *b, struct bp_cpu_plan_stats *out);
 
 #endif

@@ -87,9 +87,12 @@ bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads);
 /* The BP_CPU_PROC_SET_ABORT_CALLBACK proc (bp_cpu.h). */
 bp_status cpu_backend_set_abort_callback(struct bp_backend *b, bp_status (*cb)(void *data),
                                          void *data);
-/* The BP_CPU_PROC_SET_PROFILE proc (bp_cpu.h). */
-struct bp_cpu_profile;
-bp_status cpu_backend_set_profile(struct bp_backend *b, struct bp_cpu_profile *p);
+/* The BP_PROC_SET_PROFILE proc (bp_profile.h), also under its 1.0 name
+ * BP_CPU_PROC_SET_PROFILE (bp_cpu.h). */
+bp_status cpu_backend_set_profile(struct bp_backend *b, struct bp_profile *p);
+/* The BP_CPU_PROC_PLAN_STATS proc (bp_cpu.h). */
+struct bp_cpu_plan_stats;
+bp_status cpu_backend_plan_stats(struct bp_backend *b, struct bp_cpu_plan_stats *out);
 /* Free every backend the application left behind (registry shutdown). */
 void cpu_backends_free_all(struct cpu_plugin *pl);
 

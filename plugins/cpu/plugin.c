@@ -248,8 +248,15 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         memcpy(&p, &fn, sizeof p);
         return p;
     }
-    if (strcmp(name, BP_CPU_PROC_SET_PROFILE) == 0) {
-        bp_cpu_set_profile_fn fn = cpu_backend_set_profile;
+    /* The 1.0 name stays an alias of the generic one: same function. */
+    if (strcmp(name, BP_PROC_SET_PROFILE) == 0 || strcmp(name, BP_CPU_PROC_SET_PROFILE) == 0) {
+        bp_set_profile_fn fn = cpu_backend_set_profile;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    if (strcmp(name, BP_CPU_PROC_PLAN_STATS) == 0) {
+        bp_cpu_plan_stats_fn fn = cpu_backend_plan_stats;
         void *p;
         memcpy(&p, &fn, sizeof p);
         return p;
