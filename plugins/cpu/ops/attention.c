@@ -225,7 +225,7 @@ static void fa_geom_of(const struct bp_tensor *t, struct fa_geom *g)
     g->B = q->ne[3];
     g->group = q->ne[2] / k->ne[2];
     g->qb = g->group >= FA_ROWS ? 1 : FA_ROWS / g->group;
-    if (g->qb > g->n_q) g->qb = g->n_q;
+    if (g->qb > g->n_q) g->qb = g->n_q > 0 ? g->n_q : 1; /* n_q = 0: no items, no division by 0 */
     g->rows = g->qb * g->group;
     g->rows_p = fa_round_up(g->rows, FA_RB);
     g->n_items = (g->n_q + g->qb - 1) / g->qb * g->Hkv * g->B;
