@@ -127,6 +127,19 @@ foreach(v ${BP_CPU_VARIANTS})
   endif()
 endforeach()
 
+bp_add_check_test(test_cpu_silu SOURCES test_cpu_silu.c cpu_test_util.c cpu_variant_util.c
+  LIBS ${CMAKE_DL_LIBS} ENV BACKPLANE_CPU_VARIANT=scalar BP_TEST_EXPECT_VARIANT=scalar)
+add_dependencies(test_cpu_silu bp_plugin_cpu)
+set_tests_properties(test_cpu_silu PROPERTIES SKIP_RETURN_CODE 77)
+foreach(v ${BP_CPU_VARIANTS})
+  if(NOT v STREQUAL "scalar")
+    add_test(NAME test_cpu_silu_${v} COMMAND test_cpu_silu)
+    set_tests_properties(test_cpu_silu_${v} PROPERTIES
+      ENVIRONMENT "${BP_TEST_ENV};BACKPLANE_CPU_VARIANT=${v};BP_TEST_EXPECT_VARIANT=${v}"
+      SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endif()
+endforeach()
+
 # The SIMD builds must still contain the x8 kernels' software prefetches
 # (see the script for the compiler behaviour this guards against).
 set(bp_prefetch_sos "")

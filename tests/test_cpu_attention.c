@@ -5,11 +5,12 @@
  * softmax(q.k^T * scale + mask) . v
  * computed here, at shapes like a decoder's: GQA (H = 8, H_kv = 2), one and
  * seven query rows, 1 / 17 / 300 keys, D != Dv and neither a multiple of
- * the vector width (and Dv = 64, which the SIMD kernels hold in registers), F32 / F16 / BF16 K and V, caches viewed through a
- * permute (heads inner) or a transpose (strided rows), masks with -INFINITY
- * and finite entries, fully masked rows. The SIMD variants accumulate in
+ * the vector width (and Dv = 64, a Llama head), F32 / F16 / BF16 K and V,
+ * caches viewed through a permute (heads inner) or a transpose (strided
+ * rows), masks with -INFINITY and finite entries, fully masked rows; causal
+ * prefill blocks at GQA ratios 1, 4 and 8. The SIMD variants accumulate in
  * float, so the bound is 1e-5 of the output's scale; fully masked rows
- * must be exact zeros, and 1 and 3 threads must agree bit for bit.
+ * must be exact zeros, and 1, 2 and 3 threads must agree bit for bit.
  */
 #include <check.h>
 #include <math.h>
@@ -21,17 +22,21 @@
 #include "cpu_variant_util.h"
 
 enum kv_layout { KV_PLAIN, KV_PERMUTED, KV_TRANSPOSED };
-enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY };
+enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY, MASK_CAUSAL };
 
 struct fa_case {
     enum bp_type tkv;
     enum kv_layout layout;
     enum mask_kind mask;
     int64_t nq, nkv, B;
-    int64_t dv;     /* 0: DV_DEFAULT; 64 takes the SIMD kernel's register-held head */
+    int64_t dv;     /* 0: DV_DEFAULT */
+    int64_t h, hkv; /* 0: H, HKV */
 };
 
-enum { H = 8, HKV = 2, D = 68, DV_DEFAULT = 76 };
+enum { H_DEFAULT = 8, HKV_DEFAULT = 2, D = 68, DV_DEFAULT = 76 };
+
+/* KV heads of the case being checked (kv_index and kv_base read it). */
+static int64_t HKV = HKV_DEFAULT;
 
 /* Element (d, j, kv head, b) of a cache base tensor of row length n. */
 static int64_t kv_index(enum kv_layout l, int64_t n, int64_t d, int64_t j, int64_t kh, int64_t b,
@@ -70,6 +75,8 @@ static struct bp_tensor *kv_view(struct bp_context *ctx, enum kv_layout l, struc
 static double mask_value(const struct fa_case *c, unsigned *seed, int64_t i, int64_t j)
 {
     const double r = rnd(seed);
+    if (c->mask == MASK_CAUSAL) /* query i sits at position nkv - nq + i */
+        return j <= c->nkv - c->nq + i ? 0.0 : -INFINITY;
     if (c->mask == MASK_ROW_EMPTY && i == (c->nq > 1 ? 1 : 0))
         return -INFINITY;
     if (j == c->nkv - 1)
@@ -85,10 +92,13 @@ static bool row_empty(const struct fa_case *c, int64_t iq)
 static void check_case(const struct fa_case *c)
 {
     char what[160];
-    snprintf(what, sizeof what, "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld",
+    snprintf(what, sizeof what, "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld, H %lld/%lld",
              bp_type_name(c->tkv), (int)c->layout, (int)c->mask, (long long)c->nq,
-             (long long)c->nkv, (long long)c->B);
+             (long long)c->nkv, (long long)c->B, (long long)(c->h ? c->h : H_DEFAULT),
+             (long long)(c->hkv ? c->hkv : HKV_DEFAULT));
     const int64_t nq = c->nq, nkv = c->nkv, B = c->B, DV = c->dv ? c->dv : DV_DEFAULT;
+    const int64_t H = c->h ? c->h : H_DEFAULT;
+    HKV = c->hkv ? c->hkv : HKV_DEFAULT;
     struct fx f;
     fx_init(&f);
     const float scale = 1.0f / sqrtf((float)D);
@@ -115,15 +125,22 @@ static void check_case(const struct fa_case *c)
     ck_assert_int_eq(bp_backend_set_n_threads(f.be, 1), BP_OK);
     ck_assert_msg(fx_compute(&f, y) == BP_OK, "%s: %s", what, bp_last_error());
     double *got1 = fetch(y);
-    ck_assert_int_eq(bp_backend_set_n_threads(f.be, 3), BP_OK);
-    /* garbage in y first, so the second run has to write every element */
+    /* 2 and 3 threads, with garbage in y first, so each run has to write
+     * every element; got3 keeps the last. */
+    double *got3 = NULL;
     const size_t ybytes = bp_nbytes(y);
     unsigned char *junk = malloc(ybytes);
     memset(junk, 0x7f, ybytes);
-    ck_assert_int_eq(bp_tensor_set(y, junk, 0, ybytes), BP_OK);
+    for (int nth = 2; nth <= 3; nth++) {
+        ck_assert_int_eq(bp_backend_set_n_threads(f.be, nth), BP_OK);
+        ck_assert_int_eq(bp_tensor_set(y, junk, 0, ybytes), BP_OK);
+        ck_assert_msg(fx_compute(&f, y) == BP_OK, "%s: %s", what, bp_last_error());
+        free(got3);
+        got3 = fetch(y);
+        ck_assert_msg(nth == 3 || memcmp(got1, got3, (size_t)bp_nelements(y) * sizeof *got1) == 0,
+                      "%s: 2 threads differ from 1", what);
+    }
     free(junk);
-    ck_assert_msg(fx_compute(&f, y) == BP_OK, "%s: %s", what, bp_last_error());
-    double *got3 = fetch(y);
 
     const int64_t n = DV * H * nq * B;
     double *want = calloc((size_t)n, sizeof *want), *s = malloc((size_t)nkv * sizeof *s);
@@ -185,7 +202,7 @@ START_TEST(test_flash_attn_matches_double_reference_with_f32_kv)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
-        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0 });
+        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0, 0 });
 }
 END_TEST
 
@@ -193,15 +210,15 @@ START_TEST(test_flash_attn_matches_double_reference_with_f16_kv)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
-        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0 });
+        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0, 0 });
 }
 END_TEST
 
 START_TEST(test_flash_attn_gives_zeros_for_fully_masked_rows)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0 });
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0, 0, 0 });
 }
 END_TEST
 
@@ -209,14 +226,29 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 {
     const enum bp_type types[] = { BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
     for (int t = 0; t < 3; t++) {
-        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0 });
-        check_case(&(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0 });
+        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0, 0, 0 });
+        check_case(&(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0, 0, 0 });
     }
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0, 0, 0 });
     /* Dv = 64, a Llama head: the value rows accumulated in registers. */
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64 });
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64 });
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64, 0, 0 });
+}
+END_TEST
+
+/* Prefill shapes under a causal mask (whole key tiles hidden from a query
+ * block, partial tiles, tails of the 32-key tile and of the query block)
+ * at GQA ratios 1, 4 and 8, F16 K/V as the decoder's cache stores them. */
+START_TEST(test_flash_attn_causal_prefill_at_gqa_ratios)
+{
+    static const int64_t heads[][2] = { { 4, 4 }, { 8, 2 }, { 16, 2 } };
+    static const int64_t shapes[][2] = { { 37, 37 }, { 70, 101 }, { 5, 64 } }; /* n_q, n_kv */
+    for (int s = 0; s < 3; s++)
+        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CAUSAL, shapes[s][0],
+                                      shapes[s][1], 1, 64, heads[_i][0], heads[_i][1] });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CAUSAL, 33, 40, 2, 0, heads[_i][0],
+                                  heads[_i][1] });
 }
 END_TEST
 
@@ -238,6 +270,7 @@ int main(void)
     tcase_add_loop_test(tc, test_flash_attn_matches_double_reference_with_f16_kv, 0, 6);
     tcase_add_loop_test(tc, test_flash_attn_gives_zeros_for_fully_masked_rows, 0, 6);
     tcase_add_test(tc, test_flash_attn_reads_permuted_and_transposed_caches);
+    tcase_add_loop_test(tc, test_flash_attn_causal_prefill_at_gqa_ratios, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
