@@ -614,7 +614,8 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     s->stats.graphs_built++;
     /* Intermediates share memory along the graph: a 512-token prefill of a
      * 1B model would otherwise touch 2 GB of fresh pages (issue 15). With a
-     * fallback the scheduler places them per backend instead. */
+     * fallback the scheduler places them per backend, reusing memory
+     * the same way. */
     if (!s->fb) {
         if ((r = bp_context_alloc_graph(p->ctx, p->g, bp_device_buffer_type(s->dev), &p->buf)) != BP_OK)
             return bp_run_fail(err, cap, r, "allocating the step's tensors on '%s' failed: %s",
@@ -625,6 +626,19 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
         return bp_run_fail(err, cap, r, "scheduling the decoder graph on '%s' failed: %s",
                            bp_device_name(s->dev), bp_last_error());
     return BP_OK;
+}
+
+/* p made afresh for n tokens over n_kv positions; on failure p is left
+ * empty, so the next call tries again. */
+static bp_status plan_remake(struct bp_run_session *s, struct plan *p, int64_t n, int64_t n_kv,
+                             bool all, char *err, size_t cap)
+{
+    plan_free(s, p);
+    p->n = n;
+    p->n_kv = n_kv;
+    bp_status r = plan_make(s, p, all, err, cap);
+    if (r != BP_OK) plan_free(s, p);
+    return r;
 }
 
 /* The decode plan whose capacity covers n_kv positions, made on first use. */
@@ -639,18 +653,9 @@ static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan
     }
     if (capacity > s->n_ctx) capacity = s->n_ctx;
     struct plan *p = &s->decode[i];
-    if (!p->g) {
-        plan_free(s, p);
-        p->n = 1;
-        p->n_kv = capacity;
-        bp_status r = plan_make(s, p, true, err, cap);
-        if (r != BP_OK) {
-            plan_free(s, p);
-            return r;
-        }
-    }
-    *out = p;
-    return BP_OK;
+    bp_status r = p->g ? BP_OK : plan_remake(s, p, 1, capacity, true, err, cap);
+    if (r == BP_OK) *out = p;
+    return r;
 }
 
 /* ids, positions n_past.., and a causal mask over p->n_kv positions (the
@@ -696,19 +701,13 @@ static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_pas
                               struct plan **out, char *err, size_t cap)
 {
     struct plan *p = &s->prefill;
+    bp_status r = BP_OK;
     if (!p->g || p->n != n || p->n_kv != n_past + n || s->prefill_all != all) {
-        plan_free(s, p);
-        p->n = n;
-        p->n_kv = n_past + n;
         s->prefill_all = all;
-        bp_status r = plan_make(s, p, all, err, cap);
-        if (r != BP_OK) {
-            plan_free(s, p);
-            return r;
-        }
+        r = plan_remake(s, p, n, n_past + n, all, err, cap);
     }
-    *out = p;
-    return BP_OK;
+    if (r == BP_OK) *out = p;
+    return r;
 }
 
 bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, int64_t n,
