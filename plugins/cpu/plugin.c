@@ -230,6 +230,12 @@ static struct bp_buffer_type *dev_weight_buffer_type(struct bp_device *dev, enum
     return dev && cpu_repack_type_ok(type) ? &cpu_plugin_of_device(dev)->repack_buft : NULL;
 }
 
+static bp_status dev_set_amx(struct bp_device *dev, bool on)
+{
+    (void)dev;
+    return cpu_amx_use(on) ? BP_OK : BP_ERR_UNSUPPORTED;
+}
+
 static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
 {
     (void)reg;
@@ -251,6 +257,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
     }
     if (strcmp(name, BP_CPU_PROC_SET_PROFILE) == 0) {
         bp_cpu_set_profile_fn fn = cpu_backend_set_profile;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    if (strcmp(name, BP_CPU_PROC_SET_AMX) == 0) {
+        bp_cpu_set_amx_fn fn = dev_set_amx;
         void *p;
         memcpy(&p, &fn, sizeof p);
         return p;

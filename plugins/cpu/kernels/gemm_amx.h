@@ -33,6 +33,9 @@ typedef void (*cpu_gemm_amx_fn)(int64_t n, float *s, const void *w, size_t gs, c
 bool cpu_amx_enable(bool want);
 /* Whether cpu_amx_enable succeeded (false before it is called). */
 bool cpu_amx_active(void);
+/* Use the AMX kernels (on) or not, process-wide, while active; false when
+ * on is asked for and AMX is not active. */
+bool cpu_amx_use(bool on);
 /* The AMX kernel for weight type t, or NULL: AMX not active, or no kernel
  * for t. */
 cpu_gemm_amx_fn cpu_gemm_amx_for(enum bp_type t);
