@@ -382,10 +382,14 @@ static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
         per_thread = true;
     }
     int64_t dr0 = (s->nr0 + nchunk0 - 1) / nchunk0;
-    const int64_t align0 = s->gemm_amx ? CPU_AMX_ROWS : s->gemm_x8 ? CPU_REPACK_ROWS : 1;
+    /* AMX tiles start on multiples of 16 in every grid. The grid follows
+     * the shape alone, not whether AMX runs (BACKPLANE_CPU_AMX, bp_cpu_set_amx),
+     * so a chunk count planned once stays right when it is switched. */
+    const bool tiles16 = s->gemm_x8 && s->nr1 >= MM_AMX_MIN_ROWS;
+    const int64_t align0 = tiles16 ? CPU_AMX_ROWS : s->gemm_x8 ? CPU_REPACK_ROWS : 1;
     dr0 = (dr0 + align0 - 1) / align0 * align0;
     int64_t dr1 = (s->nr1 + nchunk1 - 1) / nchunk1;
-    if (s->gemm_amx) { /* tiles on multiples of 16 in every grid */
+    if (tiles16) {
         dr1 = (dr1 + CPU_AMX_ROWS - 1) / CPU_AMX_ROWS * CPU_AMX_ROWS;
         nchunk1 = (s->nr1 + dr1 - 1) / dr1;
     }
