@@ -56,6 +56,7 @@ set(BP_CPU_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_neon.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx512.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_amx.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_float_x86.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx2.c)
 foreach(v ${BP_CPU_VARIANTS})
@@ -84,6 +85,12 @@ foreach(v ${BP_CPU_VARIANTS})
   add_test(NAME cpu_x8_${v} COMMAND test_cpu_x8_${v})
   set_tests_properties(cpu_x8_${v} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# The AMX tile kernels (avx512 build) at the same edges; skipped (77) where
+# the CPU or the OS has no AMX-INT8.
+if(TARGET test_cpu_x8_avx512)
+  add_test(NAME cpu_amx_avx512 COMMAND test_cpu_x8_avx512 --amx)
+  set_tests_properties(cpu_amx_avx512 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
 
 # NEON: cross-compiled with Debian's gcc-aarch64-linux-gnu and run under
 # qemu-aarch64, so the sdot kernels are executed, not only compiled.

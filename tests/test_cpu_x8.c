@@ -19,12 +19,19 @@
  *    ncols 1..4;
  *  - an output stride bs > 8, with guard values that must stay untouched;
  *  - each column equal to the bit to the same column computed alone.
+ *
+ * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
+ * the AMX tile kernels (kernels/gemm_amx.h) get the same edges: 16 weight
+ * rows from two x8 groups with a gap between them, 1..4 activation tiles
+ * with padded rows, against the double dot and the VNNI x8 kernel; every
+ * row equal to the bit to the same row computed in a single tile.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm_amx.h"
 #include "kernels/kernels.h"
 #include "cpu_features.h"
 
@@ -175,8 +182,101 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     free(w); free(x8); free(y); free(x); free(wf); free(yf);
 }
 
-int main(void)
+static int check_one(float got, double want, double mag)
 {
+    checks++;
+    const double tol = 1e-5 * mag + 1e-6;
+    if (fabs((double)got - want) <= tol)
+        return 0;
+    failures++;
+    return 1;
+}
+
+static void check_amx(enum bp_type t, int64_t nb, int nt, enum fill fw, enum fill fx)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for(t);
+    const cpu_gemm_amx_fn amx = cpu_gemm_amx_for(t);
+    if (!amx)
+        return;
+    const int64_t n = nb * bp_type_block_size(t), rows = 16 * nt;
+    const enum bp_type vdt = k->vec_dot_type;
+    const size_t rs = bp_row_size(t, n), gs = 8 * rs + 64; /* a gap between the groups */
+    const size_t ys = (vdt == BP_TYPE_Q8_0 ? cpu_q8_0_aux_row_size(nb) : bp_row_size(vdt, n)) + 40;
+    unsigned char *w = malloc(rs * 16), *x8 = calloc(1, gs + 8 * rs), *y = malloc(ys * (size_t)rows);
+    float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 16 * 4), *yf = malloc((size_t)n * 4);
+    float out[64 * 16], one[16 * 16], vnni[CPU_GEMM_MAX_COLS * 8];
+    fill_weights(t, w, nb * 16, fw);
+    cpu_repack_pack(t, x8, w, rs, n);
+    cpu_repack_pack(t, x8 + gs, w + 8 * rs, rs, n);
+    for (int r = 0; r < 16; r++) k->to_float(w + (size_t)r * rs, wf + (size_t)r * (size_t)n, n);
+    const unsigned long long pattern = rnd64();
+    for (int c = 0; c < rows; c++) {
+        fill_x(x, n, fx, pattern);
+        cpu_kernels_for(vdt)->from_float(x, y + (size_t)c * ys, n);
+        if (vdt == BP_TYPE_Q8_0)
+            cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
+    }
+    amx(n, out, x8, gs, y, ys, nt);
+    for (int c = 0; c < rows; c++) {
+        dequant_act(vdt, y + (size_t)c * ys, yf, n);
+        for (int g = 0; g < 2; g++)
+            k->gemm_x8(n, vnni + 8 * g, 8, x8 + g * gs, y + (size_t)c * ys, ys, 1);
+        for (int r = 0; r < 16; r++) {
+            const float *wr = wf + (size_t)r * (size_t)n;
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < n; i++) {
+                want += (double)wr[i] * yf[i];
+                mag += fabs((double)wr[i] * yf[i]);
+            }
+            const float got = out[16 * c + r];
+            if (check_one(got, want, mag) | check_one(got, vnni[r], mag))
+                printf("FAIL %s amx %s weights, %s activations, %lld blocks, %d tiles: row %d col "
+                       "%d: amx %.9g, vnni %.9g, double %.9g\n", bp_type_name(t),
+                       fw == EXTREME ? "extreme" : "random", fx == EXTREME ? "+-1" : "long-tailed",
+                       (long long)nb, nt, c, r, got, vnni[r], want);
+        }
+    }
+    /* a row comes out the same in any number of tiles (chunks follow the
+     * thread count) */
+    amx(n, one, x8, gs, y + (size_t)(rows - 16) * ys, ys, 1);
+    checks++;
+    if (memcmp(one, out + 16 * (rows - 16), sizeof one) != 0) {
+        failures++;
+        printf("FAIL %s amx %lld blocks: the last tile of %d differs from it alone\n",
+               bp_type_name(t), (long long)nb, nt);
+    }
+    free(w); free(x8); free(y); free(x); free(wf); free(yf);
+}
+
+static int main_amx(void)
+{
+    if (!cpu_amx_enable(true)) {
+        puts("SKIP: this CPU or OS has no AMX-INT8, or this build has no AMX kernels");
+        return 77;
+    }
+    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K };
+    const int64_t blocks[] = { 1, 2, 3, 8, 65 };
+    int kernels = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        kernels += cpu_gemm_amx_for(types[ti]) != NULL;
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)
+            for (int nt = 1; nt <= CPU_AMX_MAX_TILES; nt++)
+                for (int fw = 0; fw < 2; fw++)
+                    for (int fx = 0; fx < 2; fx++)
+                        check_amx(types[ti], blocks[bi], nt, (enum fill)fw, (enum fill)fx);
+    }
+    if (kernels != 3) {
+        printf("FAIL: AMX is active but %d of 3 types have an AMX kernel\n", kernels);
+        return 1;
+    }
+    printf("amx kernels: %d of %d edge checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--amx") == 0)
+        return main_amx();
     struct cpu_isa isa;
     cpu_isa_detect(&isa);
 #if defined(__AVX512F__)

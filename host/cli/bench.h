@@ -23,6 +23,7 @@ struct bench_opts {
     bool scaling;            /* --scaling: each round also times 1 thread */
     int64_t footprint_mb;    /* --footprint-mb F: distinct weights cycled through */
     bool vs_scalar;          /* --vs-scalar: also time the cpu scalar variant */
+    bool vs_noamx;           /* --vs-noamx: each round also times the cpu without AMX */
     bool json;               /* --json */
     const char *models[8];   /* tokenize: --model PATH|builtin:NAME, repeatable */
     int n_models;

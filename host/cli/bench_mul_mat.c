@@ -11,6 +11,7 @@
 #include <backplane/bp_quant.h>
 
 #include "bench.h"
+#include "bp_cpu.h"
 #include "cli.h"
 #include "json.h"
 
@@ -245,6 +246,8 @@ struct mm_series {
     /* --scaling: N one-thread copies run at once (their mean time), and N
      * threads' speed over the copies' summed speed */
     double sec_copy[BENCH_MAX_ROUNDS], over_copies[BENCH_MAX_ROUNDS];
+    /* --vs-noamx: the same calls with the cpu's AMX kernels off, and off / on */
+    double sec_noamx[BENCH_MAX_ROUNDS], amx_speedup[BENCH_MAX_ROUNDS];
 };
 
 /* --scaling's second reference: N copies of the problem, each with its own
@@ -373,6 +376,16 @@ int bench_mul_mat(const struct bench_opts *o)
      * bandwidth itself moves by 2x within minutes. */
     struct mm_series ser = { 0 };
     int rc = CLI_EXIT_FAIL;
+    bp_cpu_set_amx_fn set_amx = NULL;
+    if (o->vs_noamx) {
+        void *p = bp_device_proc_address(dev, BP_CPU_PROC_SET_AMX);
+        memcpy(&set_amx, &p, sizeof p);
+        if (!set_amx || set_amx(dev, true) != BP_OK) {
+            fprintf(stderr, "backplane: %s runs no AMX kernels here; --vs-noamx times nothing.\n",
+                    o->device);
+            set_amx = NULL;
+        }
+    }
     for (int r = 0; r < rounds; r++) {
         if ((ser.sec[r] = mm_bench_time(&b, dev, threads, reps)) <= 0) goto out;
         if (scaling) {
@@ -381,6 +394,13 @@ int bench_mul_mat(const struct bench_opts *o)
             const double speed = mm_copies_time(&copies, dev, reps, &ser.sec_copy[r]);
             if (speed <= 0) goto out;
             ser.over_copies[r] = 1.0 / ser.sec[r] / speed;
+        }
+        if (set_amx) {
+            set_amx(dev, false);
+            ser.sec_noamx[r] = mm_bench_time(&b, dev, threads, reps);
+            set_amx(dev, true);
+            if (ser.sec_noamx[r] <= 0) goto out;
+            ser.amx_speedup[r] = ser.sec_noamx[r] / ser.sec[r];
         }
         ser.bw1[r] = bench_probe_run(probe, 1, 3);
         ser.bwn[r] = nth > 1 ? bench_probe_run(probe, nth, 3) : ser.bw1[r];
@@ -435,6 +455,12 @@ int bench_mul_mat(const struct bench_opts *o)
             json_double(&jw, "openblas_gflops", blas);
             json_double(&jw, "over_openblas", gflops / blas);
         }
+        if (set_amx) {
+            json_double(&jw, "noamx_seconds", median_of(ser.sec_noamx, rounds));
+            json_double(&jw, "amx_speedup", median_of(ser.amx_speedup, rounds));
+            json_double(&jw, "amx_speedup_min", min_of(ser.amx_speedup, rounds));
+            json_double(&jw, "amx_speedup_max", max_of(ser.amx_speedup, rounds));
+        }
         if (sec_scalar > 0) {
             json_double(&jw, "scalar_seconds", sec_scalar);
             json_double(&jw, "speedup_over_scalar", sec_scalar / sec);
@@ -460,6 +486,11 @@ int bench_mul_mat(const struct bench_opts *o)
         printf("  weights / read bandwidth (%d thread%s): %.2f (rounds %.2f to %.2f)\n", nth,
                nth == 1 ? "" : "s", ratio, min_of(ser.ratio, rounds), max_of(ser.ratio, rounds));
     }
+    if (set_amx)
+        printf("  AMX off     %.4f ms (%.1f GFLOP/s); AMX on / off: %.2fx (rounds %.2f to %.2f)\n",
+               median_of(ser.sec_noamx, rounds) * 1e3,
+               flops / median_of(ser.sec_noamx, rounds) * 1e-9, median_of(ser.amx_speedup, rounds),
+               min_of(ser.amx_speedup, rounds), max_of(ser.amx_speedup, rounds));
     if (scaling) {
         printf("  1 thread    %.4f ms; %d threads / 1 thread: %.2fx (rounds %.2f to %.2f)\n",
                median_of(ser.sec1, rounds) * 1e3, nth, speedup, min_of(ser.speedup, rounds),

@@ -24,7 +24,8 @@ static void help(void)
 {
     puts("usage: backplane bench MODE [--device NAME] [--type T] [-K N] [-N N] [-M N]\n"
          "                            [--threads N] [--reps N] [--footprint-mb F]\n"
-         "                            [--rounds R] [--scaling] [--vs-scalar] [--json]\n\nmodes:");
+         "                            [--rounds R] [--scaling] [--vs-scalar] [--vs-noamx]\n"
+         "                            [--json]\n\nmodes:");
     for (size_t i = 0; i < N_MODES; i++)
         printf("  %-9s %s\n", bench_modes[i].name, bench_modes[i].summary);
     puts("\nmul_mat computes dst[N, M] = W[K, N]^T X[K, M] on the device (default cpu,\n"
@@ -32,7 +33,9 @@ static void help(void)
          "per second and ratios against references timed in the same run: the\n"
          "machine's streaming read bandwidth over the same footprint (1 and N\n"
          "threads), OpenBLAS cblas_sgemm for f32 when libopenblas is installed, and\n"
-         "with --vs-scalar the cpu plugin's scalar variant. --footprint-mb cycles\n"
+         "with --vs-scalar the cpu plugin's scalar variant; --vs-noamx times the cpu\n"
+         "without its AMX tile kernels in every round (AMX on / off).\n"
+         "--footprint-mb cycles\n"
          "through enough distinct weight matrices to exceed the caches (default:\n"
          "512 for M=1, else one matrix).\n\n"
          "The machine's bandwidth moves while it is shared, so the measurement and\n"
@@ -87,6 +90,7 @@ int cmd_bench(int argc, char **argv)
         int64_t n;
         if (!strcmp(a, "--json")) { o.json = true; continue; }
         if (!strcmp(a, "--vs-scalar")) { o.vs_scalar = true; continue; }
+        if (!strcmp(a, "--vs-noamx")) { o.vs_noamx = true; continue; }
         if (!strcmp(a, "--scaling")) { o.scaling = true; continue; }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_EXIT_OK; }
         if (!v)

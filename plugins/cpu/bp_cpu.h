@@ -56,4 +56,12 @@ struct bp_cpu_plan_stats {
 };
 typedef bp_status (*bp_cpu_plan_stats_fn)(struct bp_backend *b, struct bp_cpu_plan_stats *out);
 
+/* Whether MUL_MAT may use the AMX tile kernels (prefill, avx512 variant;
+ * on where the CPU and OS have AMX-INT8 unless BACKPLANE_CPU_AMX=0): for
+ * measuring them against the VNNI kernels in one process. Process-wide,
+ * takes effect from the next graph; call it between computes. on = true
+ * where AMX cannot run is BP_ERR_UNSUPPORTED (nothing changes). */
+#define BP_CPU_PROC_SET_AMX "bp_cpu_set_amx"
+typedef bp_status (*bp_cpu_set_amx_fn)(struct bp_device *dev, bool on);
+
 #endif

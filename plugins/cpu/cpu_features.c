@@ -34,6 +34,7 @@ void cpu_isa_detect(struct cpu_isa *isa)
         unsigned long long xcr0 = xgetbv0();
         isa->os_avx = (xcr0 & 0x6) == 0x6;             /* XMM | YMM */
         isa->os_avx512 = isa->os_avx && (xcr0 & 0xe0) == 0xe0; /* opmask | ZMM_hi256 | hi16_ZMM */
+        isa->os_amx = (xcr0 & 0x60000) == 0x60000;            /* XTILECFG | XTILEDATA */
     }
     unsigned max = __get_cpuid_max(0, NULL);
     if (max >= 7) {
@@ -44,6 +45,9 @@ void cpu_isa_detect(struct cpu_isa *isa)
         isa->avx512bw = b & (1u << 30);
         isa->avx512vl = b & (1u << 31);
         isa->avx512_vnni = c & (1u << 11);
+        isa->amx_bf16 = d & (1u << 22);
+        isa->amx_tile = d & (1u << 24);
+        isa->amx_int8 = d & (1u << 25);
         __cpuid_count(7, 1, a, b, c, d);
         isa->avx512_bf16 = a & (1u << 5);
     }

@@ -13,6 +13,8 @@ struct cpu_isa {
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx512_bf16;
     bool os_avx;     /* XCR0 saves YMM state: the OS lets us use AVX */
     bool os_avx512;  /* XCR0 saves opmask and ZMM state */
+    bool amx_tile, amx_int8, amx_bf16;
+    bool os_amx;     /* XCR0 has XTILECFG | XTILEDATA (the process must still ask for them) */
     bool neon, dotprod;
 };
 

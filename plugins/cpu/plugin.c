@@ -14,6 +14,7 @@
 #include "bp_cpu.h"
 #include "cpu_features.h"
 #include "cpu_internal.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/kernels.h"
 #include "ops.h"
 #include "ops/matmul_blas.h"
@@ -229,6 +230,12 @@ static struct bp_buffer_type *dev_weight_buffer_type(struct bp_device *dev, enum
     return dev && cpu_repack_type_ok(type) ? &cpu_plugin_of_device(dev)->repack_buft : NULL;
 }
 
+static bp_status dev_set_amx(struct bp_device *dev, bool on)
+{
+    (void)dev;
+    return cpu_amx_use(on) ? BP_OK : BP_ERR_UNSUPPORTED;
+}
+
 static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
 {
     (void)reg;
@@ -257,6 +264,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
     }
     if (strcmp(name, BP_CPU_PROC_PLAN_STATS) == 0) {
         bp_cpu_plan_stats_fn fn = cpu_backend_plan_stats;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
+    if (strcmp(name, BP_CPU_PROC_SET_AMX) == 0) {
+        bp_cpu_set_amx_fn fn = dev_set_amx;
         void *p;
         memcpy(&p, &fn, sizeof p);
         return p;
@@ -331,6 +344,24 @@ static void read_cpu_model(char *out, size_t cap)
     fclose(f);
 }
 
+/* AMX tiles for prefill unless BACKPLANE_CPU_AMX=0 (the first plugin
+ * instance of the process decides: the tile permission is per process). */
+static const char *amx_init(const struct cpu_plugin *pl)
+{
+    const char *s = cpu_getenv(pl, "BACKPLANE_CPU_AMX");
+    bool want = true;
+    if (s && *s && strcmp(s, "1") != 0) {
+        if (strcmp(s, "0") == 0)
+            want = false;
+        else
+            cpu_log(pl, BP_LOG_WARN, "BACKPLANE_CPU_AMX='%s' is neither 0 nor 1; using AMX "
+                    "where the CPU has it.", s);
+    }
+    if (cpu_amx_enable(want))
+        return "1";
+    return want ? "0" : "0 (BACKPLANE_CPU_AMX=0)";
+}
+
 /* What `backplane info cpu` shows: the variant that runs, the kernels it
  * uses, and the CPU/OS features the loader's choice rests on. */
 static void fill_features(struct cpu_plugin *pl)
@@ -342,7 +373,9 @@ static void fill_features(struct cpu_plugin *pl)
     struct bp_feature *f = pl->features;
     int i = 0;
     f[i++] = (struct bp_feature){ "variant", CPU_VARIANT_NAME };
-    f[i++] = (struct bp_feature){ "kernels", cpu_kernels_isa() };
+    const char *amx = amx_init(pl);
+    f[i++] = (struct bp_feature){ "kernels", cpu_amx_active() ? "avx512+amx" : cpu_kernels_isa() };
+    f[i++] = (struct bp_feature){ "amx", amx };
     f[i++] = (struct bp_feature){ "threads", pl->threads_str };
     f[i++] = (struct bp_feature){ "poll", pl->poll_str };
     f[i++] = (struct bp_feature){ "blas", cpu_blas_name() ? cpu_blas_name() : "none" };
@@ -360,6 +393,9 @@ static void fill_features(struct cpu_plugin *pl)
     ISA("cpu.AVX512_BF16", isa.avx512_bf16);
     ISA("os.AVX (XCR0 YMM)", isa.os_avx);
     ISA("os.AVX512 (XCR0 ZMM)", isa.os_avx512);
+    ISA("cpu.AMX_TILE", isa.amx_tile);
+    ISA("cpu.AMX_INT8", isa.amx_int8);
+    ISA("os.AMX (XCR0 TILE)", isa.os_amx);
     ISA("score.scalar", 1);
     ISA("score.avx2", cpu_variant_score(CPU_VARIANT_AVX2, &isa) > 0);
     ISA("score.avx512", cpu_variant_score(CPU_VARIANT_AVX512, &isa) > 0);

@@ -24,7 +24,10 @@
  * takes 8 weight rows and up to 4 activation rows, so each weight block is
  * unpacked once for 4 outputs and each activation block once for 8; the
  * plain tail rows (R % 8) go through vec_dot. Its Q8_0 activation rows carry
- * per-block float scales and quant sums (cpu_q8_0_fill_aux).
+ * per-block float scales and quant sums (cpu_q8_0_fill_aux). Where AMX is
+ * active (kernels/gemm_amx.h) and a node has MM_AMX_MIN_ROWS activation
+ * rows or more, whole 16 x 16 tiles go through the tile kernel instead
+ * (mm_chunk_amx); both grids then align to 16 on both sides.
  *
  * Float weights (F32 / F16 / BF16) with at least MM_FLOAT_MIN_ROWS
  * activation rows per weight slice run the same chunks through the
@@ -39,6 +42,7 @@
  */
 #include <stdatomic.h>
 
+#include "../kernels/gemm_amx.h"
 #include "../kernels/kernels.h"
 #include "../ops.h"
 #include "matmul_blas.h"
@@ -62,6 +66,12 @@
  * 2-core VM; with 64, 1.84-2.05x in the same runs, with equal or better
  * 2-thread GFLOP/s; 128 measured the same as 64. */
 #define MM_X8_ROWS 64
+/* With AMX (kernels/gemm_amx.c), x8 weights meet at least MM_AMX_MIN_ROWS
+ * activation rows (a node's total) in 16 x 16 tiles; fewer stay on the
+ * VNNI x8 kernel, which decode uses. One tile already wins: K = N = 2048,
+ * M = 16, 1 thread, AMX / VNNI in alternating rounds 1.26x (Q4_K) to
+ * 1.55x (Q4_0); M = 32 1.44x to 2.1x. */
+#define MM_AMX_MIN_ROWS 16
 #define MM_FLOAT_ALIGN 12
 
 static bool w_packed(const struct bp_tensor *w)
@@ -171,6 +181,7 @@ struct mm_shape {
     const struct bp_tensor *w, *x, *t;
     cpu_vec_dot_fn vec_dot;
     cpu_gemm_x8_fn gemm_x8;  /* non-NULL: W is in the x8 layout */
+    cpu_gemm_amx_fn gemm_amx;  /* non-NULL: and whole 16-row tiles go through AMX */
     cpu_gemm_float_fn gemm_float;  /* non-NULL: float W through the tiled kernel */
     int64_t K, nr0, nr1;
     int64_t r2, r3;
@@ -204,8 +215,8 @@ static void mm_chunk(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_en
 /* The x8 weight: chunk rows start on multiples of 8 (dr0 is one). For each
  * 8-row group, activation rows are taken up to 4 at a time while they read
  * the same W slice. */
-static void mm_chunk_x8(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_end,
-                        int64_t ir1_start, int64_t ir1_end)
+static void mm_chunk_x8_vnni(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_end,
+                             int64_t ir1_start, int64_t ir1_end)
 {
     const struct bp_tensor *w = s->w, *x = s->x, *t = s->t;
     const int64_t packed = s->nr0 / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
@@ -242,6 +253,66 @@ static void mm_chunk_x8(const struct mm_shape *s, int64_t ir0_start, int64_t ir0
             }
         }
     }
+}
+
+/* W slice of activation row r, as one number. */
+static int64_t mm_slice(const struct mm_shape *s, int64_t r, int64_t *i11, int64_t *i12,
+                        int64_t *i13)
+{
+    cpu_row_index(s->x, r, i11, i12, i13);
+    return *i12 / s->r2 + (*i13 / s->r3) * s->w->ne[2];
+}
+
+/* The x8 weight through AMX: activation rows in tiles of 16 that start on
+ * multiples of 16 (the grid's dr1 is one) and read one W slice, weight rows
+ * in pairs of x8 groups from multiples of 16 (dr0); a tile that crosses a
+ * slice, the last partial tile and a lone x8 group go through the x8 kernel.
+ * So which rows take AMX depends on the shape only, never on the chunks or
+ * the thread count. Up to CPU_AMX_MAX_TILES tiles share each weight pair. */
+static void mm_chunk_amx(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_end,
+                         int64_t ir1_start, int64_t ir1_end)
+{
+    enum { T = CPU_AMX_ROWS, MAXR = CPU_AMX_ROWS * CPU_AMX_MAX_TILES };
+    const struct bp_tensor *w = s->w, *t = s->t;
+    const int64_t pairs_end = s->nr0 / T * T < ir0_end ? s->nr0 / T * T : ir0_end;
+    _Alignas(64) float tmp[MAXR][T];
+    int64_t i11[MAXR], i12[MAXR], i13[MAXR];
+    for (int64_t ir1 = ir1_start; ir1 < ir1_end;) {
+        const int64_t slice = mm_slice(s, ir1, &i11[0], &i12[0], &i13[0]);
+        int nt = 0;
+        while (nt < CPU_AMX_MAX_TILES && ir1 + T * (nt + 1) <= ir1_end &&
+               mm_slice(s, ir1 + T * nt + T - 1, &i11[T * nt + T - 1], &i12[T * nt + T - 1],
+                        &i13[T * nt + T - 1]) == slice)
+            nt++;
+        if (nt == 0) {
+            const int64_t e = ir1 + T < ir1_end ? ir1 + T : ir1_end;
+            mm_chunk_x8_vnni(s, ir0_start, ir0_end, ir1, e);
+            ir1 = e;
+            continue;
+        }
+        for (int m = 1; m < T * nt; m++) cpu_row_index(s->x, ir1 + m, &i11[m], &i12[m], &i13[m]);
+        const char *wbase = cpu_at(w, 0, 0, i12[0] / s->r2, i13[0] / s->r3);
+        const char *xr = s->xbase + (size_t)ir1 * s->row_stride;
+        int64_t ir0 = ir0_start;
+        for (; ir0 + T <= pairs_end; ir0 += T) {
+            s->gemm_amx(s->K, &tmp[0][0], wbase + (size_t)ir0 * w->nb[1],
+                        CPU_REPACK_ROWS * w->nb[1], xr, s->row_stride, nt);
+            for (int m = 0; m < T * nt; m++)
+                memcpy(cpu_at(t, ir0, i11[m], i12[m], i13[m]), tmp[m], sizeof tmp[m]);
+        }
+        if (ir0 < ir0_end)
+            mm_chunk_x8_vnni(s, ir0, ir0_end, ir1, ir1 + T * nt);
+        ir1 += T * nt;
+    }
+}
+
+static void mm_chunk_x8(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_end,
+                        int64_t ir1_start, int64_t ir1_end)
+{
+    if (s->gemm_amx)
+        mm_chunk_amx(s, ir0_start, ir0_end, ir1_start, ir1_end);
+    else
+        mm_chunk_x8_vnni(s, ir0_start, ir0_end, ir1_start, ir1_end);
 }
 
 /* Float weights, many activation rows: the chunk's weight rows meet up to
@@ -285,11 +356,14 @@ static struct mm_shape mm_shape_of(const struct cpu_compute_params *p, struct bp
     const bool direct = x_direct(x, k->vec_dot_type);
     const bool tiled = !cpu_tensor_repacked(w) && k->vec_dot_type == BP_TYPE_F32 &&
                        x->ne[1] * (x->ne[2] / w->ne[2]) >= MM_FLOAT_MIN_ROWS;
+    const int64_t nr1 = x->ne[1] * x->ne[2] * x->ne[3];
     return (struct mm_shape){
         .w = w, .x = x, .t = t, .vec_dot = k->vec_dot, .K = w->ne[0],
         .gemm_x8 = cpu_tensor_repacked(w) ? k->gemm_x8 : NULL,
+        .gemm_amx = cpu_tensor_repacked(w) && !direct && nr1 >= MM_AMX_MIN_ROWS
+                        ? cpu_gemm_amx_for((enum bp_type)w->type) : NULL,
         .gemm_float = tiled ? k->gemm_float : NULL,
-        .nr0 = w->ne[1], .nr1 = x->ne[1] * x->ne[2] * x->ne[3],
+        .nr0 = w->ne[1], .nr1 = nr1,
         .r2 = x->ne[2] / w->ne[2], .r3 = x->ne[3] / w->ne[3],
         .xbase = direct ? NULL : p->wshared, .row_stride = direct ? 0 : x_row_size(t),
     };
@@ -308,9 +382,17 @@ static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
         per_thread = true;
     }
     int64_t dr0 = (s->nr0 + nchunk0 - 1) / nchunk0;
-    if (s->gemm_x8)
-        dr0 = (dr0 + CPU_REPACK_ROWS - 1) / CPU_REPACK_ROWS * CPU_REPACK_ROWS;
+    /* AMX tiles start on multiples of 16 in every grid. The grid follows
+     * the shape alone, not whether AMX runs (BACKPLANE_CPU_AMX, bp_cpu_set_amx),
+     * so a chunk count planned once stays right when it is switched. */
+    const bool tiles16 = s->gemm_x8 && s->nr1 >= MM_AMX_MIN_ROWS;
+    const int64_t align0 = tiles16 ? CPU_AMX_ROWS : s->gemm_x8 ? CPU_REPACK_ROWS : 1;
+    dr0 = (dr0 + align0 - 1) / align0 * align0;
     int64_t dr1 = (s->nr1 + nchunk1 - 1) / nchunk1;
+    if (tiles16) {
+        dr1 = (dr1 + CPU_AMX_ROWS - 1) / CPU_AMX_ROWS * CPU_AMX_ROWS;
+        nchunk1 = (s->nr1 + dr1 - 1) / dr1;
+    }
     if (s->gemm_float && !per_thread) { /* whole tiles; the last chunk takes the rest */
         dr1 = (dr1 + MM_FLOAT_ALIGN - 1) / MM_FLOAT_ALIGN * MM_FLOAT_ALIGN;
         nchunk1 = (s->nr1 + dr1 - 1) / dr1;

@@ -1,0 +1,399 @@
+/*
+ * gemm_amx.c — the AMX-INT8 prefill kernels (gemm_amx.h). Tile registers,
+ * two blocks at a time: 0 and 1 the int32 results, 4 and 7 the activation
+ * (A: 16 rows x 32 bytes, loaded in place from the converted rows with
+ * their own stride), 5 and 6 the weight (B: 8 rows x 64 bytes, the VNNI
+ * form of 16 weight rows x 32 k). One 32-element block (a Q4_K sub-block)
+ * per tile product, because every block has its own scale: the tile
+ * results go through L1 and are scaled there with AVX-512, as in the x8
+ * kernels.
+ *
+ * B is built per block from the two x8 groups: an x8 piece holds 8 bytes
+ * of each of 8 rows, i.e. dwords (2r, 2r + 1) = row r's k-quads (2c, 2c+1);
+ * B row 2c takes the even dwords of both groups' piece, row 2c + 1 the odd
+ * ones (one two-source permute each). Q4_0 goes in as signed q - 8 and
+ * Q8_0 as it is (TDPBSSD: signed x signed); Q4_K's nibbles as unsigned
+ * bytes (TDPBSUD: signed activation x unsigned weight), its mins coming
+ * from the activation's block sums as in the VNNI kernel.
+ *
+ * The tile configuration is loaded at the start of every call and released
+ * at its end: a call is 16 x 64 outputs over all of K, and another library
+ * in the process (a second engine, a BLAS) may use the tiles between calls.
+ */
+#include "simd.h"
+#include "gemm_amx.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../cpu_features.h"
+
+#if defined(CPU_HAVE_X86_GEMM) && defined(__x86_64__) && \
+    (defined(__clang__) || __GNUC__ >= 11)
+#define CPU_HAVE_AMX 1
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define AMX_FN __attribute__((target("amx-tile,amx-int8")))
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+struct amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+/* A constant in memory: GCC's _tile_loadconfig tells the compiler it reads
+ * 8 bytes only, so a config built on the stack lost its stores. */
+static const struct amx_cfg amx_cfg = {
+    .palette = 1,
+    .colsb = { 64, 64, 64, 64, 32, 64, 64, 32 },
+    .rows = { 16, 16, 16, 16, 16, 8, 8, 16 },
+};
+
+AMX_FN static void amx_config(void)
+{
+    _tile_loadconfig(&amx_cfg);
+}
+
+/* GCC's tileloadd does not tell the compiler that it reads memory: this
+ * barrier keeps the stores of the B panel before the loads of it. */
+#define AMX_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
+
+/* B rows 2p, 2p + 1 from 64-byte pieces a (rows 0..7) and b (rows 8..15). */
+static inline void b_rows(uint8_t bt[8][64], int p, __m512i a, __m512i b)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    _mm512_store_si512(bt[2 * p], _mm512_permutex2var_epi32(a, even, b));
+    _mm512_store_si512(bt[2 * p + 1], _mm512_permutex2var_epi32(a, odd, b));
+}
+
+/* 16 f16 row scales: 8 at p, 8 at q. */
+static inline __m512 scales16(const uint8_t *p, const uint8_t *q)
+{
+    const __m256i h = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
+        _mm_loadu_si128((const __m128i *)(const void *)q), 1);
+    return _mm512_cvtph_ps(h);
+}
+
+static inline __m512i load512(const uint8_t *p)
+{
+    return _mm512_loadu_si512((const void *)p);
+}
+
+/* The weights are turned into B tiles a segment of K at a time (a panel on
+ * the stack, read back from L1/L2 once per activation tile), so that each
+ * activation tile keeps its 16 rows' accumulators in registers through the
+ * segment: with the accumulators in memory (one pass over 64 rows per
+ * block) the scaling's loads and stores cost more than the tiles. */
+#define AMX_SEG 32   /* Q4_0 / Q8_0 blocks per panel: 16 KiB of B tiles */
+#define AMX_SEG_K 4  /* Q4_K super-blocks per panel: 16 KiB of B tiles */
+
+struct panel_0 {
+    _Alignas(64) uint8_t bt[AMX_SEG][8][64];
+    float dw[AMX_SEG][16];
+};
+
+/* Q4_0 (q4) or Q8_0: the B tile and the 16 row scales of block b. */
+static inline __attribute__((always_inline)) void
+panel_0_block(struct panel_0 *pn, int j, const uint8_t *x0, const uint8_t *x1, const bool q4)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), k8 = _mm512_set1_epi8(8);
+    if (q4) {
+        /* piece p: the low nibbles are k = 8p..8p+7, the high ones 16 more;
+         * as signed q - 8, so no correction per activation row is needed */
+        for (int p = 0; p < 2; p++) {
+            const __m512i v0 = load512(x0 + 16 + 64 * p), v1 = load512(x1 + 16 + 64 * p);
+            b_rows(pn->bt[j], p, _mm512_sub_epi8(_mm512_and_si512(v0, m4), k8),
+                   _mm512_sub_epi8(_mm512_and_si512(v1, m4), k8));
+            b_rows(pn->bt[j], p + 2, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v0, 4), m4), k8),
+                   _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v1, 4), m4), k8));
+        }
+    } else {
+        for (int p = 0; p < 4; p++)
+            b_rows(pn->bt[j], p, load512(x0 + 16 + 64 * p), load512(x1 + 16 + 64 * p));
+    }
+    _mm512_storeu_ps(pn->dw[j], scales16(x0, x1));
+}
+
+/* Rows of tile c (stored at cb) of block b into the accumulators:
+ * acc[m] += float(c[m]) * d_w * d_y[m]. */
+static inline __attribute__((always_inline)) void
+scale_0(__m512 acc[16], const int32_t cb[16][16], const __m512 dw, const char *yt, size_t ys,
+        size_t aux, int64_t b)
+{
+    for (int m = 0; m < 16; m++) {
+        float dy;
+        memcpy(&dy, yt + (size_t)m * ys + aux + 4 * b, 4);
+        acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb[m])),
+                                 _mm512_mul_ps(dw, _mm512_set1_ps(dy)), acc[m]);
+    }
+}
+
+AMX_FN static inline __attribute__((always_inline)) void
+gemm_0_amx(int64_t n, float *s, const void *w, size_t gs, const void *y, size_t ys, int nt,
+           const bool q4)
+{
+    const int64_t nb = n / BP_QK8_0;
+    const size_t xbs = CPU_REPACK_ROWS * (q4 ? sizeof(struct bp_block_q4_0) : sizeof(struct bp_block_q8_0));
+    const size_t aux = cpu_q8_0_aux_offset(nb), qb = sizeof(struct bp_block_q8_0);
+    const uint8_t *w0 = w, *w1 = (const uint8_t *)w + gs;
+    struct panel_0 pn;
+    _Alignas(64) int32_t c[2][16][16];
+    amx_config();
+    for (int64_t b0 = 0; b0 < nb; b0 += AMX_SEG) {
+        const int nseg = nb - b0 < AMX_SEG ? (int)(nb - b0) : AMX_SEG;
+        for (int j = 0; j < nseg; j++) {
+            const uint8_t *x0 = w0 + (size_t)(b0 + j) * xbs, *x1 = w1 + (size_t)(b0 + j) * xbs;
+            cpu_x8_prefetch(x0 + CPU_X8_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x1 + CPU_X8_PREFETCH_BYTES, xbs);
+            panel_0_block(&pn, j, x0, x1, q4);
+        }
+        AMX_MEMORY_BARRIER();
+        for (int i = 0; i < nt; i++) {
+            const char *yt = (const char *)y + (size_t)(16 * i) * ys;
+            float *st = s + 256 * i;
+            __m512 acc[16];
+            for (int m = 0; m < 16; m++) acc[m] = b0 ? _mm512_loadu_ps(st + 16 * m) : _mm512_setzero_ps();
+            /* two blocks per step, in tiles 0 and 1: the second product
+             * runs while the first is scaled */
+            int j = 0;
+            for (; j + 2 <= nseg; j += 2) {
+                const int64_t b = b0 + j;
+                _tile_loadd(5, pn.bt[j], 64);
+                _tile_loadd(6, pn.bt[j + 1], 64);
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_loadd(4, yt + b * qb + 2, ys);
+                _tile_loadd(7, yt + (b + 1) * qb + 2, ys);
+                _tile_dpbssd(0, 4, 5);
+                _tile_dpbssd(1, 7, 6);
+                _tile_stored(0, c[0], 64);
+                _tile_stored(1, c[1], 64);
+                scale_0(acc, c[0], _mm512_loadu_ps(pn.dw[j]), yt, ys, aux, b);
+                scale_0(acc, c[1], _mm512_loadu_ps(pn.dw[j + 1]), yt, ys, aux, b + 1);
+            }
+            if (j < nseg) {
+                const int64_t b = b0 + j;
+                _tile_loadd(5, pn.bt[j], 64);
+                _tile_zero(0);
+                _tile_loadd(4, yt + b * qb + 2, ys);
+                _tile_dpbssd(0, 4, 5);
+                _tile_stored(0, c[0], 64);
+                scale_0(acc, c[0], _mm512_loadu_ps(pn.dw[j]), yt, ys, aux, b);
+            }
+            for (int m = 0; m < 16; m++) _mm512_storeu_ps(st + 16 * m, acc[m]);
+        }
+    }
+    _tile_release();
+}
+
+AMX_FN static void gemm_q8_0_amx(int64_t n, float *s, const void *w, size_t gs, const void *y,
+                                 size_t ys, int nt)
+{
+    gemm_0_amx(n, s, w, gs, y, ys, nt, false);
+}
+
+AMX_FN static void gemm_q4_0_amx(int64_t n, float *s, const void *w, size_t gs, const void *y,
+                                 size_t ys, int nt)
+{
+    gemm_0_amx(n, s, w, gs, y, ys, nt, true);
+}
+
+/* Q4_K: sub-block j's tile product is multiplied by its 6-bit scale in
+ * int32 and summed over the super-block (exact, as in the VNNI kernel);
+ * the min term sum_j m[j] * (sum of the activation's sub-block j) is one
+ * madd per pair of sub-blocks; then
+ * s += float(sumi) * d * d_y - float(summ) * dmin * d_y.
+ * The 16 rows' int32 sums stay in registers through a super-block, the
+ * float accumulators in s (touched once per super-block). */
+struct panel_K {
+    _Alignas(64) uint8_t bt[AMX_SEG_K][8][8][64]; /* super-block, sub-block, B tile */
+    int32_t sc[AMX_SEG_K][8][16];                 /* sub-block scales, row r in lane r */
+    int32_t mm[AMX_SEG_K][4][16];                 /* mins 2p, 2p + 1 as two int16 */
+    float d[AMX_SEG_K][16], dmin[AMX_SEG_K][16];
+};
+
+static inline __attribute__((always_inline)) void
+panel_K_block(struct panel_K *pn, int e, const uint8_t *x0, const uint8_t *x1)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i k03 = _mm512_set1_epi32(0x03030303), kff = _mm512_set1_epi32(0xff);
+    const __m512i klo = _mm512_set1_epi32(0xff), khi = _mm512_set1_epi32(0xff0000);
+    /* the three packed scale words of 16 rows, row r in lane r */
+    __m512i u[3];
+    for (int q = 0; q < 3; q++)
+        u[q] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(x0 + 32 + 32 * q))),
+            _mm256_loadu_si256((const __m256i *)(const void *)(x1 + 32 + 32 * q)), 1);
+    const __m512i sc_lo = _mm512_and_si512(u[0], k3f), mn_lo = _mm512_and_si512(u[1], k3f);
+    const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(u[2], k0f),
+        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[0], 6), k03), 4));
+    const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u[2], 4), k0f),
+        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[1], 6), k03), 4));
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_si512(pn->sc[e][j], _mm512_and_si512(_mm512_srli_epi32(sc_lo, 8 * j), kff));
+        _mm512_storeu_si512(pn->sc[e][j + 4], _mm512_and_si512(_mm512_srli_epi32(sc_hi, 8 * j), kff));
+    }
+    const __m512i mn[2] = { mn_lo, mn_hi };
+    for (int h = 0; h < 2; h++) {
+        _mm512_storeu_si512(pn->mm[e][2 * h], _mm512_or_si512(_mm512_and_si512(mn[h], klo),
+                            _mm512_and_si512(_mm512_slli_epi32(mn[h], 8), khi)));
+        _mm512_storeu_si512(pn->mm[e][2 * h + 1],
+                            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(mn[h], 16), klo),
+                                            _mm512_and_si512(_mm512_srli_epi32(mn[h], 8), khi)));
+    }
+    _mm512_storeu_ps(pn->d[e], scales16(x0, x1));
+    _mm512_storeu_ps(pn->dmin[e], scales16(x0 + 16, x1 + 16));
+    /* sub-block j = 2g (low nibbles) or 2g + 1 (high) of pieces 4g..4g+3 */
+    for (int g = 0; g < 4; g++)
+        for (int k = 0; k < 4; k++) {
+            const __m512i v0 = load512(x0 + 128 + 64 * (4 * g + k));
+            const __m512i v1 = load512(x1 + 128 + 64 * (4 * g + k));
+            b_rows(pn->bt[e][2 * g], k, _mm512_and_si512(v0, m4), _mm512_and_si512(v1, m4));
+            b_rows(pn->bt[e][2 * g + 1], k, _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),
+                   _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4));
+        }
+}
+
+static inline __attribute__((always_inline)) void
+sum_K(__m512i sumi[16], const int32_t cb[16][16], const int32_t *sc)
+{
+    const __m512i scv = _mm512_loadu_si512(sc);
+    for (int m = 0; m < 16; m++)
+        sumi[m] = _mm512_add_epi32(sumi[m], _mm512_mullo_epi32(_mm512_load_si512(cb[m]), scv));
+}
+
+AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, const void *y,
+                                 size_t ys, int nt)
+{
+    const int64_t nb = n / BP_QK_K;
+    const size_t xbs = CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K);
+    const size_t qb = sizeof(struct bp_block_q8_K), qs = offsetof(struct bp_block_q8_K, qs);
+    const uint8_t *w0 = w, *w1 = (const uint8_t *)w + gs;
+    struct panel_K pn;
+    _Alignas(64) int32_t c[2][16][16];
+    memset(s, 0, sizeof(float) * 256 * (size_t)nt);
+    amx_config();
+    for (int64_t b0 = 0; b0 < nb; b0 += AMX_SEG_K) {
+        const int nseg = nb - b0 < AMX_SEG_K ? (int)(nb - b0) : AMX_SEG_K;
+        for (int e = 0; e < nseg; e++) {
+            const uint8_t *x0 = w0 + (size_t)(b0 + e) * xbs, *x1 = w1 + (size_t)(b0 + e) * xbs;
+            cpu_x8_prefetch(x0 + CPU_X8_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x1 + CPU_X8_PREFETCH_BYTES, xbs);
+            panel_K_block(&pn, e, x0, x1);
+        }
+        AMX_MEMORY_BARRIER();
+        for (int i = 0; i < nt; i++) {
+            const char *yt = (const char *)y + (size_t)(16 * i) * ys;
+            float *st = s + 256 * i;
+            for (int e = 0; e < nseg; e++) {
+                const char *yb = yt + (size_t)(b0 + e) * qb;
+                __m512i sumi[16];
+                for (int m = 0; m < 16; m++) sumi[m] = _mm512_setzero_si512();
+                for (int j = 0; j < 8; j += 2) {
+                    _tile_loadd(5, pn.bt[e][j], 64);
+                    _tile_loadd(6, pn.bt[e][j + 1], 64);
+                    _tile_zero(0);
+                    _tile_zero(1);
+                    _tile_loadd(4, yb + qs + 32 * j, ys);
+                    _tile_loadd(7, yb + qs + 32 * (j + 1), ys);
+                    _tile_dpbsud(0, 4, 5);
+                    _tile_dpbsud(1, 7, 6);
+                    _tile_stored(0, c[0], 64);
+                    _tile_stored(1, c[1], 64);
+                    sum_K(sumi, c[0], pn.sc[e][j]);
+                    sum_K(sumi, c[1], pn.sc[e][j + 1]);
+                }
+                const __m512 dw = _mm512_loadu_ps(pn.d[e]), mw = _mm512_loadu_ps(pn.dmin[e]);
+                __m512i mm[4];
+                for (int p = 0; p < 4; p++) mm[p] = _mm512_loadu_si512(pn.mm[e][p]);
+                for (int m = 0; m < 16; m++) {
+                    const struct bp_block_q8_K *q = (const void *)(yb + (size_t)m * ys);
+                    const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)q->bsums);
+                    const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv),
+                                                      _mm256_extracti128_si256(bsv, 1));
+                    /* pairs[p]: the activation's sums of sub-blocks 2p, 2p + 1 */
+                    int32_t pairs[4];
+                    _mm_storeu_si128((__m128i *)(void *)pairs, bp);
+                    __m512i summ = _mm512_setzero_si512();
+                    for (int p = 0; p < 4; p++)
+                        summ = _mm512_add_epi32(summ, _mm512_madd_epi16(mm[p], _mm512_set1_epi32(pairs[p])));
+                    const __m512 dy = _mm512_set1_ps(q->d);
+                    float *o = st + 16 * m;
+                    __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[m]), _mm512_mul_ps(dw, dy),
+                                                 _mm512_loadu_ps(o));
+                    acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc);
+                    _mm512_storeu_ps(o, acc);
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
+static bool amx_probe(void)
+{
+    struct cpu_isa isa;
+    cpu_isa_detect(&isa);
+    if (!isa.amx_tile || !isa.amx_int8 || !isa.os_amx)
+        return false;
+    /* Linux keeps the 8 KiB tile data out of a process's state until it
+     * asks; without this the first tile load faults. */
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+#endif
+
+static atomic_int amx_state; /* 0 not asked, 1 active, 2 off */
+static atomic_bool amx_paused; /* cpu_amx_use(false) */
+static pthread_mutex_t amx_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool cpu_amx_enable(bool want)
+{
+    pthread_mutex_lock(&amx_mu);
+    if (atomic_load(&amx_state) == 0) {
+        bool ok = false;
+#if defined(CPU_HAVE_AMX)
+        ok = want && amx_probe();
+#else
+        (void)want;
+#endif
+        atomic_store(&amx_state, ok ? 1 : 2);
+    }
+    pthread_mutex_unlock(&amx_mu);
+    return atomic_load(&amx_state) == 1;
+}
+
+bool cpu_amx_active(void)
+{
+    return atomic_load_explicit(&amx_state, memory_order_relaxed) == 1;
+}
+
+bool cpu_amx_use(bool on)
+{
+    if (on && !cpu_amx_active())
+        return false;
+    atomic_store(&amx_paused, !on);
+    return true;
+}
+
+cpu_gemm_amx_fn cpu_gemm_amx_for(enum bp_type t)
+{
+    if (!cpu_amx_active() || atomic_load_explicit(&amx_paused, memory_order_relaxed))
+        return NULL;
+#if defined(CPU_HAVE_AMX)
+    static const cpu_gemm_amx_fn table[BP_TYPE_COUNT] = {
+        [BP_TYPE_Q4_0] = gemm_q4_0_amx,
+        [BP_TYPE_Q8_0] = gemm_q8_0_amx,
+        [BP_TYPE_Q4_K] = gemm_q4_K_amx,
+    };
+    return (unsigned)t < BP_TYPE_COUNT ? table[t] : NULL;
+#else
+    (void)t;
+    return NULL;
+#endif
+}
