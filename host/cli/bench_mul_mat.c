@@ -11,7 +11,7 @@
 #include <backplane/bp_quant.h>
 
 #include "bench.h"
-#include "bp_cpu.h"
+#include "cpu/bp_cpu.h"
 #include "cli.h"
 #include "json.h"
 
