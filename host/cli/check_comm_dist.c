@@ -1,0 +1,270 @@
+/* check_comm_dist.c — `mpirun -np N backplane check --comm dist:X`: the
+ * link preflight of a dist: device. Its cuts are closed by the mpi plugin's
+ * slot communicator, which takes the device registry's multi-process comm
+ * ("device", NCCL on CUDA) when every rank has one, else host memory and
+ * MPI_Allreduce ("host"). Every rank runs the same calls in the same order:
+ * each path at 4 KB .. 16 MB, rounds alternating the paths, each call on
+ * integer-valued inputs that differ per rank, so every rank can check its
+ * own sum exactly and a wrong or missing contribution shows. The findings
+ * are summed over ranks (each rank writes only its own block) and judged
+ * alike on every rank; rank 0 prints the table of check --comm for meta
+ * devices. A rank that dies or stalls is ended by the mpi plugin's watchdog
+ * (BACKPLANE_DIST_TIMEOUT) with a sentence; the size classes are the
+ * steps 1..4 that BACKPLANE_DIST_TEST_DIE_AT names. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <backplane/bp_dist.h>
+
+#include "../run/dist.h"
+#include "bench.h"
+#include "check_harness.h"
+#include "cli.h"
+
+/* How a path reduces: the slot communicator on the rank's tensor, or the
+ * group's F32 sum on host memory. */
+enum path_kind { VIA_SLOTS, VIA_HOST };
+
+struct path {
+    const char *name;
+    enum path_kind kind;
+};
+
+/* One rank's findings for one path and size, as floats for the gathering
+ * sum: the median seconds, wrong calls, the largest error, the first
+ * failing status. */
+enum { F_SECONDS, F_WRONG, F_ERR, F_STATUS, N_FIELDS };
+#define N_CELLS (COMM_MAX_PATHS * BP_META_ALLREDUCE_CLASSES * N_FIELDS)
+
+struct probe {
+    struct bp_run_dist *d;
+    int32_t rank, nranks;
+    struct path paths[2];
+    size_t n_paths;
+    bp_comm_allreduce_tensor_fn allreduce;
+    void *comm;
+    struct bp_tensor *t[BP_META_ALLREDUCE_CLASSES];
+    struct bp_tensor *slot_t[BP_META_MAX_DEVICES];
+    float *host;                       /* the class's buffer for VIA_HOST and for checking */
+};
+
+/* Rank r's element i and the sum over n ranks: integers below 2^24 up to
+ * 16 ranks, so F32 adds them exactly in any order. */
+static float input(size_t i, int32_t r) { return (float)(i % 251 + 1 + 256 * (size_t)r); }
+static float expected(size_t i, int32_t n) { return (float)((size_t)n * (i % 251 + 1) + 128 * (size_t)n * (size_t)(n - 1)); }
+
+static bp_status fill(struct probe *p, const struct path *path, int k, size_t count)
+{
+    for (size_t i = 0; i < count; i++) p->host[i] = input(i, p->rank);
+    return path->kind == VIA_SLOTS ? bp_tensor_set(p->t[k], p->host, 0, count * sizeof(float)) : BP_OK;
+}
+
+static bp_status reduce(struct probe *p, const struct path *path, int k, size_t count)
+{
+    if (path->kind == VIA_HOST) return bp_run_dist_gather(p->d, p->host, count);
+    for (int32_t r = 0; r < p->nranks; r++) p->slot_t[r] = p->t[k];
+    return p->allreduce(p->comm, p->slot_t, (size_t)p->nranks);
+}
+
+/* The largest error of this rank's sum; wrong when any element differs. */
+static double verify(struct probe *p, const struct path *path, int k, size_t count, bool *wrong)
+{
+    if (path->kind == VIA_SLOTS && bp_tensor_get(p->t[k], p->host, 0, count * sizeof(float)) != BP_OK) {
+        *wrong = true;
+        return INFINITY;
+    }
+    double err = 0;
+    for (size_t i = 0; i < count; i++) {
+        double e = fabs((double)p->host[i] - (double)expected(i, p->nranks));
+        if (e > err) err = e;
+    }
+    *wrong = err != 0;
+    return err;
+}
+
+/* Every path at size class k, COMM_ROUNDS rounds alternating which path
+ * goes first; this rank's findings into cell[path][k][field]. */
+static bp_status measure_class(struct probe *p, int k, float *cell)
+{
+    const size_t count = bp_meta_allreduce_class_bytes(k) / sizeof(float);
+    double sec[COMM_MAX_PATHS][COMM_ROUNDS];
+    bp_run_dist_step(p->d, k + 1);
+    for (int round = 0; round < COMM_ROUNDS; round++)
+        for (size_t j = 0; j < p->n_paths; j++) {
+            const size_t pi = round % 2 ? p->n_paths - 1 - j : j;
+            const struct path *path = &p->paths[pi];
+            float *c = cell + (pi * BP_META_ALLREDUCE_CLASSES + (size_t)k) * N_FIELDS;
+            bp_status st = fill(p, path, k, count);
+            /* Start together, so a call's time is the link's, not the
+             * wait for a rank still filling. */
+            float sync = 0;
+            bp_status bst = bp_run_dist_gather(p->d, &sync, 1);
+            if (bst != BP_OK) return bst;
+            double t0 = bench_now();
+            if (st == BP_OK) st = reduce(p, path, k, count);
+            sec[pi][round] = bench_now() - t0;
+            bool wrong = false;
+            if (st == BP_OK) {
+                double e = verify(p, path, k, count, &wrong);
+                if (e > c[F_ERR]) c[F_ERR] = (float)e;
+                c[F_WRONG] += wrong;
+            } else if (c[F_STATUS] == 0) {
+                c[F_STATUS] = (float)st;
+            }
+        }
+    for (size_t pi = 0; pi < p->n_paths; pi++)
+        cell[(pi * BP_META_ALLREDUCE_CLASSES + (size_t)k) * N_FIELDS + F_SECONDS] =
+            (float)bench_median(sec[pi], COMM_ROUNDS);
+    return BP_OK;
+}
+
+/* The table from the cells summed over ranks (rank r's block at r): a
+ * path's time is its slowest rank's, its sum wrong if any rank's was. */
+static void judge(const struct probe *p, const float *all, struct comm_table *t)
+{
+    t->n_paths = p->n_paths;
+    for (size_t pi = 0; pi < p->n_paths; pi++)
+        for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) {
+            struct bp_meta_allreduce_probe *r = &t->r[k][pi];
+            snprintf(r->path, sizeof r->path, "%s", p->paths[pi].name);
+            for (int32_t rank = 0; rank < p->nranks; rank++) {
+                const float *c = all + (size_t)rank * N_CELLS + (pi * BP_META_ALLREDUCE_CLASSES + (size_t)k) * N_FIELDS;
+                if (c[F_SECONDS] > r->seconds) r->seconds = c[F_SECONDS];
+                if (c[F_WRONG] > 0) r->wrong = 1;
+                if (c[F_ERR] > r->max_abs_err) r->max_abs_err = c[F_ERR];
+                if (c[F_STATUS] != 0 && r->status == BP_OK) r->status = (int32_t)c[F_STATUS];
+            }
+        }
+}
+
+struct comm_procs {
+    bp_comm_init_fn init;
+    bp_comm_allreduce_tensor_fn allreduce;
+    bp_comm_free_fn free;
+};
+
+static bool comm_procs(struct comm_procs *c)
+{
+    struct bp_registry *r = bp_registry_by_name(BP_DIST_REGISTRY);
+    void *(*get)(struct bp_registry *, const char *) = r ? r->iface->get_proc_address : NULL;
+    if (!get) return false;
+    c->init = (bp_comm_init_fn)get(r, BP_PROC_COMM_INIT);
+    c->allreduce = (bp_comm_allreduce_tensor_fn)get(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
+    c->free = (bp_comm_free_fn)get(r, BP_PROC_COMM_FREE);
+    return c->init && c->allreduce && c->free;
+}
+
+/* The rank's slot backends and tensors; false with err on failure. Not
+ * collective: the caller agrees on the outcome. */
+static bool set_up(struct probe *p, const char *name, struct comm_procs *cp, struct bp_backend **be,
+                   struct bp_context **ctx, struct bp_buffer **buf, char *err, size_t cap)
+{
+    struct bp_device *dev = NULL, *slots[BP_META_MAX_DEVICES];
+    size_t n = 0;
+    if (bp_run_dist_device(p->d, name, 0, &dev, err, cap) != BP_OK) return false;
+    if (!comm_procs(cp) || bp_meta_device_sub_devices(dev, slots, BP_META_MAX_DEVICES, &n) != BP_OK ||
+        n != (size_t)p->nranks) {
+        snprintf(err, cap, "the mpi plugin lacks the slot communicator's procs; rebuild it with this backplane.");
+        return false;
+    }
+    for (size_t r = 0; r < n; r++)
+        if (bp_backend_init(slots[r], NULL, &be[r]) != BP_OK) {
+            snprintf(err, cap, "%s", bp_last_error());
+            return false;
+        }
+    if (bp_context_new(BP_META_ALLREDUCE_CLASSES, ctx) != BP_OK) {
+        snprintf(err, cap, "out of host memory.");
+        return false;
+    }
+    for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++)
+        p->t[k] = bp_tensor_new_1d(*ctx, BP_TYPE_F32, (int64_t)(bp_meta_allreduce_class_bytes(k) / sizeof(float)));
+    /* The rank's own slot forwards to its real device: that memory is the
+     * one the dist device reduces. */
+    struct bp_device *local = slots[p->rank];
+    p->host = malloc(bp_meta_allreduce_class_bytes(BP_META_ALLREDUCE_CLASSES - 1));
+    if (!p->host || bp_context_alloc_tensors(*ctx, bp_device_buffer_type(local), NULL, buf) != BP_OK) {
+        snprintf(err, cap, "%s cannot hold the probe's tensors (4 KiB to 16 MiB): %s", bp_device_name(local),
+                 bp_last_error());
+        return false;
+    }
+    return true;
+}
+
+int check_comm_dist(const char *name, bool json)
+{
+    char err[1024] = "";
+    struct probe p = {0};
+    bp_status st = bp_run_dist_open(&p.d, err, sizeof err);
+    if (st != BP_OK) {
+        /* Not launched by mpirun is a usage error, as for meta devices. */
+        cli_error("%s", err);
+        return st == BP_ERR_UNSUPPORTED ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+    }
+    const struct bp_dist_info *info = bp_run_dist_info(p.d);
+    p.rank = info->rank, p.nranks = info->nranks;
+    struct comm_procs cp = {0};
+    struct bp_backend *be[BP_META_MAX_DEVICES] = {0};
+    struct bp_context *ctx = NULL;
+    struct bp_buffer *buf = NULL;
+    float *cells = NULL;
+    int rc = CLI_EXIT_FAIL;
+    bool ok = set_up(&p, name, &cp, be, &ctx, &buf, err, sizeof err);
+    if (!bp_run_dist_agree(p.d, ok, err, sizeof err)) {
+        if (p.rank == 0) cli_error("%s", err);
+        goto out;
+    }
+    /* Collective: every rank learns the same path. */
+    ok = cp.init(be, (size_t)p.nranks, &p.comm) == BP_OK;
+    if (!ok) snprintf(err, sizeof err, "the slot communicator did not start: %s", bp_last_error());
+    if (!bp_run_dist_agree(p.d, ok, err, sizeof err)) {
+        if (p.rank == 0) cli_error("%s", err);
+        goto out;
+    }
+    p.allreduce = cp.allreduce;
+    const char *via = bp_run_dist_comm_path(p.d);
+    /* The slot communicator is the path the dist device takes; when that is
+     * the device's own, MPI in host memory is the second one it could. */
+    p.paths[p.n_paths++] = (struct path){ via && !strcmp(via, "device") ? "device" : "host", VIA_SLOTS };
+    if (via && !strcmp(via, "device")) p.paths[p.n_paths++] = (struct path){ "host", VIA_HOST };
+    const size_t n_cells = (size_t)p.nranks * N_CELLS;
+    cells = calloc(n_cells, sizeof *cells);
+    ok = cells != NULL;
+    if (!ok) snprintf(err, sizeof err, "out of host memory for the measurements.");
+    if (!bp_run_dist_agree(p.d, ok, err, sizeof err)) {
+        if (p.rank == 0) cli_error("%s", err);
+        goto out;
+    }
+    float *mine = cells + (size_t)p.rank * N_CELLS;
+    for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++)
+        if (measure_class(&p, k, mine) != BP_OK) {
+            cli_error("rank %d: the ranks lost each other while measuring (MPI failed; see above).", (int)p.rank);
+            goto out;
+        }
+    if (bp_run_dist_gather(p.d, cells, n_cells) != BP_OK) {
+        cli_error("rank %d: gathering the measurements failed (MPI failed; see above).", (int)p.rank);
+        goto out;
+    }
+    static struct comm_table t;
+    memset(&t, 0, sizeof t);
+    char description[160];
+    snprintf(description, sizeof description, "%s on each rank, slot communicator: %s", name + 5,
+             via ? via : "none");
+    t.name = name;
+    t.description = description;
+    t.members = "ranks";
+    t.on_wrong = "a dist: device takes the device path whenever every rank has one, so do not run on it";
+    t.n_members = (size_t)p.nranks;
+    judge(&p, cells, &t);
+    rc = comm_report(&t, json, p.rank == 0);
+out:
+    if (p.comm) cp.free(p.comm);
+    for (int32_t r = 0; r < p.nranks; r++) bp_backend_free(be[r]);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+    free(p.host);
+    free(cells);
+    bp_run_dist_free(p.d);
+    return rc;
+}
