@@ -221,8 +221,42 @@ END_TEST
  * logits are the CPU run's. */
 START_TEST(test_dist_device_communicator_is_used_when_every_rank_has_one)
 {
-    const struct dist_run rc = { "BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR, "dist:rankcommcpu", "device" };
+    const struct dist_run rc = { "BACKPLANE_META_ALLREDUCE=comm BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR,
+                                 "dist:rankcommcpu", "device" };
     check_run(&rc, "cpu", "--model builtin:test --weight-type f32", 3, "", 1e-5);
+}
+END_TEST
+
+/* Under auto (the default) the ranks measure both paths per size class on
+ * first use and agree on one; rank 1's device communicator adds one to
+ * every element, so only the host path is right, and the logits are still
+ * the CPU run's. */
+START_TEST(test_dist_auto_never_takes_a_wrong_device_path)
+{
+    const struct dist_run rc = { "RANKCOMM_WRONG_RANK=1 BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR,
+                                 "dist:rankcommcpu", "auto" };
+    check_run(&rc, "cpu", "--model builtin:test --weight-type f32", 2, "", 1e-5);
+}
+END_TEST
+
+/* Pinned to the device path, the same wrong communicator does change the
+ * logits: the test above would catch a choice that took it. */
+START_TEST(test_dist_pinned_wrong_device_path_changes_the_logits)
+{
+    make_dir();
+    char cmd[2048], out[32768];
+    snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type f32 --prompt-len 6 --n-gen 1 --threads 1 "
+             "--device cpu --dump-logits %s/cpu.bin", dir);
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "RANKCOMM_WRONG_RANK=1 BACKPLANE_META_ALLREDUCE=comm BACKPLANE_PLUGIN_PATH="
+             BP_TEST_DIST_PLUGIN_DIR " " MPIRUN " -np 2 " CLI " run --model builtin:test --weight-type f32 "
+             "--prompt-len 6 --n-gen 1 --threads 1 --device dist:rankcommcpu --dump-logits %s/dist.bin", dir);
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/cpu.bin", dir);
+    snprintf(b, sizeof b, "%s/dist.bin", dir);
+    ck_assert_msg(dump_diff(a, b) > 1e-2, "a wrong communicator left the logits unchanged");
+    remove_dir();
 }
 END_TEST
 
@@ -528,6 +562,8 @@ static Suite *suite(void)
     tcase_add_test(eq, test_dist_plan_has_a_row_per_rank_matching_the_run);
     tcase_add_test(eq, test_dist_device_communicator_is_used_when_every_rank_has_one);
     tcase_add_test(eq, test_dist_device_communicator_failing_on_one_rank_means_host_path);
+    tcase_add_test(eq, test_dist_auto_never_takes_a_wrong_device_path);
+    tcase_add_test(eq, test_dist_pinned_wrong_device_path_changes_the_logits);
     tcase_add_test(eq, test_dist_check_comm_cpu_host_path_is_right_at_every_size);
     tcase_add_test(eq, test_dist_check_comm_three_ranks_device_and_host_paths_json);
 #ifdef BP_TEST_HAVE_VULKAN

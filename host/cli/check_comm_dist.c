@@ -1,16 +1,16 @@
 /* check_comm_dist.c — `mpirun -np N backplane check --comm dist:X`: the
- * link preflight of a dist: device. Its cuts are closed by the mpi plugin's
- * slot communicator, which takes the device registry's multi-process comm
- * ("device", NCCL on CUDA) when every rank has one, else host memory and
- * MPI_Allreduce ("host"). Every rank runs the same calls in the same order:
- * each path at 4 KB .. 16 MB, rounds alternating the paths, each call on
- * integer-valued inputs that differ per rank, so every rank can check its
- * own sum exactly and a wrong or missing contribution shows. The findings
- * are summed over ranks (each rank writes only its own block) and judged
- * alike on every rank; rank 0 prints the table of check --comm for meta
- * devices. A rank that dies or stalls is ended by the mpi plugin's watchdog
- * (BACKPLANE_DIST_TIMEOUT) with a sentence; the size classes are the
- * steps 1..4 that BACKPLANE_DIST_TEST_DIE_AT names. */
+ * link preflight of a dist: device. Its cuts are closed across ranks by the
+ * device plugin's multi-process communicator ("device", NCCL on CUDA) when
+ * every rank can make one, or through host memory and MPI_Allreduce
+ * ("host"). Every rank runs the same calls in the same order: each path at
+ * 4 KB .. 16 MB, rounds alternating the paths, each call on integer-valued
+ * inputs that differ per rank, so every rank can check its own sum exactly
+ * and a wrong or missing contribution shows. The findings are summed over
+ * ranks (each rank writes only its own block) and judged alike on every
+ * rank; rank 0 prints the table of check --comm for meta devices. A rank
+ * that dies or stalls is ended by the mpi plugin's watchdog
+ * (BACKPLANE_DIST_TIMEOUT) with a sentence; the size classes are the steps
+ * 1..4 that BACKPLANE_DIST_TEST_DIE_AT names. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +23,9 @@
 #include "check_harness.h"
 #include "cli.h"
 
-/* How a path reduces: the slot communicator on the rank's tensor, or the
- * group's F32 sum on host memory. */
-enum path_kind { VIA_SLOTS, VIA_HOST };
+/* How a path reduces: the device's communicator on the rank's tensor, or
+ * the group's F32 sum on host memory. */
+enum path_kind { VIA_DEVICE, VIA_HOST };
 
 struct path {
     const char *name;
@@ -43,10 +43,12 @@ struct probe {
     int32_t rank, nranks;
     struct path paths[2];
     size_t n_paths;
+    struct bp_device *local;           /* the rank's real device */
+    struct bp_backend *be;
+    void *comm;                        /* the device's communicator, or NULL */
     bp_comm_allreduce_tensor_fn allreduce;
-    void *comm;
+    bp_comm_free_fn comm_free;
     struct bp_tensor *t[BP_META_ALLREDUCE_CLASSES];
-    struct bp_tensor *slot_t[BP_META_MAX_DEVICES];
     float *host;                       /* the class's buffer for VIA_HOST and for checking */
 };
 
@@ -58,20 +60,20 @@ static float expected(size_t i, int32_t n) { return (float)((size_t)n * (i % 251
 static bp_status fill(struct probe *p, const struct path *path, int k, size_t count)
 {
     for (size_t i = 0; i < count; i++) p->host[i] = input(i, p->rank);
-    return path->kind == VIA_SLOTS ? bp_tensor_set(p->t[k], p->host, 0, count * sizeof(float)) : BP_OK;
+    return path->kind == VIA_DEVICE ? bp_tensor_set(p->t[k], p->host, 0, count * sizeof(float)) : BP_OK;
 }
 
 static bp_status reduce(struct probe *p, const struct path *path, int k, size_t count)
 {
     if (path->kind == VIA_HOST) return bp_run_dist_gather(p->d, p->host, count);
-    for (int32_t r = 0; r < p->nranks; r++) p->slot_t[r] = p->t[k];
-    return p->allreduce(p->comm, p->slot_t, (size_t)p->nranks);
+    struct bp_tensor *one[1] = { p->t[k] };
+    return p->allreduce(p->comm, one, 1);
 }
 
 /* The largest error of this rank's sum; wrong when any element differs. */
 static double verify(struct probe *p, const struct path *path, int k, size_t count, bool *wrong)
 {
-    if (path->kind == VIA_SLOTS && bp_tensor_get(p->t[k], p->host, 0, count * sizeof(float)) != BP_OK) {
+    if (path->kind == VIA_DEVICE && bp_tensor_get(p->t[k], p->host, 0, count * sizeof(float)) != BP_OK) {
         *wrong = true;
         return INFINITY;
     }
@@ -139,57 +141,67 @@ static void judge(const struct probe *p, const float *all, struct comm_table *t)
         }
 }
 
-struct comm_procs {
-    bp_comm_init_fn init;
-    bp_comm_allreduce_tensor_fn allreduce;
-    bp_comm_free_fn free;
-};
-
-static bool comm_procs(struct comm_procs *c)
+/* The rank's real device, a backend on it and the probe's tensors in its
+ * memory; false with err on failure. Not collective: the caller agrees on
+ * the outcome. */
+static bool set_up(struct probe *p, const char *name, struct bp_context **ctx, struct bp_buffer **buf,
+                   char *err, size_t cap)
 {
-    struct bp_registry *r = bp_registry_by_name(BP_DIST_REGISTRY);
-    void *(*get)(struct bp_registry *, const char *) = r ? r->iface->get_proc_address : NULL;
-    if (!get) return false;
-    c->init = (bp_comm_init_fn)get(r, BP_PROC_COMM_INIT);
-    c->allreduce = (bp_comm_allreduce_tensor_fn)get(r, BP_PROC_COMM_ALLREDUCE_TENSOR);
-    c->free = (bp_comm_free_fn)get(r, BP_PROC_COMM_FREE);
-    return c->init && c->allreduce && c->free;
-}
-
-/* The rank's slot backends and tensors; false with err on failure. Not
- * collective: the caller agrees on the outcome. */
-static bool set_up(struct probe *p, const char *name, struct comm_procs *cp, struct bp_backend **be,
-                   struct bp_context **ctx, struct bp_buffer **buf, char *err, size_t cap)
-{
-    struct bp_device *dev = NULL, *slots[BP_META_MAX_DEVICES];
-    size_t n = 0;
+    struct bp_device *dev = NULL;
+    char local_name[64];
+    /* The dist device itself, so that a bad spec reads as it does for run. */
     if (bp_run_dist_device(p->d, name, 0, &dev, err, cap) != BP_OK) return false;
-    if (!comm_procs(cp) || bp_meta_device_sub_devices(dev, slots, BP_META_MAX_DEVICES, &n) != BP_OK ||
-        n != (size_t)p->nranks) {
-        snprintf(err, cap, "the mpi plugin lacks the slot communicator's procs; rebuild it with this backplane.");
+    if (!bp_run_dist_local_name(name + strlen(BP_RUN_DIST_PREFIX), bp_run_dist_info(p->d)->local_rank, local_name,
+                                sizeof local_name) ||
+        !(p->local = bp_device_by_name(local_name)) || bp_backend_init(p->local, NULL, &p->be) != BP_OK) {
+        snprintf(err, cap, "%s", bp_last_error());
         return false;
     }
-    for (size_t r = 0; r < n; r++)
-        if (bp_backend_init(slots[r], NULL, &be[r]) != BP_OK) {
-            snprintf(err, cap, "%s", bp_last_error());
-            return false;
-        }
     if (bp_context_new(BP_META_ALLREDUCE_CLASSES, ctx) != BP_OK) {
         snprintf(err, cap, "out of host memory.");
         return false;
     }
     for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++)
         p->t[k] = bp_tensor_new_1d(*ctx, BP_TYPE_F32, (int64_t)(bp_meta_allreduce_class_bytes(k) / sizeof(float)));
-    /* The rank's own slot forwards to its real device: that memory is the
-     * one the dist device reduces. */
-    struct bp_device *local = slots[p->rank];
     p->host = malloc(bp_meta_allreduce_class_bytes(BP_META_ALLREDUCE_CLASSES - 1));
-    if (!p->host || bp_context_alloc_tensors(*ctx, bp_device_buffer_type(local), NULL, buf) != BP_OK) {
-        snprintf(err, cap, "%s cannot hold the probe's tensors (4 KiB to 16 MiB): %s", bp_device_name(local),
-                 bp_last_error());
+    if (!p->host || bp_context_alloc_tensors(*ctx, bp_device_buffer_type(p->local), NULL, buf) != BP_OK) {
+        snprintf(err, cap, "%s cannot hold the probe's tensors (4 KiB to 16 MiB): %s", local_name, bp_last_error());
         return false;
     }
     return true;
+}
+
+/* Whether a sum over ranks of flag is zero: the same answer everywhere. */
+static bool none(struct bp_run_dist *d, bool flag, bool *mpi_ok)
+{
+    float v = flag;
+    *mpi_ok = bp_run_dist_gather(d, &v, 1) == BP_OK;
+    return *mpi_ok && v == 0;
+}
+
+/* The device's communicator, bootstrapped as the mpi plugin does (rank 0's
+ * id to all); NULL on every rank unless every rank made one. Collective. */
+static bool device_comm(struct probe *p, bool *mpi_ok)
+{
+    struct bp_registry *r = p->local->reg;
+    void *(*get)(struct bp_registry *, const char *) = r ? r->iface->get_proc_address : NULL;
+    bp_comm_get_unique_id_fn get_id = get ? (bp_comm_get_unique_id_fn)get(r, BP_PROC_COMM_GET_UNIQUE_ID) : NULL;
+    bp_comm_init_rank_fn init_rank = get ? (bp_comm_init_rank_fn)get(r, BP_PROC_COMM_INIT_RANK) : NULL;
+    p->allreduce = get ? (bp_comm_allreduce_tensor_fn)get(r, BP_PROC_COMM_ALLREDUCE_TENSOR) : NULL;
+    p->comm_free = get ? (bp_comm_free_fn)get(r, BP_PROC_COMM_FREE) : NULL;
+    if (!none(p->d, !(get_id && init_rank && p->allreduce && p->comm_free), mpi_ok)) return false;
+    struct { int32_t made; uint32_t len; unsigned char id[BP_COMM_UNIQUE_ID_MAX]; } blob = {0};
+    if (p->rank == 0) {
+        size_t len = 0;
+        blob.made = get_id(blob.id, sizeof blob.id, &len) == BP_OK && len <= sizeof blob.id;
+        blob.len = (uint32_t)len;
+    }
+    if (!(*mpi_ok = bp_run_dist_bcast(p->d, &blob, sizeof blob, 0) == BP_OK) || !blob.made) return false;
+    bool made = init_rank(p->be, p->nranks, p->rank, blob.id, blob.len, &p->comm) == BP_OK && p->comm;
+    if (none(p->d, !made, mpi_ok)) return true;
+    if (p->comm) p->comm_free(p->comm);
+    p->comm = NULL;
+    return false;
 }
 
 int check_comm_dist(const char *name, bool json)
@@ -204,30 +216,22 @@ int check_comm_dist(const char *name, bool json)
     }
     const struct bp_dist_info *info = bp_run_dist_info(p.d);
     p.rank = info->rank, p.nranks = info->nranks;
-    struct comm_procs cp = {0};
-    struct bp_backend *be[BP_META_MAX_DEVICES] = {0};
     struct bp_context *ctx = NULL;
     struct bp_buffer *buf = NULL;
     float *cells = NULL;
     int rc = CLI_EXIT_FAIL;
-    bool ok = set_up(&p, name, &cp, be, &ctx, &buf, err, sizeof err);
+    bool ok = set_up(&p, name, &ctx, &buf, err, sizeof err);
     if (!bp_run_dist_agree(p.d, ok, err, sizeof err)) {
         if (p.rank == 0) cli_error("%s", err);
         goto out;
     }
-    /* Collective: every rank learns the same path. */
-    ok = cp.init(be, (size_t)p.nranks, &p.comm) == BP_OK;
-    if (!ok) snprintf(err, sizeof err, "the slot communicator did not start: %s", bp_last_error());
-    if (!bp_run_dist_agree(p.d, ok, err, sizeof err)) {
-        if (p.rank == 0) cli_error("%s", err);
+    bool mpi_ok = true;
+    if (device_comm(&p, &mpi_ok)) p.paths[p.n_paths++] = (struct path){ "device", VIA_DEVICE };
+    p.paths[p.n_paths++] = (struct path){ "host", VIA_HOST };
+    if (!mpi_ok) {
+        cli_error("rank %d: the ranks lost each other while setting up (MPI failed; see above).", (int)p.rank);
         goto out;
     }
-    p.allreduce = cp.allreduce;
-    const char *via = bp_run_dist_comm_path(p.d);
-    /* The slot communicator is the path the dist device takes; when that is
-     * the device's own, MPI in host memory is the second one it could. */
-    p.paths[p.n_paths++] = (struct path){ via && !strcmp(via, "device") ? "device" : "host", VIA_SLOTS };
-    if (via && !strcmp(via, "device")) p.paths[p.n_paths++] = (struct path){ "host", VIA_HOST };
     const size_t n_cells = (size_t)p.nranks * N_CELLS;
     cells = calloc(n_cells, sizeof *cells);
     ok = cells != NULL;
@@ -249,18 +253,18 @@ int check_comm_dist(const char *name, bool json)
     static struct comm_table t;
     memset(&t, 0, sizeof t);
     char description[160];
-    snprintf(description, sizeof description, "%s on each rank, slot communicator: %s", name + 5,
-             via ? via : "none");
+    snprintf(description, sizeof description, "%s on each rank, %s", bp_device_name(p.local),
+             p.comm ? "with a device communicator" : "no device communicator");
     t.name = name;
     t.description = description;
     t.members = "ranks";
-    t.on_wrong = "a dist: device takes the device path whenever every rank has one, so do not run on it";
+    t.on_wrong = "BACKPLANE_META_ALLREDUCE=auto never chooses it for a dist: device either";
     t.n_members = (size_t)p.nranks;
     judge(&p, cells, &t);
     rc = comm_report(&t, json, p.rank == 0);
 out:
-    if (p.comm) cp.free(p.comm);
-    for (int32_t r = 0; r < p.nranks; r++) bp_backend_free(be[r]);
+    if (p.comm) p.comm_free(p.comm);
+    bp_backend_free(p.be);
     bp_buffer_free(buf);
     bp_context_free(ctx);
     free(p.host);
