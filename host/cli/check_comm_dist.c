@@ -55,7 +55,10 @@ struct probe {
 /* Rank r's element i and the sum over n ranks: integers below 2^24 up to
  * 16 ranks, so F32 adds them exactly in any order. */
 static float input(size_t i, int32_t r) { return (float)(i % 251 + 1 + 256 * (size_t)r); }
-static float expected(size_t i, int32_t n) { return (float)((size_t)n * (i % 251 + 1) + 128 * (size_t)n * (size_t)(n - 1)); }
+static float expected(size_t i, int32_t n)
+{
+    return (float)((size_t)n * (i % 251 + 1) + 128 * (size_t)n * (size_t)(n - 1));
+}
 
 static bp_status fill(struct probe *p, const struct path *path, int k, size_t count)
 {
@@ -258,7 +261,7 @@ int check_comm_dist(const char *name, bool json)
     t.name = name;
     t.description = description;
     t.members = "ranks";
-    t.on_wrong = "BACKPLANE_META_ALLREDUCE=auto never chooses it for a dist: device either";
+    t.on_wrong = "BACKPLANE_META_ALLREDUCE=auto (the default) never chooses it, =comm would";
     t.n_members = (size_t)p.nranks;
     judge(&p, cells, &t);
     rc = comm_report(&t, json, p.rank == 0);
