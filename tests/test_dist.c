@@ -221,8 +221,42 @@ END_TEST
  * logits are the CPU run's. */
 START_TEST(test_dist_device_communicator_is_used_when_every_rank_has_one)
 {
-    const struct dist_run rc = { "BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR, "dist:rankcommcpu", "device" };
+    const struct dist_run rc = { "BACKPLANE_META_ALLREDUCE=comm BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR,
+                                 "dist:rankcommcpu", "device" };
     check_run(&rc, "cpu", "--model builtin:test --weight-type f32", 3, "", 1e-5);
+}
+END_TEST
+
+/* Under auto (the default) the ranks measure both paths per size class on
+ * first use and agree on one; rank 1's device communicator adds one to
+ * every element, so only the host path is right, and the logits are still
+ * the CPU run's. */
+START_TEST(test_dist_auto_never_takes_a_wrong_device_path)
+{
+    const struct dist_run rc = { "RANKCOMM_WRONG_RANK=1 BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR,
+                                 "dist:rankcommcpu", "auto" };
+    check_run(&rc, "cpu", "--model builtin:test --weight-type f32", 2, "", 1e-5);
+}
+END_TEST
+
+/* Pinned to the device path, the same wrong communicator does change the
+ * logits: the test above would catch a choice that took it. */
+START_TEST(test_dist_pinned_wrong_device_path_changes_the_logits)
+{
+    make_dir();
+    char cmd[2048], out[32768];
+    snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type f32 --prompt-len 6 --n-gen 1 --threads 1 "
+             "--device cpu --dump-logits %s/cpu.bin", dir);
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "RANKCOMM_WRONG_RANK=1 BACKPLANE_META_ALLREDUCE=comm BACKPLANE_PLUGIN_PATH="
+             BP_TEST_DIST_PLUGIN_DIR " " MPIRUN " -np 2 " CLI " run --model builtin:test --weight-type f32 "
+             "--prompt-len 6 --n-gen 1 --threads 1 --device dist:rankcommcpu --dump-logits %s/dist.bin", dir);
+    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/cpu.bin", dir);
+    snprintf(b, sizeof b, "%s/dist.bin", dir);
+    ck_assert_msg(dump_diff(a, b) > 1e-2, "a wrong communicator left the logits unchanged");
+    remove_dir();
 }
 END_TEST
 
@@ -442,6 +476,78 @@ START_TEST(test_dist_plan_has_a_row_per_rank_matching_the_run)
 }
 END_TEST
 
+/* check --comm dist:X: every rank probes, rank 0 alone prints the table of
+ * check --comm for meta devices; the ranks' sums are checked exactly in
+ * the CLI, so these tests see the verdicts (and one that must be WRONG). */
+static int check_comm(const char *env, int np, const char *device, const char *flags, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s BACKPLANE_DIST_TIMEOUT=60 " MPIRUN " -np %d " CLI " check --comm %s %s", env,
+             np, device, flags);
+    return run(cmd, out, cap);
+}
+
+START_TEST(test_dist_check_comm_cpu_host_path_is_right_at_every_size)
+{
+    char out[16384];
+    ck_assert_int_eq(check_comm("", 2, "dist:cpu", "", out, sizeof out), 0);
+    ck_assert_msg(count(out, "all-reduce paths of dist:cpu") == 1, "%s", out);
+    ck_assert_msg(strstr(out, "2 ranks") != NULL, "%s", out);
+    /* One path (the slot communicator over MPI) x four sizes, all ok. */
+    ck_assert_int_eq(count(out, "\nhost "), 4);
+    ck_assert_int_eq(count(out, "  ok\n"), 4);
+    ck_assert_msg(strstr(out, "16 MiB") != NULL && strstr(out, "4 KiB") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "fastest right path: 4 KiB host, 64 KiB host, 1 MiB host, 16 MiB host"), "%s", out);
+}
+END_TEST
+
+START_TEST(test_dist_check_comm_three_ranks_device_and_host_paths_json)
+{
+    char out[16384];
+    ck_assert_int_eq(check_comm("BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR, 3, "dist:rankcommcpu", "--json",
+                                out, sizeof out), 0);
+    ck_assert_int_eq(count(out, "\"device\": \"dist:rankcommcpu\""), 1);
+    ck_assert_int_eq(json_u64(out, "sub_devices"), 3);
+    ck_assert_int_eq(count(out, "\"path\": \"device\""), 4);
+    ck_assert_int_eq(count(out, "\"path\": \"host\""), 4);
+    ck_assert_int_eq(count(out, "\"result\": \"ok\""), 8);
+    ck_assert_int_eq(count(out, "\"max_abs_err\": 0"), 8);
+    ck_assert_msg(strstr(out, "\"ok\": true") != NULL, "%s", out);
+}
+END_TEST
+
+/* Rank 1 of the device communicator adds one to its contribution: every
+ * rank's sum is off by one, the device path is WRONG at every size, the
+ * host path stays ok, and every rank exits 1. */
+START_TEST(test_dist_check_comm_flags_a_wrong_contribution)
+{
+    char out[16384];
+    ck_assert_int_eq(check_comm("RANKCOMM_WRONG_RANK=1 BACKPLANE_PLUGIN_PATH=" BP_TEST_DIST_PLUGIN_DIR, 2,
+                                "dist:rankcommcpu", "", out, sizeof out), 1);
+    ck_assert_int_eq(count(out, "WRONG (off by up to 1)"), 4);
+    ck_assert_int_eq(count(out, "  ok\n"), 4);
+    ck_assert_msg(count(out, "all-reduce path device of dist:rankcommcpu gave a wrong sum") == 1, "%s", out);
+    ck_assert_msg(strstr(out, "fastest right path: 4 KiB host, 64 KiB host, 1 MiB host, 16 MiB host"), "%s", out);
+}
+END_TEST
+
+START_TEST(test_dist_check_comm_rank_dying_ends_the_job_with_a_sentence)
+{
+    char out[16384];
+    ck_assert_int_ne(check_comm("BACKPLANE_DIST_TEST_DIE_AT=2", 2, "dist:cpu", "", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "rank 1: BACKPLANE_DIST_TEST_DIE_AT: dying at step 2") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "fastest right path") == NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(test_dist_check_comm_without_mpirun_says_to_use_it)
+{
+    char out[8192];
+    ck_assert_int_eq(run(CLI " check --comm dist:cpu", out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "run under mpirun -np N") != NULL, "%s", out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("dist");
@@ -456,6 +562,10 @@ static Suite *suite(void)
     tcase_add_test(eq, test_dist_plan_has_a_row_per_rank_matching_the_run);
     tcase_add_test(eq, test_dist_device_communicator_is_used_when_every_rank_has_one);
     tcase_add_test(eq, test_dist_device_communicator_failing_on_one_rank_means_host_path);
+    tcase_add_test(eq, test_dist_auto_never_takes_a_wrong_device_path);
+    tcase_add_test(eq, test_dist_pinned_wrong_device_path_changes_the_logits);
+    tcase_add_test(eq, test_dist_check_comm_cpu_host_path_is_right_at_every_size);
+    tcase_add_test(eq, test_dist_check_comm_three_ranks_device_and_host_paths_json);
 #ifdef BP_TEST_HAVE_VULKAN
     tcase_add_test(eq, test_dist_vulkan_ranks_stage_through_host_memory);
 #endif
@@ -470,6 +580,9 @@ static Suite *suite(void)
     tcase_add_test(f, test_dist_unwritable_dump_on_rank_0_stops_all);
     tcase_add_test(f, test_dist_nested_meta_is_refused_in_one_sentence);
     tcase_add_test(f, test_dist_without_the_mpi_plugin_names_the_packages);
+    tcase_add_test(f, test_dist_check_comm_flags_a_wrong_contribution);
+    tcase_add_test(f, test_dist_check_comm_rank_dying_ends_the_job_with_a_sentence);
+    tcase_add_test(f, test_dist_check_comm_without_mpirun_says_to_use_it);
     suite_add_tcase(s, f);
     TCase *u = tcase_create("unit");
     tcase_add_test(u, test_dist_local_name_counts_gpus_up_by_node_rank);

@@ -113,7 +113,10 @@ typedef bp_status (*bp_dist_devices_fn)(struct bp_dist_group *g, struct bp_devic
 
 /* Which path the slot communicator took for the last meta backend made on
  * slot devices: "device" (the device registry's multi-process comm) or
- * "host" (host memory + MPI_Allreduce); NULL before the first. */
+ * "host" (host memory + MPI_Allreduce); NULL before the first. (1.1)
+ * "auto": every rank has the device comm and BACKPLANE_META_ALLREDUCE is
+ * auto (or unset), so each size class takes the faster right one of the
+ * two, measured on its first reduction and the same on every rank. */
 #define BP_PROC_DIST_COMM_PATH "bp_dist_comm_path"
 typedef const char *(*bp_dist_comm_path_fn)(struct bp_dist_group *g);
 

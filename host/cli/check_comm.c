@@ -12,13 +12,6 @@
 #include "cli.h"
 #include "json.h"
 
-#define COMM_ROUNDS 7
-
-struct comm_table {
-    size_t n_paths;
-    struct bp_meta_allreduce_probe r[BP_META_ALLREDUCE_CLASSES][8];
-};
-
 static const char *verdict(const struct bp_meta_allreduce_probe *r)
 {
     if (r->status == BP_ERR_UNSUPPORTED) return "declined";
@@ -26,7 +19,7 @@ static const char *verdict(const struct bp_meta_allreduce_probe *r)
     return r->wrong ? "WRONG" : "ok";
 }
 
-static bool bad(const struct bp_meta_allreduce_probe *r)
+static bool comm_probe_bad(const struct bp_meta_allreduce_probe *r)
 {
     return (r->status != BP_OK && r->status != BP_ERR_UNSUPPORTED) || r->wrong;
 }
@@ -38,10 +31,11 @@ static double bus_bw(size_t n_dev, size_t bytes, double seconds)
     return seconds > 0 ? 2.0 * (double)(n_dev - 1) / (double)n_dev * (double)bytes / seconds : 0;
 }
 
-static void print_text(struct bp_device *dev, size_t n_dev, const struct comm_table *t)
+static void print_text(const struct comm_table *t)
 {
-    printf("all-reduce paths of %s (%s), %zu sub-devices, F32, median of %d rounds (paths alternating)\n",
-           bp_device_name(dev), bp_device_description(dev), n_dev, COMM_ROUNDS);
+    const size_t n_dev = t->n_members;
+    printf("all-reduce paths of %s (%s), %zu %s, F32, median of %d rounds (paths alternating)\n",
+           t->name, t->description, n_dev, t->members, COMM_ROUNDS);
     printf("%-22s %10s %12s %12s  %s\n", "path", "size", "time", "bus bw", "result");
     for (size_t p = 0; p < t->n_paths; p++)
         for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) {
@@ -72,12 +66,13 @@ static void print_text(struct bp_device *dev, size_t n_dev, const struct comm_ta
     putchar('\n');
 }
 
-static void print_json(struct bp_device *dev, size_t n_dev, const struct comm_table *t, bool ok)
+static void print_json(const struct comm_table *t, bool ok)
 {
+    const size_t n_dev = t->n_members;
     struct json_writer w;
     json_init(&w, stdout);
     json_object_begin(&w, NULL);
-    json_string(&w, "device", bp_device_name(dev));
+    json_string(&w, "device", t->name);
     json_uint(&w, "sub_devices", n_dev);
     json_int(&w, "rounds", COMM_ROUNDS);
     json_array_begin(&w, "results");
@@ -104,16 +99,36 @@ static void print_json(struct bp_device *dev, size_t n_dev, const struct comm_ta
     json_finish(&w);
 }
 
+int comm_report(const struct comm_table *t, bool json, bool print)
+{
+    if (t->n_paths == 0) {
+        if (!print) return CLI_EXIT_OK;
+        if (json) print_json(t, true);
+        else printf("%s has one %s: there is nothing to all-reduce.\n", t->name, t->members);
+        return CLI_EXIT_OK;
+    }
+    char wrong[256] = "";
+    size_t used = 0;
+    bool ok = true;
+    for (size_t p = 0; p < t->n_paths; p++) {
+        bool any = false;
+        for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) any |= comm_probe_bad(&t->r[k][p]);
+        if (any && used < sizeof wrong)
+            used += (size_t)snprintf(wrong + used, sizeof wrong - used, "%s%s", used ? ", " : "", t->r[0][p].path);
+        ok &= !any;
+    }
+    if (!print) return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    if (json) print_json(t, ok);
+    else print_text(t);
+    if (!ok)
+        cli_error("all-reduce path %s of %s gave a wrong sum or failed; %s, but report it to the plugin's vendor.",
+                  wrong, t->name, t->on_wrong);
+    return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
 int check_comm(const char *name, bool json)
 {
-    if (!strncmp(name, "dist:", 5)) {
-        /* Its slots span processes: only the rank's own slot holds data,
-         * so the probe's every-copy check does not apply (not done yet). */
-        cli_error("check --comm measures meta devices in one process; for %s run `mpirun -np N backplane bench "
-                  "allreduce --device %s`, which times the ranks' communicator against MPI_Allreduce.",
-                  name, name + 5);
-        return CLI_EXIT_USAGE;
-    }
+    if (!strncmp(name, "dist:", 5)) return check_comm_dist(name, json);
     struct bp_device *dev = cli_find_device(name);
     if (!dev) return CLI_EXIT_FAIL;
     bp_meta_allreduce_probe_fn probe =
@@ -122,7 +137,7 @@ int check_comm(const char *name, bool json)
     size_t n_dev = 0;
     if (!probe || bp_meta_device_sub_devices(dev, subs, BP_META_MAX_DEVICES, &n_dev) != BP_OK) {
         cli_error("'%s' is not a meta device, so it has no all-reduce to check; name one such as "
-                  "meta:cpu*2 (dist: devices: mpirun -np N backplane bench allreduce).", name);
+                  "meta:cpu*2, or dist:cpu under mpirun -np N.", name);
         return CLI_EXIT_USAGE;
     }
     struct bp_backend *be = NULL;
@@ -132,37 +147,22 @@ int check_comm(const char *name, bool json)
     }
     static struct comm_table t;
     memset(&t, 0, sizeof t);
-    bool ok = true;
+    t.name = bp_device_name(dev);
+    t.description = bp_device_description(dev);
+    t.members = "sub-devices";
+    t.on_wrong = "BACKPLANE_META_ALLREDUCE=auto never chooses it";
+    t.n_members = n_dev;
     for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) {
         size_t n = 0;
-        if (probe(be, bp_meta_allreduce_class_bytes(k), COMM_ROUNDS, t.r[k], 8, &n) != BP_OK) {
+        if (probe(be, bp_meta_allreduce_class_bytes(k), COMM_ROUNDS, t.r[k], COMM_MAX_PATHS, &n) != BP_OK) {
             cli_error("measuring the all-reduce of %s failed: %s", name, bp_last_error());
             bp_backend_free(be);
             return CLI_EXIT_FAIL;
         }
-        t.n_paths = n < 8 ? n : 8;
+        t.n_paths = n < COMM_MAX_PATHS ? n : COMM_MAX_PATHS;
     }
     bp_backend_free(be);
-    if (t.n_paths == 0) {
-        if (json) print_json(dev, n_dev, &t, true);
-        else printf("%s has one sub-device: there is nothing to all-reduce.\n", bp_device_name(dev));
-        return CLI_EXIT_OK;
-    }
-    char wrong[256] = "";
-    size_t used = 0;
-    for (size_t p = 0; p < t.n_paths; p++) {
-        bool any = false;
-        for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) any |= bad(&t.r[k][p]);
-        if (any && used < sizeof wrong)
-            used += (size_t)snprintf(wrong + used, sizeof wrong - used, "%s%s", used ? ", " : "", t.r[0][p].path);
-        ok &= !any;
-    }
-    if (json) print_json(dev, n_dev, &t, ok);
-    else print_text(dev, n_dev, &t);
-    if (!ok)
-        cli_error("all-reduce path %s of %s gave a wrong sum or failed; BACKPLANE_META_ALLREDUCE=auto never "
-                  "chooses it, but report it to the plugin's vendor.", wrong, bp_device_name(dev));
-    return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    return comm_report(&t, json, true);
 }
 
 bool comm_choices(struct bp_device *dev, char choice[][BP_META_ALLREDUCE_PATH_LEN])

@@ -167,6 +167,28 @@ int check_sched(const char *spec, bool json);
  * device at 4 KB .. 16 MB, timed and verified; exit 1 when a path summed
  * wrong or failed. Prints (or writes JSON) and returns the exit status. */
 int check_comm(const char *name, bool json);
+
+#define COMM_ROUNDS 7
+#define COMM_MAX_PATHS 8
+
+/* The measured paths of one device, path x size class, for comm_report. */
+struct comm_table {
+    const char *name, *description;
+    const char *members;   /* what n_members counts: "sub-devices", "ranks" */
+    const char *on_wrong;  /* what a wrong path means for this device, a clause */
+    size_t n_members, n_paths;
+    struct bp_meta_allreduce_probe r[BP_META_ALLREDUCE_CLASSES][COMM_MAX_PATHS];
+};
+
+/* The verdict on t: exit 1 when any path summed wrong or failed; when
+ * print, the table (or JSON) on stdout and one sentence naming the bad
+ * paths on stderr. */
+int comm_report(const struct comm_table *t, bool json, bool print);
+
+/* check_comm_dist.c — `mpirun -np N backplane check --comm dist:X`: every
+ * rank probes the dist device's paths in lock-step, rank 0 prints; every
+ * rank returns the same exit status. */
+int check_comm_dist(const char *name, bool json);
 /* `info`: the path each size class of meta device dev takes (measured now
  * under BACKPLANE_META_ALLREDUCE=auto); false when dev is no meta device. */
 bool comm_choices(struct bp_device *dev, char choice[][BP_META_ALLREDUCE_PATH_LEN]);

@@ -213,6 +213,11 @@ bp_status bp_run_dist_gather(struct bp_run_dist *d, float *v, size_t n)
     return d->allreduce(d->g, v, n);
 }
 
+bp_status bp_run_dist_bcast(struct bp_run_dist *d, void *buf, size_t len, int32_t root)
+{
+    return d->bcast(d->g, buf, len, root);
+}
+
 /* Each rank's value, gathered: per_rank[0..nranks). Floats carry 24 bits
  * exactly, so each value travels in two halves (2^48 bytes at most). */
 static bp_status gather_u64(struct bp_run_dist *d, uint64_t mine, uint64_t *per_rank)

@@ -61,6 +61,9 @@ bool bp_run_dist_check_model(struct bp_run_dist *d, const struct bp_run_model *m
  * slices and zeros elsewhere, so the sum is the whole tensor. Collective. */
 bp_status bp_run_dist_gather(struct bp_run_dist *d, float *v, size_t n);
 
+/* Copy len bytes at buf on rank root to every rank. Collective. */
+bp_status bp_run_dist_bcast(struct bp_run_dist *d, void *buf, size_t len, int32_t root);
+
 /* Weight bytes each rank holds for session s of model m (its slices of the
  * session's weight buffers), gathered: per_rank[0..nranks). Collective. */
 struct bp_run_session;

@@ -3,23 +3,13 @@
  * together: the real device's multi-process comm when its registry offers
  * bp_comm_get_unique_id and bp_comm_init_rank and every rank's init
  * succeeds (the id broadcast over MPI, as NCCL wants), else host memory and
- * MPI_Allreduce. */
+ * MPI_Allreduce. With both, BACKPLANE_META_ALLREDUCE=auto (the default)
+ * chooses per size class on first use (comm_auto.c); any other value keeps
+ * the device path. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi_internal.h"
-
-struct dist_comm {
-    struct bp_dist_group *g;
-    size_t local;                        /* index of this rank's backend */
-    /* device path */
-    void *dev_comm;
-    bp_comm_allreduce_tensor_fn dev_allreduce;
-    bp_comm_free_fn dev_free;
-    /* host path: staging for a device whose memory the CPU cannot read */
-    float *stage;
-    size_t stage_cap;
-};
 
 static void *proc(struct bp_registry *r, const char *name)
 {
@@ -78,24 +68,25 @@ bp_status dist_comm_init(struct bp_backend *const *backends, size_t n, void **ou
     if (!c) return BP_ERR_OUT_OF_MEMORY;
     c->g = g;
     c->local = local;
-    g->comm_path = device_comm(c, backends[local]) ? "device" : "host";
+    const char *mode = dist_host->get_env("BACKPLANE_META_ALLREDUCE");
+    const bool dev = device_comm(c, backends[local]);
+    c->choose = dev && (!mode || !*mode || !strcmp(mode, "auto"));
+    for (int k = 0; k < BP_META_ALLREDUCE_CLASSES; k++) c->class_via[k] = -1;
+    g->comm_path = c->choose ? "auto" : dev ? "device" : "host";
     dist_log(BP_LOG_INFO, "rank %d reduces across ranks through %s.", (int)g->rank,
              c->dev_comm ? "the device's own communicator" : "host memory and MPI_Allreduce");
     *out = c;
     return BP_OK;
 }
 
-bp_status dist_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensors, size_t n)
+bp_status dist_comm_device_reduce(struct dist_comm *c, struct bp_tensor *t)
 {
-    struct dist_comm *c = comm;
-    if (!c || !tensors || n != (size_t)c->g->nranks) return BP_ERR_INVALID_ARGUMENT;
-    struct bp_tensor *t = tensors[c->local];
-    c->g->reductions++;
-    c->g->bytes_reduced += bp_nbytes(t);
-    if (c->dev_comm) {
-        struct bp_tensor *one[1] = { t };
-        return c->dev_allreduce(c->dev_comm, one, 1);
-    }
+    struct bp_tensor *one[1] = { t };
+    return c->dev_allreduce(c->dev_comm, one, 1);
+}
+
+bp_status dist_comm_host_reduce(struct dist_comm *c, struct bp_tensor *t)
+{
     if (t->type != BP_TYPE_F32 || !bp_is_contiguous(t)) {
         /* Declining would send the meta plugin to its butterfly, which
          * cannot reach other ranks: refuse in words instead. */
@@ -108,16 +99,37 @@ bp_status dist_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensor
     bool (*is_host)(struct bp_buffer_type *) = bt ? BP_IFACE_GET(bt->iface, is_host) : NULL;
     if (is_host && is_host(bt))
         return dist_allreduce_f32(c->g, (float *)t->data, count);
-    if (count > c->stage_cap) {
-        float *p = realloc(c->stage, count * sizeof *p);
-        if (!p) return BP_ERR_OUT_OF_MEMORY;
-        c->stage = p, c->stage_cap = count;
-    }
+    bp_status st = dist_comm_grow(&c->stage, &c->stage_cap, count);
     const size_t bytes = count * sizeof(float);
-    bp_status st = t->buffer->iface->get_tensor(t->buffer, t, c->stage, 0, bytes);
+    if (st == BP_OK) st = t->buffer->iface->get_tensor(t->buffer, t, c->stage, 0, bytes);
     if (st == BP_OK) st = dist_allreduce_f32(c->g, c->stage, count);
     if (st == BP_OK) st = t->buffer->iface->set_tensor(t->buffer, t, c->stage, 0, bytes);
     return st;
+}
+
+bp_status dist_comm_grow(float **p, size_t *cap, size_t n)
+{
+    if (n <= *cap) return BP_OK;
+    float *q = realloc(*p, n * sizeof *q);
+    if (!q) return BP_ERR_OUT_OF_MEMORY;
+    *p = q, *cap = n;
+    return BP_OK;
+}
+
+bp_status dist_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensors, size_t n)
+{
+    struct dist_comm *c = comm;
+    if (!c || !tensors || n != (size_t)c->g->nranks) return BP_ERR_INVALID_ARGUMENT;
+    struct bp_tensor *t = tensors[c->local];
+    c->g->reductions++;
+    c->g->bytes_reduced += bp_nbytes(t);
+    if (!c->dev_comm) return dist_comm_host_reduce(c, t);
+    enum dist_via via = DIST_VIA_DEVICE;
+    if (c->choose && t->type == BP_TYPE_F32 && bp_is_contiguous(t)) {
+        bp_status st = dist_comm_choose(c, t, &via);
+        if (st != BP_OK) return st;
+    }
+    return via == DIST_VIA_DEVICE ? dist_comm_device_reduce(c, t) : dist_comm_host_reduce(c, t);
 }
 
 void dist_comm_free(void *comm)
@@ -126,5 +138,6 @@ void dist_comm_free(void *comm)
     if (!c) return;
     if (c->dev_comm && c->dev_free) c->dev_free(c->dev_comm);
     free(c->stage);
+    free(c->save);
     free(c);
 }

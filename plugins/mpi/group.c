@@ -177,6 +177,12 @@ bp_status dist_allreduce_min_int(struct bp_dist_group *g, int *v, const char *wh
     return leave("MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MIN, g->world));
 }
 
+bp_status dist_allreduce_max_f64(struct bp_dist_group *g, double *v, int n, const char *what)
+{
+    enter(g, what);
+    return leave("MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, g->world));
+}
+
 bp_status dist_agree(struct bp_dist_group *g, bool ok, char *msg, size_t cap, int32_t *first_failed)
 {
     if (!g || !first_failed || (!ok && (!msg || !cap))) return BP_ERR_INVALID_ARGUMENT;

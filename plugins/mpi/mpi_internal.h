@@ -10,6 +10,7 @@
 
 #include <backplane/bp_abi.h>
 #include <backplane/bp_dist.h>
+#include <backplane/bp_meta_abi.h>
 
 #define DIST_NAME "mpi"
 /* A meta device takes at most this many sub-devices, so a job this many ranks. */
@@ -45,6 +46,8 @@ void dist_set_step(struct bp_dist_group *g, int64_t step);
 const char *dist_comm_path(struct bp_dist_group *g);
 /* Integer minimum over ranks, for the plugin's own agreements. Collective. */
 bp_status dist_allreduce_min_int(struct bp_dist_group *g, int *v, const char *what);
+/* Elementwise maximum of v[0..n) over ranks, in place. Collective. */
+bp_status dist_allreduce_max_f64(struct bp_dist_group *g, double *v, int n, const char *what);
 /* MPI_Finalize when we initialised MPI (registry shutdown). */
 void dist_finalize(void);
 
@@ -68,8 +71,39 @@ void dist_slots_free_all(void);
 
 /* ---- comm.c: the slot registry's bp_comm_* ---- */
 
+enum dist_via { DIST_VIA_DEVICE, DIST_VIA_HOST, DIST_VIAS };
+
+struct dist_comm {
+    struct bp_dist_group *g;
+    size_t local;                        /* index of this rank's backend */
+    /* device path */
+    void *dev_comm;
+    bp_comm_allreduce_tensor_fn dev_allreduce;
+    bp_comm_free_fn dev_free;
+    /* host path: staging for a device whose memory the CPU cannot read */
+    float *stage;
+    size_t stage_cap;
+    /* auto: the path per size class (-1: not measured yet), and the
+     * tensor's contents while its memory serves the measurement */
+    bool choose;
+    int class_via[BP_META_ALLREDUCE_CLASSES];
+    float *save;
+    size_t save_cap;
+};
+
 bp_status dist_comm_init(struct bp_backend *const *backends, size_t n, void **out);
 bp_status dist_comm_allreduce_tensor(void *comm, struct bp_tensor *const *tensors, size_t n);
 void dist_comm_free(void *comm);
+/* One path on this rank's tensor t, in place. Collective. */
+bp_status dist_comm_device_reduce(struct dist_comm *c, struct bp_tensor *t);
+bp_status dist_comm_host_reduce(struct dist_comm *c, struct bp_tensor *t);
+/* *p holds at least n floats (realloc'd). */
+bp_status dist_comm_grow(float **p, size_t *cap, size_t n);
+
+/* ---- comm_auto.c: BACKPLANE_META_ALLREDUCE=auto across ranks ---- */
+
+/* The path for t's size class, measured on t (contents kept) on the first
+ * reduction of the class and the same on every rank. Collective. */
+bp_status dist_comm_choose(struct dist_comm *c, struct bp_tensor *t, enum dist_via *via);
 
 #endif /* BP_MPI_INTERNAL_H */

@@ -6,8 +6,9 @@
  * by rank 0 and broadcast by the mpi plugin; the all-reduce sums every
  * rank's slot in rank order, so all ranks get bitwise the same result.
  * RANKCOMM_FAIL_RANK=r makes init_rank fail on rank r (every rank must then
- * fall back to the host path). Built into build/tests/dist_plugins, reached
- * only through BACKPLANE_PLUGIN_PATH. */
+ * fall back to the host path); RANKCOMM_WRONG_RANK=r makes rank r add its
+ * contribution plus one (a wrong path for check --comm to catch). Built
+ * into build/tests/dist_plugins, reached only through BACKPLANE_PLUGIN_PATH. */
 #include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -131,23 +132,31 @@ static void wait_for(_Atomic uint64_t *v, uint64_t target)
     }
 }
 
+/* Sum over ranks in chunks of the shared slots, so tensors of any size
+ * fit; RANKCOMM_WRONG_RANK=r makes rank r's contribution one too large. */
 static bp_status allreduce(void *comm, struct bp_tensor *const *t, size_t n)
 {
     struct comm *c = comm;
-    if (!c || n != 1 || t[0]->type != BP_TYPE_F32 || bp_nelements(t[0]) > SLOT_FLOATS) return BP_ERR_INVALID_ARGUMENT;
+    if (!c || n != 1 || t[0]->type != BP_TYPE_F32) return BP_ERR_INVALID_ARGUMENT;
+    const char *wrong = host->get_env("RANKCOMM_WRONG_RANK");
+    const float bias = wrong && atoi(wrong) == c->rank ? 1.0f : 0.0f;
     const size_t count = (size_t)bp_nelements(t[0]);
     float *x = t[0]->data;
-    c->calls++;
-    memcpy(c->m->slot + (size_t)c->rank * SLOT_FLOATS, x, count * sizeof *x);
-    atomic_fetch_add(&c->m->arrived, 1);
-    wait_for(&c->m->arrived, c->calls * (uint64_t)c->nranks);
-    for (size_t k = 0; k < count; k++) {
-        float s = 0;
-        for (int32_t r = 0; r < c->nranks; r++) s += c->m->slot[(size_t)r * SLOT_FLOATS + k];
-        x[k] = s;
+    for (size_t at = 0; at < count; at += SLOT_FLOATS) {
+        const size_t m = count - at < SLOT_FLOATS ? count - at : SLOT_FLOATS;
+        float *mine = c->m->slot + (size_t)c->rank * SLOT_FLOATS;
+        c->calls++;
+        for (size_t k = 0; k < m; k++) mine[k] = x[at + k] + bias;
+        atomic_fetch_add(&c->m->arrived, 1);
+        wait_for(&c->m->arrived, c->calls * (uint64_t)c->nranks);
+        for (size_t k = 0; k < m; k++) {
+            float s = 0;
+            for (int32_t r = 0; r < c->nranks; r++) s += c->m->slot[(size_t)r * SLOT_FLOATS + k];
+            x[at + k] = s;
+        }
+        atomic_fetch_add(&c->m->departed, 1);
+        wait_for(&c->m->departed, c->calls * (uint64_t)c->nranks);
     }
-    atomic_fetch_add(&c->m->departed, 1);
-    wait_for(&c->m->departed, c->calls * (uint64_t)c->nranks);
     return BP_OK;
 }
 
