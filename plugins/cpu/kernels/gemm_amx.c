@@ -206,8 +206,8 @@ AMX_FN static void gemm_q4_0_amx(int64_t n, float *s, const void *w, size_t gs, 
 /* Q4_K: sub-block j's tile product is multiplied by its 6-bit scale in
  * int32 and summed over the super-block (exact, as in the VNNI kernel);
  * the min term sum_j m[j] * (sum of the activation's sub-block j) is one
- * madd per pair of sub-blocks; then
- * s += float(sumi) * d * d_y - float(summ) * dmin * d_y.
+ * dpwssd per pair of sub-blocks; then
+ * s += (float(sumi) * d - float(summ) * dmin) * d_y.
  * The 16 rows' int32 sums stay in registers through a super-block, the
  * float accumulators in s (touched once per super-block). */
 struct panel_K {
@@ -322,13 +322,12 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
                     _mm_storeu_si128((__m128i *)(void *)pairs, bp);
                     __m512i summ = _mm512_setzero_si512();
                     for (int p = 0; p < 4; p++)
-                        summ = _mm512_add_epi32(summ, _mm512_madd_epi16(mm[p], _mm512_set1_epi32(pairs[p])));
-                    const __m512 dy = _mm512_set1_ps(q->d);
+                        summ = _mm512_dpwssd_epi32(summ, mm[p], _mm512_set1_epi32(pairs[p]));
+                    /* d_y applied once to both terms: one multiply fewer a row */
                     float *o = st + 16 * m;
-                    __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[m]), _mm512_mul_ps(dw, dy),
-                                                 _mm512_loadu_ps(o));
-                    acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc);
-                    _mm512_storeu_ps(o, acc);
+                    const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(sumi[m]), dw,
+                                                     _mm512_mul_ps(_mm512_cvtepi32_ps(summ), mw));
+                    _mm512_storeu_ps(o, _mm512_fmadd_ps(t, _mm512_set1_ps(q->d), _mm512_loadu_ps(o)));
                 }
             }
         }
