@@ -213,9 +213,10 @@ int check_comm_dist(const char *name, bool json)
     struct probe p = {0};
     bp_status st = bp_run_dist_open(&p.d, err, sizeof err);
     if (st != BP_OK) {
-        /* Not launched by mpirun is a usage error, as for meta devices. */
+        /* Not launched by mpirun, or no mpi plugin: a usage error, as for
+         * meta devices; exit 1 is kept for a path that summed wrong. */
         cli_error("%s", err);
-        return st == BP_ERR_UNSUPPORTED ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+        return st == BP_ERR_UNSUPPORTED || st == BP_ERR_NOT_FOUND ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
     const struct bp_dist_info *info = bp_run_dist_info(p.d);
     p.rank = info->rank, p.nranks = info->nranks;
