@@ -2,15 +2,22 @@
 """bench-llamacpp.py — backplane against llama.cpp's prebuilt CPU library on
 the same GGUF files, in alternating rounds, printing both and the ratios.
 
-  scripts/bench-llamacpp.py [--install] [--dir DIR] [--types q4_0,q4_K,q8_0]
-                            [--threads 1,2] [--prompt 128] [--gen 64]
-                            [--rounds 3] [--prefill-runs 3] [--model builtin:1b]
+  scripts/bench-llamacpp.py [--install] [--dir DIR] [--types q4_0,q4_K_M,q8_0]
+                            [--quantizer llama|backplane] [--threads 1,2]
+                            [--prompt 128] [--gen 64] [--rounds 3]
+                            [--prefill-runs 3] [--model builtin:1b]
 
 Set-up (once, --install): npm installs @node-llama-cpp/linux-x64 3.22.1
 into DIR (default ~/.cache/backplane-bench); nothing in the build or the
-tests uses it. Each type's GGUF is written by `backplane run --save` from
-the built-in model (MODEL), given a placeholder vocabulary
-(gguf_add_vocab.py) so that llama.cpp loads it, and kept in DIR.
+tests uses it. The built-in model (MODEL) is written by `backplane run
+--save` and given a placeholder vocabulary (gguf_add_vocab.py) so that
+llama.cpp loads it. With --quantizer llama (the default) it is saved in F16
+and every type is made from that file by llama.cpp's own
+llama_model_quantize (`llamacpp_bench --quantize`): the files a llama.cpp
+user has, with llama.cpp's per-tensor mixes (q4_K_M puts attn_v and
+ffn_down of some layers and output.weight in Q6_K; q4_0 puts output.weight
+in Q6_K). With --quantizer backplane each type is saved by backplane in that
+type throughout (--weight-type; no q4_K_M). Files are kept in DIR.
 
 Per type and thread count, each round runs backplane (`run --json
 --prefill-runs R`) and then llama.cpp (llamacpp_bench.c, built here with
@@ -31,6 +38,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PKG = "@node-llama-cpp/linux-x64@3.22.1"
+# llama_ftype numbers of llama.h (stable since the K-quants)
+LLAMA_FTYPES = {"q4_0": 2, "q8_0": 7, "q4_K_S": 14, "q4_K_M": 15, "q6_K": 18}
 KEYS = ("prefill_tokens_per_s", "prefill_warm_tokens_per_s", "decode_tokens_per_s")
 
 
@@ -51,7 +60,8 @@ def main():
     ap.add_argument("--dir", default=os.path.expanduser("~/.cache/backplane-bench"))
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "bin", "backplane"))
     ap.add_argument("--model", default="builtin:1b")
-    ap.add_argument("--types", default="q4_0,q4_K,q8_0")
+    ap.add_argument("--types", default="q4_0,q4_K_M,q8_0")
+    ap.add_argument("--quantizer", choices=("llama", "backplane"), default="llama")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--gen", type=int, default=64)
@@ -72,7 +82,8 @@ def main():
     with open("/proc/loadavg") as f:
         print(f"machine: {os.cpu_count()} CPUs, load average {f.read().split()[0]} at the start")
 
-    for t in a.types.split(","):
+    def saved(t):
+        """The model saved by backplane in type t, with a vocabulary."""
         plain = os.path.join(a.dir, f"{a.model.replace(':', '-')}-{t}.gguf")
         vocab = plain.replace(".gguf", "-vocab.gguf")
         if not os.path.exists(vocab):
@@ -80,6 +91,18 @@ def main():
                  "--n-gen", "1", "--save", plain])
             run([sys.executable, os.path.join(HERE, "gguf_add_vocab.py"), plain, vocab])
             os.remove(plain)
+        return vocab
+
+    for t in a.types.split(","):
+        if a.quantizer == "backplane":
+            vocab = saved(t)
+        else:
+            if t not in LLAMA_FTYPES:
+                sys.exit(f"bench-llamacpp: llama.cpp's quantizer makes {', '.join(LLAMA_FTYPES)}; "
+                         f"not {t}.")
+            vocab = os.path.join(a.dir, f"{a.model.replace(':', '-')}-llama-{t}.gguf")
+            if not os.path.exists(vocab):
+                run([driver, "--quantize", libs, saved("f16"), vocab, str(LLAMA_FTYPES[t])])
         for th in (int(x) for x in a.threads.split(",")):
             rows = []
             for r in range(a.rounds):

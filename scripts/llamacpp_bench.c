@@ -4,6 +4,14 @@
  * greedy decoding; printed as one JSON object.
  *
  *   llamacpp_bench LIBDIR MODEL.gguf THREADS PROMPT_LEN N_GEN PREFILL_RUNS [LOGITS.f32]
+ *   llamacpp_bench --quantize LIBDIR IN.gguf OUT.gguf FTYPE
+ *
+ * --quantize writes OUT with llama.cpp's own llama_model_quantize at
+ * FTYPE, a llama_ftype number (2 Q4_0, 7 Q8_0, 15 Q4_K_M): the files a
+ * llama.cpp user has, with its per-tensor mixes (Q6_K for output.weight,
+ * and in Q4_K_M for attn_v / ffn_down of some layers). Only the first two
+ * fields of the library's default parameters are set (nthread, ftype:
+ * first in llama_model_quantize_params since its introduction).
  *
  * LOGITS.f32 receives n_vocab floats for the last prompt position, then one
  * row per decode step (the rows of `backplane run --dump-logits` from the
@@ -93,8 +101,47 @@ static int32_t argmax(const float *v, int32_t n)
     return best;
 }
 
+typedef uint32_t (*quantize_fn)(const char *in, const char *out, const void *params);
+
+static int quantize(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: llamacpp_bench --quantize LIBDIR IN.gguf OUT.gguf FTYPE\n");
+        return 2;
+    }
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s/libggml.v0.5.0.so", argv[2]);
+    void *ggml = dlopen(lp, RTLD_NOW | RTLD_GLOBAL);
+    snprintf(lp, sizeof lp, "%s/libllama.v0.5.0.so", argv[2]);
+    void *lib = ggml ? dlopen(lp, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    if (!lib) {
+        fprintf(stderr, "llamacpp_bench: cannot load llama.cpp from %s: %s\n", argv[2], dlerror());
+        return 1;
+    }
+    load_all_from_path_fn load_all;
+    memcpy(&load_all, &(void *){ sym(ggml, "ggml_backend_load_all_from_path") }, sizeof(void *));
+    load_all(argv[2]);
+    SYM(backend_init_fn, llama_backend_init);
+    SYM(default_params_fn, llama_model_quantize_default_params);
+    SYM(quantize_fn, llama_model_quantize);
+    SYM(log_set_fn, llama_log_set);
+    llama_log_set_(quiet, NULL);
+    llama_backend_init_();
+    struct opaque qp = llama_model_quantize_default_params_();
+    const int32_t nthread = 0, ftype = atoi(argv[5]);
+    memcpy(qp.b, &nthread, 4);
+    memcpy(qp.b + 4, &ftype, 4);
+    if (llama_model_quantize_(argv[3], argv[4], qp.b) != 0) {
+        fprintf(stderr, "llamacpp_bench: llama.cpp could not quantize %s to ftype %d.\n", argv[3], ftype);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--quantize"))
+        return quantize(argc, argv);
     if (argc != 7 && argc != 8) {
         fprintf(stderr, "usage: llamacpp_bench LIBDIR MODEL.gguf THREADS PROMPT_LEN N_GEN "
                 "PREFILL_RUNS [LOGITS.f32]\n");
