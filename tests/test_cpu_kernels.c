@@ -15,6 +15,9 @@
  * The activation quantizers (from_float of Q8_0 and Q8_K) give the
  * reference's bytes exactly, with ties (half-integers under a block maximum
  * of 127, where rounding half to even shows) and all-zero blocks among them.
+ Q8_K also meets the cases listed at fill_q8_K_case (ties of |x| with
+ * opposite signs, denormals, rounding boundaries, infinities, NaNs), alone
+ * and in rows of up to 48 blocks.
  *
  * The x8 layout (repack.h): pack then unpack gives back every byte; the
  * reference x8 dot equals the plain reference row by row to the bit; the
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/kernels.h"
 #include "cpu_features.h"
@@ -242,7 +246,134 @@ static void check_from_float(enum bp_type t, int64_t n, int mode)
     free(got); free(want); free(x);
 }
 
-int main(void)
+/* The Q8_K activation quantizer on the inputs where a vector version could
+ * part from the reference, one 256-element block per case: signed zeros;
+ * one non-zero value; ties of |x| with opposite signs (the first decides the
+ * sign of the scale); denormals (the smallest makes the scale infinite);
+ * products landing on and next to the halves where rounding to even shows,
+ * under scales of 1 and others; the extreme repeated everywhere; infinities
+ * and NaNs; then random rows. A case index past the list gives random. */
+#define Q8K_EDGE_CASES 20
+static void fill_q8_K_case(float *b, int c)
+{
+    const int at = (int)(rnd64() % 256), at2 = at + 1 + (int)(rnd64() % (255 - (at < 255 ? at : 254)));
+    const float M = (1.0f + fabsf(rndf())) * (float)(1 << (rnd64() % 12)) / 64.0f;
+    const float sgn = (rnd64() & 1) ? 1.0f : -1.0f;
+    for (int j = 0; j < 256; j++) b[j] = rndf() * 0.5f * M;
+    switch (c) {
+    case 0: for (int j = 0; j < 256; j++) b[j] = 0.0f; break;
+    case 1: for (int j = 0; j < 256; j++) b[j] = (j & 1) ? -0.0f : 0.0f; break;
+    case 2: for (int j = 0; j < 256; j++) b[j] = 0.0f; b[at] = sgn * M; break;
+    case 3: b[at] = -M; b[at2 < 256 ? at2 : 255] = M; break;
+    case 4: b[at] = M; b[at2 < 256 ? at2 : 255] = -M; break;
+    case 5: for (int j = 0; j < 256; j += 1 + (int)(rnd64() % 9)) b[j] = (rnd64() & 1) ? M : -M; break;
+    case 6: for (int j = 0; j < 256; j++) b[j] = sgn * (float)(rnd64() % 8388608) * 1.4e-45f; break;
+    case 7: for (int j = 0; j < 256; j++) b[j] = 0.0f; b[at] = sgn * 1.4e-45f; b[255 - at] = 1.4e-45f; break;
+    case 8: for (int j = 0; j < 256; j += 2) b[j] = rndf() * 1e-39f; break;
+    case 9: case 10: {
+        /* scale exactly -1 or 1 (extreme 127 or -127), or a random one */
+        const float ext = c == 9 ? sgn * 127.0f : sgn * M, iscale = -127.0f / ext;
+        for (int j = 0; j < 256; j++) {
+            const float h = ((float)((int)(rnd64() % 254) - 127) + 0.5f) / iscale;
+            const int side = (int)(rnd64() % 3);
+            b[j] = side == 0 ? h : nextafterf(h, side == 1 ? INFINITY : -INFINITY);
+            if (fabsf(b[j]) >= fabsf(ext)) b[j] = 0.0f;
+        }
+        b[at] = ext;
+        break;
+    }
+    case 11: for (int j = 0; j < 256; j++) b[j] = (rnd64() & 1) ? M : -M; break;
+    case 12: for (int j = 0; j < 256; j++) b[j] = nextafterf(sgn * M, 0.0f); b[at] = sgn * M; break;
+    case 13: b[at] = sgn * INFINITY; break;
+    case 14: b[at] = NAN; b[at2 < 256 ? at2 : 255] = -NAN; break;
+    case 15: for (int j = 0; j < 256; j++) b[j] = NAN; break;
+    case 16: b[at] = -INFINITY; b[at2 < 256 ? at2 : 255] = INFINITY; break;
+    case 17: b[at] = sgn * 3.4028235e38f; break;
+    case 18: b[0] = NAN; b[1] = sgn * M * 4; break;
+    case 19: for (int j = 0; j < 256; j++) if (rnd64() % 61 == 0) b[j] *= 300.0f; break;
+    default: break;
+    }
+}
+
+static void check_q8_K_edges(void)
+{
+    const cpu_from_float_fn got_fn = cpu_kernels_for(BP_TYPE_Q8_K)->from_float;
+    const cpu_from_float_fn want_fn = cpu_kernels_ref_for(BP_TYPE_Q8_K)->from_float;
+    /* every case alone, then rows of many blocks with the cases in any order */
+    for (int rep = 0; rep < 40; rep++) {
+        const int64_t nb = rep < Q8K_EDGE_CASES ? 1 : 1 + (int64_t)(rnd64() % 48);
+        float *x = malloc((size_t)nb * 256 * sizeof *x);
+        struct bp_block_q8_K *got = malloc((size_t)nb * sizeof *got), *want = malloc((size_t)nb * sizeof *want);
+        for (int64_t i = 0; i < nb; i++)
+            fill_q8_K_case(x + 256 * i, rep < Q8K_EDGE_CASES ? rep : (int)(rnd64() % (Q8K_EDGE_CASES + 4)));
+        memset(got, 0x5a, (size_t)nb * sizeof *got);
+        memset(want, 0xa5, (size_t)nb * sizeof *want);
+        got_fn(x, got, nb * 256);
+        want_fn(x, want, nb * 256);
+        for (int64_t i = 0; i < nb; i++) {
+            checks++;
+            if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
+                failures++;
+                printf("FAIL from_float q8_K edge row %d block %lld of %lld: %s bytes differ from "
+                       "the reference (d %.9g vs %.9g)\n", rep, (long long)i, (long long)nb,
+                       cpu_kernels_isa(), got[i].d, want[i].d);
+            }
+        }
+        free(x); free(got); free(want);
+    }
+}
+
+/* --bench-q8k: the Q8_K activation quantizer of this build against the
+ * scalar reference, in alternating rounds on this thread's CPU time (no
+ * assertion: the figures are for the README and reports). Rows of the 1B
+ * model's K = 2048 and 5632, 128 rows a round (one prefill's activation). */
+static double thread_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_q8_K(void)
+{
+    const int64_t ks[] = { 2048, 5632 };
+    enum { ROWS = 128, ROUNDS = 31 };
+    for (size_t ki = 0; ki < 2; ki++) {
+        const int64_t K = ks[ki];
+        float *x = malloc((size_t)(K * ROWS) * sizeof *x);
+        void *y = malloc(bp_row_size(BP_TYPE_Q8_K, K) * ROWS);
+        fill_x(x, K * ROWS, true);
+        const cpu_from_float_fn fn[2] = { cpu_kernels_ref_for(BP_TYPE_Q8_K)->from_float,
+                                          cpu_kernels_for(BP_TYPE_Q8_K)->from_float };
+        double t[2][ROUNDS];
+        for (int r = 0; r < ROUNDS; r++)
+            for (int v = 0; v < 2; v++) {
+                const int which = (r & 1) ? 1 - v : v;  /* alternate which goes first */
+                const double t0 = thread_ns();
+                for (int i = 0; i < ROWS; i++)
+                    fn[which]((const float *)x + (size_t)i * (size_t)K,
+                              (char *)y + (size_t)i * bp_row_size(BP_TYPE_Q8_K, K), K);
+                t[which][r] = (thread_ns() - t0) / ROWS;
+            }
+        qsort(t[0], ROUNDS, sizeof t[0][0], cmp_double);
+        qsort(t[1], ROUNDS, sizeof t[1][0], cmp_double);
+        const double ref = t[0][ROUNDS / 2], simd = t[1][ROUNDS / 2];
+        printf("q8_K from_float K=%lld: reference %.0f ns/row (%.2f GB/s of floats), %s %.0f "
+               "ns/row (%.2f GB/s), %.2fx (medians of %d alternating rounds, thread CPU time)\n",
+               (long long)K, ref, (double)K * 4 / ref, cpu_kernels_isa(), simd,
+               (double)K * 4 / simd, ref / simd, ROUNDS);
+        free(x); free(y);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     struct cpu_isa isa;
     cpu_isa_detect(&isa);
@@ -253,6 +384,9 @@ int main(void)
 #elif defined(__ARM_FEATURE_DOTPROD)
     if (!cpu_variant_score(CPU_VARIANT_NEON, &isa)) { puts("SKIP: no NEON dotprod here"); return 77; }
 #endif
+    if (argc > 1 && strcmp(argv[1], "--bench-q8k") == 0)
+        return bench_q8_K();
+    if (argc > 1) { printf("usage: %s [--bench-q8k]\n", argv[0]); return 2; }
     const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
                                    BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -271,6 +405,7 @@ int main(void)
             check_from_float(BP_TYPE_Q8_0, 32 * (1 + rep), mode);
             check_from_float(BP_TYPE_Q8_K, 256 * (1 + rep % 4), mode);
         }
+    check_q8_K_edges();
     const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
     for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
         for (int64_t nb = 1; nb <= 9; nb += 4)

@@ -8,6 +8,58 @@
 
 #if defined(CPU_HAVE_NEON_SIMD)
 #include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+/* Per block: the maximum by compare-and-select, `|x| > m` as the reference
+ * writes it (a NaN lane compares false and keeps m, where fmaxnm would
+ * raise on a signalling NaN); the first lane equal to it gives the signed
+ * extreme; then bp_nearest_int's float add and bit masks on 4 lanes, the
+ * saturating narrows doing the clamp to [-128, 127], and each block sum
+ * one widening add across 16 bytes. The same bytes for every input. */
+void cpu_quantize_row_q8_K_neon(const float *x, void *vy, int64_t n)
+{
+    struct bp_block_q8_K *y = vy;
+    const uint32x4_t mant = vdupq_n_u32(0x007fffff);
+    const int32x4_t half = vdupq_n_s32(0x00400000);
+    for (int64_t i = 0; i < n / BP_QK_K; i++, x += BP_QK_K) {
+        float32x4_t m = vdupq_n_f32(0.0f);
+        for (int k = 0; k < BP_QK_K; k += 4) {
+            const float32x4_t a = vabsq_f32(vld1q_f32(x + k));
+            m = vbslq_f32(vcgtq_f32(a, m), a, m);
+        }
+        const float amax = vmaxvq_f32(m);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        const float32x4_t va = vdupq_n_f32(amax);
+        int first = 0;
+        for (int k = 0; k < BP_QK_K; k += 4)
+            if (vmaxvq_u32(vceqq_f32(vabsq_f32(vld1q_f32(x + k)), va))) {
+                first = k;
+                while (fabsf(x[first]) != amax) first++;
+                break;
+            }
+        const float iscale = -127.0f / x[first];
+        const float32x4_t is = vdupq_n_f32(iscale), magic = vdupq_n_f32(12582912.0f);
+        for (int k = 0; k < BP_QK_K; k += 16) {
+            int16x8_t h[2];
+            for (int l = 0; l < 2; l++) {
+                int32x4_t q[2];
+                for (int e = 0; e < 2; e++) {
+                    const float32x4_t f = vaddq_f32(vmulq_f32(is, vld1q_f32(x + k + 8 * l + 4 * e)), magic);
+                    q[e] = vsubq_s32(vreinterpretq_s32_u32(vandq_u32(vreinterpretq_u32_f32(f), mant)), half);
+                }
+                h[l] = vcombine_s16(vqmovn_s32(q[0]), vqmovn_s32(q[1]));
+            }
+            const int8x16_t b = vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1]));
+            vst1q_s8(y[i].qs + k, b);
+            y[i].bsums[k / 16] = vaddlvq_s8(b);
+        }
+        y[i].d = 1 / iscale;
+    }
+}
 
 void cpu_vec_dot_q4_0_q8_0_neon(int64_t n, float *s, const void *va, const void *vb)
 {

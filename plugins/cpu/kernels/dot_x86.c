@@ -58,6 +58,124 @@ void cpu_quantize_row_q8_0_x86(const float *x, void *vy, int64_t n)
     }
 }
 
+/* The 16 block sums of one Q8_K block, from its stored quants: maddubs by 1
+ * and madd by 1 give sums of 4 bytes, two rounds of hadd sums of 16 (the
+ * groups of the two 128-bit halves come out interleaved, which the last
+ * unpack undoes). |sum| <= 2048, so no step saturates. */
+static inline void q8_K_bsums(struct bp_block_q8_K *y)
+{
+    const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+    __m256i p[8];
+    for (int k = 0; k < 8; k++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(y->qs + 32 * k));
+        p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, q), one16);
+    }
+    /* halves: low [g0 g2 g4 g6], high [g1 g3 g5 g7]; then the same for g8.. */
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    const __m256i s = _mm256_packs_epi32(a, b);
+    const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+    _mm_storeu_si128((__m128i *)(void *)y->bsums, _mm_unpacklo_epi16(lo, hi));
+    _mm_storeu_si128((__m128i *)(void *)(y->bsums + 8), _mm_unpackhi_epi16(lo, hi));
+}
+
+/* bp_nearest_int on vectors: the same float add and the same bit masks,
+ * so the same value for every input (NaN and infinity included). */
+#define Q8K_MAGIC 12582912.0f
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* One block in 16 zmm registers. The maximum takes |x| as the first operand
+ * so that a NaN lane keeps the running maximum (maxps returns its second
+ * operand then), as the reference's `>` skips NaN; the signed extreme is the
+ * first lane equal to it, as the reference keeps the first of a tie. The
+ * clamp to [-128, 127] is vpmovsdb's saturation. */
+void cpu_quantize_row_q8_K_x86(const float *x, void *vy, int64_t n)
+{
+    struct bp_block_q8_K *y = vy;
+    const __m512i mant = _mm512_set1_epi32(0x007fffff), half = _mm512_set1_epi32(0x00400000);
+    for (int64_t i = 0; i < n / BP_QK_K; i++, x += BP_QK_K) {
+        __m512 v[16], m = _mm512_setzero_ps();
+        for (int k = 0; k < 16; k++) {
+            v[k] = _mm512_loadu_ps(x + 16 * k);
+            m = _mm512_max_ps(_mm512_abs_ps(v[k]), m);
+        }
+        const float amax = _mm512_reduce_max_ps(m);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        const __m512 va = _mm512_set1_ps(amax);
+        int first = 0;
+        for (int k = 0; k < 16; k++) {
+            const __mmask16 e = _mm512_cmp_ps_mask(_mm512_abs_ps(v[k]), va, _CMP_EQ_OQ);
+            if (e) {
+                first = 16 * k + __builtin_ctz(e);
+                break;
+            }
+        }
+        const float iscale = -127.0f / x[first];
+        const __m512 is = _mm512_set1_ps(iscale), magic = _mm512_set1_ps(Q8K_MAGIC);
+        for (int k = 0; k < 16; k++) {
+            const __m512 f = _mm512_add_ps(_mm512_mul_ps(is, v[k]), magic);
+            const __m512i q = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(f), mant), half);
+            _mm_storeu_si128((__m128i *)(void *)(y[i].qs + 16 * k), _mm512_cvtsepi32_epi8(q));
+        }
+        q8_K_bsums(&y[i]);
+        y[i].d = 1 / iscale;
+    }
+}
+#else
+/* 32 ymm vectors a block, loaded again from L1 in each pass. The packs'
+ * signed saturation is the clamp to [-128, 127]; they work per 128-bit
+ * half, which the permute undoes (as in the Q8_0 quantizer above). */
+void cpu_quantize_row_q8_K_x86(const float *x, void *vy, int64_t n)
+{
+    struct bp_block_q8_K *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i mant = _mm256_set1_epi32(0x007fffff), half = _mm256_set1_epi32(0x00400000);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t i = 0; i < n / BP_QK_K; i++, x += BP_QK_K) {
+        __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
+        for (int k = 0; k < 32; k += 2) {
+            m0 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)), m0);
+            m1 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k + 8)), m1);
+        }
+        const __m256 m = _mm256_max_ps(m0, m1);
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        const __m256 va = _mm256_set1_ps(amax);
+        int first = 0;
+        for (int k = 0; k < 32; k++) {
+            const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k));
+            const int e = _mm256_movemask_ps(_mm256_cmp_ps(a, va, _CMP_EQ_OQ));
+            if (e) {
+                first = 8 * k + __builtin_ctz((unsigned)e);
+                break;
+            }
+        }
+        const float iscale = -127.0f / x[first];
+        const __m256 is = _mm256_set1_ps(iscale), magic = _mm256_set1_ps(Q8K_MAGIC);
+        for (int k = 0; k < 32; k += 4) {
+            __m256i q[4];
+            for (int l = 0; l < 4; l++) {
+                const __m256 f = _mm256_add_ps(_mm256_mul_ps(is, _mm256_loadu_ps(x + 8 * (k + l))), magic);
+                q[l] = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(f), mant), half);
+            }
+            const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(void *)(y[i].qs + 8 * k), _mm256_permutevar8x32_epi32(b, order));
+        }
+        q8_K_bsums(&y[i]);
+        y[i].d = 1 / iscale;
+    }
+}
+#endif
+
 /* 32 signed bytes times 32 signed bytes, summed in groups of 4 into 8 int32. */
 static inline __m256i dot_i8(__m256i x, __m256i y)
 {

@@ -43,7 +43,7 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q6_K cpu_gemm_q6_K_x8_avx2
 #endif
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
-    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
+    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_x86, NULL },
     [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_x86, cpu_f32_copy_row, cpu_f32_row_copy_out,
                       .gemm_float = cpu_gemm_f32_x86 },
     [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_x86, NULL, cpu_f16_to_f32_row,
@@ -70,7 +70,7 @@ GEMM_VIA(gemm_q8_0_via, BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_neon)
 GEMM_VIA(gemm_q4_K_via, BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_neon)
 GEMM_VIA(gemm_q6_K_via, BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_neon)
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
-    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },
+    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_neon, NULL },
     [BP_TYPE_F32] = { BP_TYPE_F32, cpu_vec_dot_f32_neon, cpu_f32_copy_row, cpu_f32_row_copy_out },
     [BP_TYPE_F16] = { BP_TYPE_F32, cpu_vec_dot_f16_ref, NULL, cpu_f16_to_f32_row },
     [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_ref, NULL, cpu_bf16_to_f32_row },

@@ -1,10 +1,10 @@
 /*
  * quants_ref.c — activation quantizers and row expanders, in plain C.
  *
- * Every variant uses these same quantizers for the activation (it is
- * quantized once per op, O(K*M) against the dot's O(K*M*N)), so a SIMD
- * variant differs from the scalar one only by the summation order inside a
- * float dot: the integer parts are identical. The expanders are
+ * The activation quantizers here are the references: the SIMD variants'
+ * (dot_x86.c, dot_neon.c) write the same bytes, so a SIMD variant differs
+ * from the scalar one only by the summation order inside a float dot: the
+ * integer parts are identical. The expanders are
  * bit-identical to ggml's dequantizers (same operation order): both are
  * the shared reference in <backplane/bp_quant_ref.h>.
  */

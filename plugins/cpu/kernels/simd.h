@@ -24,6 +24,9 @@ void cpu_vec_dot_q4_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b
 void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 /* cpu_quantize_row_q8_0_ref's arithmetic 8 lanes at a time: the same bytes. */
 void cpu_quantize_row_q8_0_x86(const float *x, void *y, int64_t n);
+/* cpu_quantize_row_q8_K_ref's arithmetic 16 (AVX-512) or 8 (AVX2) lanes at a
+ * time: the same bytes for every input. */
+void cpu_quantize_row_q8_K_x86(const float *x, void *y, int64_t n);
 void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *a, const void *b);
@@ -68,6 +71,8 @@ void cpu_gemm_q6_K_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const 
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
 #define CPU_HAVE_NEON_SIMD 1
+/* cpu_quantize_row_q8_K_ref's arithmetic 4 lanes at a time: the same bytes. */
+void cpu_quantize_row_q8_K_neon(const float *x, void *y, int64_t n);
 void cpu_vec_dot_q4_0_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q8_0_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q4_K_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
