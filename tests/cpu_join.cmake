@@ -1,5 +1,7 @@
 # MUL_MATs sharing an activation run in one chunk step of the cpu backend:
-# results bit-equal to each node computed alone, unsafe joins refused. Once
+# results bit-equal to each node computed alone, unsafe joins refused; and
+# MUL_MATs that cannot join read an earlier conversion only while it is
+# still the activation's (never a stale one). Once
 # per variant (the scalar registration carries the target's name, so
 # valgrind wraps it).
 bp_add_check_test(test_cpu_join SOURCES test_cpu_join.c cpu_test_util.c

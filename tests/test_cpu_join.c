@@ -16,8 +16,13 @@
  * runs once per node or joint group: 5 calls when y2 and y3 join, 7 when
  * nothing does. The placements over z and x are what a graph allocator does
  * when it reuses the memory of a tensor after its last reader.
+ *
+ * A second graph (test_converted_activation_reused_only_while_unchanged)
+ * holds MUL_MATs that cannot join to the converted rows they may share, and
+ * to converting again once the activation or the rows were rewritten.
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +58,7 @@ static void set_random_weights(struct bp_tensor *w)
         const uint16_t m = bp_f32_to_f16((float)(rnd64() % 100) * 1e-4f);
         memcpy(blk, &s, 2);
         if (t == BP_TYPE_Q4_K) memcpy(blk + 2, &m, 2);
+        if (t == BP_TYPE_Q6_K) memcpy(blk + offsetof(struct bp_block_q6_K, d), &s, 2);
     }
     ck_assert_int_eq(bp_tensor_set(w, d, 0, bs * (size_t)nblk), BP_OK);
     free(d);
@@ -239,6 +245,147 @@ START_TEST(test_mul_mats_sharing_an_activation_equal_each_computed_alone)
 }
 END_TEST
 
+/* ---- converted rows reused by MUL_MATs that cannot join ----
+ *
+ * Node order (inputs x, u, v; y2, y3 and y4 are placed over y1's bytes
+ * after its reader, as a graph allocator reusing memory places a layer's K
+ * over Q once Q's RoPE has read it, so none can join y1's step):
+ *   y1 = W1 x   r1 = 1 y1    converts x
+ *   y2 = W2 x   r2 = 1 y2    reads the rows y1's step converted
+ *   s  = 3 u, over x         rewrites x
+ *   y3 = W3 x   r3 = 1 y3    must convert again: x changed
+ *   yv = W4 v   rv = 1 yv    converts v into the same work rows
+ *   y4 = W5 x   r4 = 1 y4    must convert again: the rows hold v
+ * r1, r2 must equal W1 x and W2 x computed alone on x's first values, r3 and
+ * r4 W3 x and W5 x alone on x = 3 u, rv W4 v alone, with 1-3 threads; and
+ * every plan made of this graph shares exactly one conversion
+ * (bp_cpu_plan_stats). A stale conversion reused gives r3 from the old x or
+ * r4 from v. */
+struct reuse_case {
+    enum bp_type type;
+    bool repack;
+    int64_t M;
+};
+
+static const struct reuse_case reuse_cases[] = {
+    { BP_TYPE_Q4_K, false, 3 }, { BP_TYPE_Q4_K, true, 20 }, { BP_TYPE_Q6_K, true, 1 },
+    { BP_TYPE_Q8_0, true, 5 },  { BP_TYPE_Q4_0, false, 2 },
+};
+
+static struct bp_cpu_plan_stats plan_stats(struct bp_backend *be)
+{
+    void *p = bp_device_proc_address(cpu_device(), BP_CPU_PROC_PLAN_STATS);
+    ck_assert_msg(p != NULL, "the cpu device has no %s proc", BP_CPU_PROC_PLAN_STATS);
+    bp_cpu_plan_stats_fn fn;
+    memcpy(&fn, &p, sizeof fn);
+    struct bp_cpu_plan_stats s = { .size = sizeof s };
+    ck_assert_int_eq(fn(be, &s), BP_OK);
+    return s;
+}
+
+/* Values equal (r = 1 y + 0 turns -0 into +0, so not bits). */
+static void expect_same_values(const struct bp_tensor *t, const float *want, const char *what,
+                               int th)
+{
+    float *got = get_all(t);
+    for (int64_t i = 0; i < bp_nelements(t); i++)
+        ck_assert_msg(got[i] == want[i], "%s, %d threads: element %lld is %.9g, computed alone "
+                      "%.9g", what, th, (long long)i, (double)got[i], (double)want[i]);
+    free(got);
+}
+
+START_TEST(test_converted_activation_reused_only_while_unchanged)
+{
+    const struct reuse_case rc = reuse_cases[_i];
+    const int64_t M = rc.M, NW = 48;
+    struct bp_context *ctx, *wctx;
+    ck_assert_int_eq(bp_context_new(64, &ctx), BP_OK);
+    ck_assert_int_eq(bp_context_new(8, &wctx), BP_OK);
+    struct bp_tensor *w[6];
+    for (int k = 1; k <= 5; k++) w[k] = bp_tensor_new_2d(wctx, rc.type, K, NW);
+    struct bp_tensor *x = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
+    struct bp_tensor *u = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
+    struct bp_tensor *v = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
+    struct bp_tensor *y1 = bp_mul_mat(ctx, w[1], x), *r1 = bp_scale(ctx, y1, 1.0f, 0.0f);
+    struct bp_tensor *y2 = bp_mul_mat(ctx, w[2], x), *r2 = bp_scale(ctx, y2, 1.0f, 0.0f);
+    struct bp_tensor *s = bp_scale(ctx, u, 3.0f, 0.0f);
+    struct bp_tensor *y3 = bp_mul_mat(ctx, w[3], x), *r3 = bp_scale(ctx, y3, 1.0f, 0.0f);
+    struct bp_tensor *yv = bp_mul_mat(ctx, w[4], v), *rv = bp_scale(ctx, yv, 1.0f, 0.0f);
+    struct bp_tensor *y4 = bp_mul_mat(ctx, w[5], x), *r4 = bp_scale(ctx, y4, 1.0f, 0.0f);
+    struct bp_tensor *ref[6] = { NULL };
+    for (int k = 1; k <= 5; k++) ref[k] = bp_mul_mat(ctx, w[k], k == 4 ? v : x);
+    ck_assert_int_eq(bp_context_status(ctx), BP_OK);
+
+    struct bp_buffer *buf, *wbuf;
+    struct bp_device *dev = cpu_device();
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    ck_assert_int_eq(bp_context_alloc_tensors(wctx, rc.repack ? repack_buft()
+                                                              : bp_device_buffer_type(dev),
+                                              NULL, &wbuf), BP_OK);
+    struct bp_tensor *over_y1[] = { y2, y3, y4 };
+    for (int k = 0; k < 3; k++) {
+        over_y1[k]->data = y1->data;
+        over_y1[k]->buffer = y1->buffer;
+    }
+    s->data = x->data;
+    s->buffer = x->buffer;
+
+    for (int k = 1; k <= 5; k++) set_random_weights(w[k]);
+    float *xv = malloc((size_t)(K * M) * sizeof *xv), *tmp = malloc((size_t)(K * M) * sizeof *tmp);
+    set_random_floats(x, xv);
+    set_random_floats(u, tmp);
+    set_random_floats(v, tmp);
+
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    float *want[6];
+    want[1] = alone(be, ref[1]);
+    want[2] = alone(be, ref[2]);
+    want[4] = alone(be, ref[4]);
+    free(alone(be, s)); /* x = 3 u from here */
+    want[3] = alone(be, ref[3]);
+    want[5] = alone(be, ref[5]);
+
+    struct bp_graph *g;
+    ck_assert_int_eq(bp_graph_new(64, &g), BP_OK);
+    struct bp_tensor *order[] = { y1, r1, y2, r2, s, y3, r3, yv, rv, y4, r4 };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        ck_assert_int_eq(bp_graph_build(g, order[i]), BP_OK);
+    char what[80];
+    for (int th = 1; th <= 3; th++) {
+        ck_assert_int_eq(bp_backend_set_n_threads(be, th), BP_OK);
+        for (int rep = 0; rep < 2; rep++) {
+            ck_assert_int_eq(bp_tensor_set(x, xv, 0, (size_t)(K * M) * sizeof *xv), BP_OK);
+            const struct bp_cpu_plan_stats before = plan_stats(be);
+            ck_assert_msg(bp_backend_graph_compute(be, g) == BP_OK, "%s", bp_last_error());
+            const struct bp_cpu_plan_stats after = plan_stats(be);
+            ck_assert_msg(after.converts_shared - before.converts_shared == after.made - before.made,
+                          "%s case %d, %d threads: %llu conversions shared in %llu plans made, "
+                          "expected one a plan", bp_type_name(rc.type), _i, th,
+                          (unsigned long long)(after.converts_shared - before.converts_shared),
+                          (unsigned long long)(after.made - before.made));
+            const struct bp_tensor *got[6] = { NULL, r1, r2, r3, rv, r4 };
+            const int wk[6] = { 0, 1, 2, 3, 4, 5 };
+            for (int k = 1; k <= 5; k++) {
+                snprintf(what, sizeof what, "%s case %d: %s", bp_type_name(rc.type), _i,
+                         k == 3 ? "W3 x after x was rewritten" : k == 5 ? "W5 x after W4 v"
+                                                                        : "a reader of y");
+                expect_same_values(got[k], want[wk[k]], what, th);
+            }
+        }
+    }
+    bp_graph_free(g);
+    bp_backend_free(be);
+    for (int k = 1; k <= 5; k++) free(want[k]);
+    free(xv);
+    free(tmp);
+    bp_buffer_free(buf);
+    bp_buffer_free(wbuf);
+    bp_context_free(ctx);
+    bp_context_free(wctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu_join");
@@ -246,6 +393,8 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_mul_mats_sharing_an_activation_equal_each_computed_alone, 0,
                         (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_loop_test(tc, test_converted_activation_reused_only_while_unchanged, 0,
+                        (int)(sizeof reuse_cases / sizeof reuse_cases[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

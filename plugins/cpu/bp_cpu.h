@@ -53,6 +53,10 @@ struct bp_cpu_plan_stats {
     uint64_t made, reused;
     uint64_t make_ns, lookup_ns;
     int32_t cached;
+    /* (1.1, issue 15) MUL_MATs in the plans made that read the activation
+     * rows an earlier step of their graph converted, instead of converting
+     * them again (a layer's Q, K and V when they cannot share a step). */
+    uint64_t converts_shared;
 };
 typedef bp_status (*bp_cpu_plan_stats_fn)(struct bp_backend *b, struct bp_cpu_plan_stats *out);
 

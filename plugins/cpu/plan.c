@@ -26,6 +26,9 @@ struct plan_maker {
     struct cpu_plan *p;
     bool *joined;           /* per node: runs in an earlier node's chunk step */
     int32_t n_members;
+    /* The MUL_MAT whose converted activation the work buffer's shared part
+     * holds after the steps made so far, -1 if none (see plan_node). */
+    int32_t held;
 };
 
 static uint64_t now_ns(void)
@@ -185,7 +188,27 @@ static int32_t join_mul_mats(struct plan_maker *mk, int32_t i, int tasks, int32_
     return nm;
 }
 
-/* The steps of node i (not a view, not joined to an earlier one). */
+/* After node n has run (its own steps, or as a member of a chunk step):
+ * the held activation rows stay valid unless n wrote the shared work part
+ * (only a MUL_MAT that converts does) or the bytes they were converted from. */
+static void node_ran(struct plan_maker *mk, const struct bp_tensor *n)
+{
+    const struct cpu_op_entry *e = &cpu_op_table[n->op];
+    if (mk->held >= 0 && ((e->work && e->work(n) > 0) ||
+                          tensors_overlap(n, mk->g->nodes[mk->held]->src[1])))
+        mk->held = -1;
+}
+
+/* The steps of node i (not a view, not joined to an earlier one). A MUL_MAT
+ * whose activation an earlier step converted the same way (the same src[1]
+ * tensor, cpu_mul_mat_same_x) reads those rows when nothing ran in between
+ * that rewrote the shared work part or the activation's bytes (node_ran):
+ * a layer's Q, K and V, which cannot share a chunk step when the graph
+ * allocator gives K's output the bytes of Q's once Q's RoPE has read them.
+ * Steps run in order, each after the one before has ended, so the rows are
+ * complete and visible to every thread; the decision is by the plan key's
+ * fields (src[1] identity, types, shapes, data ranges), so a cached plan
+ * makes it again for the same graph. */
 static void plan_node(struct plan_maker *mk, int32_t i)
 {
     struct cpu_plan *p = mk->p;
@@ -208,7 +231,13 @@ static void plan_node(struct plan_maker *mk, int32_t i)
         const struct bp_tensor *x = node->src[1];
         const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3];
         const int conv = rows < tasks ? (int)rows : tasks;
-        add_step(p, i, CPU_STEP_MM_CONVERT, conv, conv);
+        if (mk->held >= 0 && cpu_mul_mat_same_x(mk->g->nodes[mk->held], node)) {
+            p->converts_shared++;
+        } else {
+            add_step(p, i, CPU_STEP_MM_CONVERT, conv, conv);
+            if (e->work(node) > 0)
+                mk->held = i;
+        }
         const int32_t m0 = mk->n_members;
         const int32_t nm = join_mul_mats(mk, i, tasks, m0);
         st = add_step(p, i, CPU_STEP_MM_CHUNKS, tasks, p->members[m0 + nm - 1].end);
@@ -219,10 +248,16 @@ static void plan_node(struct plan_maker *mk, int32_t i)
             stream = cpu_mul_mat_chunks_stream(mk->g->nodes[p->members[m0 + k].node], tasks);
         st->owned = stream;
         mk->n_members += nm;
+        for (int32_t k = 0; k < nm; k++)
+            if (mk->held >= 0 && tensors_overlap(mk->g->nodes[p->members[m0 + k].node],
+                                                 mk->g->nodes[mk->held]->src[1]))
+                mk->held = -1;
     } else if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0) {
         st = add_step(p, i, CPU_STEP_ALL, p->nth, p->nth);
+        node_ran(mk, node);
     } else {
         st = add_step(p, i, CPU_STEP_SHARES, tasks, tasks);
+        node_ran(mk, node);
     }
     st->last = true;
 }
@@ -265,7 +300,8 @@ bp_status cpu_plan_make(const struct cpu_plugin *pl, const struct bp_graph *g, i
     }
     const size_t n = g->n_nodes > 0 ? (size_t)g->n_nodes : 1;
     struct cpu_plan *p = calloc(1, sizeof *p);
-    struct plan_maker mk = { .pl = pl, .g = g, .p = p, .joined = calloc(n, sizeof *mk.joined) };
+    struct plan_maker mk = { .pl = pl, .g = g, .p = p, .joined = calloc(n, sizeof *mk.joined),
+                             .held = -1 };
     if (p) {
         p->nth = nth;
         p->steps = malloc(n * 3 * sizeof *p->steps);

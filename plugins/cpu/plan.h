@@ -25,7 +25,10 @@
  * thread that finishes one weight's chunks go straight on to the next
  * weight's. The step's task c is chunk c - start of the member whose
  * [start, end) holds c: the same chunks as when the nodes run apart, so
- * results are bit-equal.
+ * results are bit-equal. A MUL_MAT that cannot join (its output overlaps a
+ * member's: the graph allocator reused the bytes) still skips its convert
+ * step when the shared work part holds its activation's rows, converted by
+ * an earlier step and overwritten by nothing since (plan.c, plan_node).
  *
  * A plan is a pure function of its key (plan_cache.c): the thread count and,
  * for every node and every source of a node, the tensor's address, its
@@ -96,6 +99,7 @@ struct cpu_plan {
     size_t n_claims;            /* claim words of all steps */
     size_t shared;              /* bytes of the work buffer's shared part (aligned) */
     size_t per_thread;          /* bytes of each thread's slice (aligned) */
+    int32_t converts_shared;    /* MUL_MATs reading an earlier one's converted rows */
     uint64_t make_ns;           /* what making it took */
 };
 

@@ -206,6 +206,7 @@ bp_status cpu_plan_get(struct cpu_plan_cache *c, const struct cpu_plugin *pl,
     p->used = c->clock;
     c->stats.made++;
     c->stats.make_ns += p->make_ns;
+    c->stats.converts_shared += (uint64_t)p->converts_shared;
     *out = p;
     return BP_OK;
 }
