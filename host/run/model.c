@@ -315,3 +315,24 @@ int64_t bp_run_model_param_count(const struct bp_run_model *m)
         n += m->weights[i].ne[0] * m->weights[i].ne[1] * m->weights[i].ne[2] * m->weights[i].ne[3];
     return n;
 }
+
+size_t bp_run_model_matrix_types(const struct bp_run_model *m, enum bp_type *types, size_t *counts,
+                                 size_t cap)
+{
+    size_t per[BP_TYPE_COUNT] = {0}, n = 0;
+    for (size_t i = 0; i < m->n_weights; i++)
+        if (m->weights[i].n_dims >= 2 && (int)m->weights[i].type >= 0 && m->weights[i].type < BP_TYPE_COUNT)
+            per[m->weights[i].type]++;
+    for (;;) { /* selection by count: there are a handful of types */
+        int best = -1;
+        for (int t = 0; t < BP_TYPE_COUNT; t++)
+            if (per[t] && (best < 0 || per[t] > per[best])) best = t;
+        if (best < 0) return n;
+        if (n < cap) {
+            types[n] = (enum bp_type)best;
+            counts[n] = per[best];
+        }
+        n++;
+        per[best] = 0;
+    }
+}
