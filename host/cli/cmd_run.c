@@ -479,7 +479,8 @@ out:
     return rc;
 }
 
-/* The matrices' types: "q4_K" for one, "135 q4_K + 21 q6_K" for a mix. */
+/* The matrices' types: "q4_K" for one, "135 q4_K + 21 q6_K (llama.cpp's
+ * q4_K_M mix)" for a built-in mix. */
 static const char *matrix_types(const struct bp_run_model *m, char *buf, size_t cap)
 {
     enum bp_type t[BP_TYPE_COUNT];
@@ -489,6 +490,7 @@ static const char *matrix_types(const struct bp_run_model *m, char *buf, size_t 
         at += (size_t)(n == 1 ? snprintf(buf, cap, "%s", bp_type_name(t[i]))
                               : snprintf(buf + at, cap - at, "%s%zu %s", i ? " + " : "", c[i],
                                          bp_type_name(t[i])));
+    if (m->mix && at < cap) snprintf(buf + at, cap - at, " (llama.cpp's %s mix)", m->mix->name);
     return buf;
 }
 
@@ -589,6 +591,7 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     enum bp_type types[BP_TYPE_COUNT];
     size_t counts[BP_TYPE_COUNT], n_types = bp_run_model_matrix_types(m, types, counts, BP_TYPE_COUNT);
     json_string(&w, "weight_type", n_types ? bp_type_name(types[0]) : "none");  /* the most common */
+    if (m->mix) json_string(&w, "weight_mix", m->mix->name);
     json_object_begin(&w, "weight_types");   /* matrices per type */
     for (size_t i = 0; i < n_types; i++) json_uint(&w, bp_type_name(types[i]), counts[i]);
     json_object_end(&w);

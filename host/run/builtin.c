@@ -276,6 +276,7 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
             goto out;
         }
     m->hp = *hp;
+    m->mix = opts->mix;
     snprintf(m->name, sizeof m->name, "builtin:%s", name);
     m->weights = calloc((size_t)n, sizeof *m->weights);
     if (!m->weights) goto out;

@@ -280,7 +280,8 @@ bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path,
         (s = bp_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_head_kv)) ||
         (s = bp_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->n_rot)) ||
         (s = bp_gguf_add_f32(w, "llama.rope.freq_base", hp->rope_base)) ||
-        (s = bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->rms_eps)))
+        (s = bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->rms_eps)) ||
+        (m->mix && (s = bp_gguf_add_u32(w, "general.file_type", m->mix->ftype))))
         goto out;
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *wt = &m->weights[i];

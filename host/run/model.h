@@ -51,6 +51,7 @@ struct bp_run_model {
     const struct bp_run_weight *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
     struct bp_run_layer *layers;
     bool tied_output;
+    const struct bp_llama_mix *mix; /* the llama.cpp mix a built-in model was made in; NULL: none */
     struct bp_gguf *gguf;      /* owned when loaded from a file */
     void *owned;               /* the built-in generator's memory */
 };
