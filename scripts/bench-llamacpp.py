@@ -17,7 +17,8 @@ llama_model_quantize (`llamacpp_bench --quantize`): the files a llama.cpp
 user has, with llama.cpp's per-tensor mixes (q4_K_M puts attn_v and
 ffn_down of some layers and output.weight in Q6_K; q4_0 puts output.weight
 in Q6_K). With --quantizer backplane each type is saved by backplane in that
-type throughout (--weight-type; no q4_K_M). Files are kept in DIR.
+type throughout (--weight-type), q4_K_M in the same per-tensor mix as
+llama.cpp's (backplane's quantizer, same tensor types). Files are kept in DIR.
 
 Per type and thread count, each round runs backplane (`run --json
 --prefill-runs R`) and then llama.cpp (llamacpp_bench.c, built here with

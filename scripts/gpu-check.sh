@@ -393,6 +393,12 @@ record "run_${dev}_vs_cpu_q4_K" "$(run_summary "$out/run_q4_K.out")"
 if [ "$step_rc" -ne 0 ] && [ "$(jget "$out/run_q4_K.out" argmax_agrees)" != false ]; then
   fail "run --device $dev --compare cpu (q4_K weights)"
 fi
+# llama.cpp's q4_K_M mix: q4_K and q6_K weights in one model.
+step run_q4_K_M 120 "$bp" run --device "$dev" --compare cpu --model builtin:test --weight-type q4_K_M --json
+record "run_${dev}_vs_cpu_q4_K_M" "$(run_summary "$out/run_q4_K_M.out")"
+if [ "$step_rc" -ne 0 ] && [ "$(jget "$out/run_q4_K_M.out" argmax_agrees)" != false ]; then
+  fail "run --device $dev --compare cpu (q4_K_M weights)"
+fi
 
 state="finished"
 if [ "${#failures[@]}" -eq 0 ]; then

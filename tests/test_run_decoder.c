@@ -3,7 +3,8 @@
  * pass written here in plain loops (double, its own RoPE, attention and
  * SwiGLU, from the weights dequantized with bp_dequantize), for every weight
  * type the cpu device computes; then the same tokens and close logits on
- * other devices (meta over 2 and 3 CPU sub-devices, vulkan0) when present.
+ * other devices (meta over 2 and 3 CPU sub-devices, vulkan0) when present;
+ * llama.cpp's q4_K_M mix (q4_K and q6_K tensors in one model) on each.
  * Q4_0 weights read only by MUL_MAT go to the cpu's weight buffer type
  * (bp_device_weight_buffer_type), the rest to the default one.
  */
@@ -17,6 +18,7 @@
 #include <backplane/bp_quantize.h>
 
 #include "decoder.h"
+#include "llama_schema.h"
 #include "model.h"
 #include "split.h"
 #include "device_gate.h"
@@ -407,6 +409,50 @@ START_TEST(test_run_vulkan0_matches_cpu)
 { check_device_against_cpu("vulkan0", false); }
 END_TEST
 
+/* builtin:test in llama.cpp's q4_K_M (q4_K, with q6_K in output and in
+ * layer 1's attn_v and ffn_down) on name: its logits within the quantized
+ * tolerance of the plain-loop forward pass over the same weights, and of
+ * the cpu's. */
+static void check_mix_on(const char *name, bool fused)
+{
+    char err[512] = "";
+    struct bp_device *cpu = bp_device_by_name("cpu"), *dev = bp_run_find_device(name, err, sizeof err);
+    ck_assert_msg(dev != NULL, "device %s is absent (%s)", name, err);
+    struct bp_run_model *m = NULL;
+    struct bp_run_builtin_options o = { .mix = bp_llama_mix_by_name("q4_K_M"), .seed = 7, .fused_qkv = fused };
+    ck_assert_msg(bp_run_model_builtin("test", &o, &m, err, sizeof err) == BP_OK, "%s", err);
+    ck_assert_int_eq(m->output->type, BP_TYPE_Q6_K);
+    ck_assert_int_eq(m->layers[1].down->type, BP_TYPE_Q6_K);
+    ck_assert_int_eq(m->layers[0].down->type, BP_TYPE_Q4_K);
+    const int64_t V = m->hp.n_vocab;
+    float *a = malloc((size_t)(N_TOK * V) * 4), *b = malloc((size_t)(N_TOK * V) * 4);
+    ck_assert_int_eq(run_on(m, cpu, a), BP_OK);
+    if (run_on_device(m, dev, b) == BP_OK) {
+        double *want = reference(m, tokens, N_TOK), scale, d_cpu = 0;
+        double d = max_diff(b, want, N_TOK * V, &scale);
+        for (int64_t i = 0; i < N_TOK * V; i++) d_cpu = fmax(d_cpu, fabs((double)a[i] - b[i]));
+        const double tol = tolerance(BP_TYPE_Q4_K) * scale;
+        ck_assert_msg(d <= tol, "q4_K_M%s on %s: logits differ from the reference by %g (tolerance %g)",
+                      fused ? " fused" : "", name, d, tol);
+        ck_assert_msg(d_cpu <= tol, "q4_K_M%s on %s: logits differ from cpu by %g (tolerance %g)",
+                      fused ? " fused" : "", name, d_cpu, tol);
+        free(want);
+    }
+    free(a); free(b);
+    bp_run_model_free(m);
+}
+
+START_TEST(test_run_q4_K_M_mix_on_cpu_and_meta_matches_reference)
+{
+    check_mix_on("cpu", _i == 1);
+    check_mix_on("meta:cpu*2", _i == 1);
+}
+END_TEST
+
+START_TEST(test_run_q4_K_M_mix_on_vulkan0_matches_reference_and_cpu)
+{ check_mix_on("vulkan0", false); }
+END_TEST
+
 static struct bp_meta_split split_of(const struct bp_run_split_table *t, const char *name)
 {
     struct bp_meta_split sp;
@@ -622,11 +668,13 @@ int main(void)
     tcase_add_test(tc, test_run_find_device_refuses_bad_meta_specs_with_a_sentence);
     tcase_add_test(tc, test_run_meta_over_two_cpus_matches_cpu);
     tcase_add_test(tc, test_run_meta_over_three_cpus_with_a_zero_slice_matches_cpu);
+    tcase_add_loop_test(tc, test_run_q4_K_M_mix_on_cpu_and_meta_matches_reference, 0, 2);
     suite_add_tcase(s, tc);
     TCase *vk = tcase_create("vulkan0");
     tcase_set_tags(vk, "vulkan0");
     tcase_set_timeout(vk, 600);
     tcase_add_test(vk, test_run_vulkan0_matches_cpu);
+    tcase_add_test(vk, test_run_q4_K_M_mix_on_vulkan0_matches_reference_and_cpu);
     suite_add_tcase(s, vk);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -2,7 +2,7 @@
  * test_run_plan.c — the memory plan (host/run/plan.h) against what a session
  * then really holds (bp_run_session_device_bytes, the sizes of its device
  * buffers) after a prefill and decoding to the end of its context, for
- * every built-in model and weight type on cpu (and builtin:test on vulkan0
+ * every built-in model and weight type (and the q4_K_M mix) on cpu (and builtin:test on vulkan0
  * when present: `test_run_plan vulkan`), on meta:cpu*2 and meta:cpu,vulkan0
  * per sub-device (meta:cpu*2 with builtin:test in the default run, `meta-tiny`, `meta-vulkan`); the refusal of a run
  * that does not fit, through the CLI, before anything is allocated; --strict.
@@ -17,14 +17,27 @@
 #include <sys/wait.h>
 
 #include "decoder.h"
+#include "llama_schema.h"
 #include "model.h"
 #include "plan.h"
 
 #define N_PROMPT 8
 
-static const enum bp_type types[] = {
-    BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16, BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+/* Each type throughout, then llama.cpp's q4_K_M mix (q4_K and q6_K weights
+ * in one model, so in two weight buffer types). */
+static const struct {
+    enum bp_type type;
+    const char *mix;
+} types[] = {
+    { .type = BP_TYPE_F32 }, { .type = BP_TYPE_F16 }, { .type = BP_TYPE_BF16 }, { .type = BP_TYPE_Q4_0 },
+    { .type = BP_TYPE_Q8_0 }, { .type = BP_TYPE_Q4_K }, { .type = BP_TYPE_Q6_K },
+    { .type = BP_TYPE_Q4_K, .mix = "q4_K_M" },
 };
+
+static const char *type_label(int c)
+{
+    return types[c].mix ? types[c].mix : bp_type_name(types[c].type);
+}
 static const char *device_name = "cpu";
 static int64_t offload_layers;   /* --offload-layers of the session and the plan */
 /* builtin:tiny's context: one decode capacity on the CPU; on lavapipe, which
@@ -48,7 +61,7 @@ static bool within_2_percent(double planned, double real)
 /* A meta session: each sub-device's row against the bytes the meta plugin
  * reports for the session's meta buffers and all-reduce scratch there. */
 static void check_sub_devices(const struct bp_run_plan *plan, const struct bp_run_session *s, const char *model,
-                              enum bp_type t, const char *device_name)
+                              const char *t, const char *device_name)
 {
     size_t real[BP_META_MAX_DEVICES];
     ck_assert_int_eq(bp_run_session_sub_device_bytes(s, real), BP_OK);
@@ -59,7 +72,7 @@ static void check_sub_devices(const struct bp_run_plan *plan, const struct bp_ru
         const size_t planned = r->weights + r->kv_cache + r->decode + r->prefill + r->allreduce;
         ck_assert_msg(within_2_percent((double)planned, (double)real[k]),
                       "%s %s on %s: planned %zu bytes on sub-device %zu (%s), it holds %zu", model,
-                      bp_type_name(t), device_name, planned, k, bp_device_name(r->dev), real[k]);
+                      t, device_name, planned, k, bp_device_name(r->dev), real[k]);
         ck_assert_uint_eq(r->peak, planned);
         ck_assert_uint_gt(r->weights, 0);
         ck_assert_uint_gt(r->kv_cache, 0);
@@ -77,14 +90,16 @@ static void check_sub_devices(const struct bp_run_plan *plan, const struct bp_ru
 
 /* Plan, then run a session to its last position, and compare per device
  * (the device and, when it is not a CPU, the cpu fallback). */
-static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx, const char *device_name)
+static void plan_vs_session(const char *model, int c, int64_t n_ctx, const char *device_name)
 {
+    const char *t = type_label(c);
     char err[512] = "";
     struct bp_device *dev = named_device(device_name);
     ck_assert_msg(dev != NULL, "no %s: %s", device_name, bp_last_error());
     const bool meta = bp_device_type(dev) == BP_DEVICE_TYPE_META;
     struct bp_run_model *m = NULL;
-    struct bp_run_builtin_options bo = { .weight_type = t, .seed = 3 };
+    struct bp_run_builtin_options bo = { .weight_type = types[c].type, .mix = bp_llama_mix_by_name(types[c].mix),
+                                         .seed = 3 };
     ck_assert_msg(bp_run_model_builtin(model, &bo, &m, err, sizeof err) == BP_OK, "%s", err);
     struct bp_run_plan plan;
     struct bp_run_plan_options po = { .n_ctx = n_ctx, .n_prompt = N_PROMPT, .offload_layers = offload_layers };
@@ -121,7 +136,7 @@ static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx, co
         double real = (double)bp_run_session_total_device_bytes(s, d->dev);
         ck_assert_msg(within_2_percent(planned, real),
                       "%s %s on %s (offload %d): planned %.0f bytes on %s, the session holds %.0f", model,
-                      bp_type_name(t), device_name, (int)offload_layers, planned, bp_device_name(d->dev), real);
+                      t, device_name, (int)offload_layers, planned, bp_device_name(d->dev), real);
     }
     /* The plan's parts are each non-trivial and the KV cache is exactly
      * 2 x layers x head_dim x n_ctx x kv_heads floats, the first
@@ -145,7 +160,7 @@ static void plan_vs_session(const char *model, enum bp_type t, int64_t n_ctx, co
 
 START_TEST(test_plan_matches_the_session_on_builtin_test)
 {
-    plan_vs_session("test", types[_i], 64, device_name);
+    plan_vs_session("test", _i, 64, device_name);
 }
 END_TEST
 
@@ -153,14 +168,14 @@ END_TEST
  * valgrind and the sanitizers see the meta plugin's measuring too). */
 START_TEST(test_plan_matches_the_session_on_meta_cpu2)
 {
-    plan_vs_session("test", types[_i], 64, "meta:cpu*2");
+    plan_vs_session("test", _i, 64, "meta:cpu*2");
 }
 END_TEST
 
 /* builtin:tiny to tiny_ctx positions (one decode capacity): 100 M parameters. */
 START_TEST(test_plan_matches_the_session_on_builtin_tiny)
 {
-    plan_vs_session("tiny", types[_i], tiny_ctx, device_name);
+    plan_vs_session("tiny", _i, tiny_ctx, device_name);
 }
 END_TEST
 

@@ -2,7 +2,8 @@
  * check_sched.c — `backplane check --sched D[,cpu]`: the decoder-block
  * graphs of builtin:test (prefill, then decode steps) run through the
  * scheduler over D with the cpu as fallback, against the cpu alone, for
- * each weight type a vendor's MUL_MAT may meet. A case passes when every
+ * each weight type a vendor's MUL_MAT may meet (and llama.cpp's q4_K_M
+ * mix: q4_K and q6_K in one model). A case passes when every
  * position's argmax agrees and the logits' normalised mean squared error
  * is within 1e-5 (float weights) or 5e-3 (quantized: a device may quantize
  * activations differently from the cpu); each line says where nodes ran.
@@ -16,6 +17,7 @@
 #include "cli.h"
 #include "decoder.h"
 #include "json.h"
+#include "llama_schema.h"
 #include "model.h"
 #include "split.h"
 
@@ -25,11 +27,13 @@
 struct sched_case {
     enum bp_type wtype;
     bool fused;
+    const char *mix;    /* a llama.cpp mix (its base is wtype); NULL: wtype throughout */
 };
 
 static const struct sched_case cases[] = {
-    { BP_TYPE_F32, false }, { BP_TYPE_F32, true }, { BP_TYPE_F16, false },
-    { BP_TYPE_Q8_0, false }, { BP_TYPE_Q4_0, false }, { BP_TYPE_Q4_K, false },
+    { .wtype = BP_TYPE_F32 }, { .wtype = BP_TYPE_F32, .fused = true }, { .wtype = BP_TYPE_F16 },
+    { .wtype = BP_TYPE_Q8_0 }, { .wtype = BP_TYPE_Q4_0 }, { .wtype = BP_TYPE_Q4_K },
+    { .wtype = BP_TYPE_Q4_K, .mix = "q4_K_M" },
 };
 
 struct sched_result {
@@ -76,7 +80,8 @@ static void run_case(struct bp_device *dev, struct bp_device *cpu, const struct 
     memset(r, 0, sizeof *r);
     struct bp_run_model *m = NULL;
     struct bp_run_session *s = NULL, *ref = NULL;
-    struct bp_run_builtin_options bo = { .weight_type = c->wtype, .seed = 1, .fused_qkv = c->fused };
+    struct bp_run_builtin_options bo = { .weight_type = c->wtype, .mix = bp_llama_mix_by_name(c->mix), .seed = 1,
+                                         .fused_qkv = c->fused };
     if (bp_run_model_builtin("test", &bo, &m, r->err, sizeof r->err) != BP_OK ||
         bp_run_session_new(m, dev, NULL, &s, r->err, sizeof r->err) != BP_OK ||
         bp_run_session_new(m, cpu, &(struct bp_run_session_options){ .direct = true }, &ref, r->err,
@@ -124,7 +129,8 @@ int check_sched(const char *spec, bool json)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct sched_result r;
         char label[64];
-        snprintf(label, sizeof label, "builtin:test %s%s", bp_type_name(cases[i].wtype),
+        snprintf(label, sizeof label, "builtin:test %s%s",
+                 cases[i].mix ? cases[i].mix : bp_type_name(cases[i].wtype),
                  cases[i].fused ? " fused-qkv" : "");
         run_case(dev, cpu, &cases[i], &r);
         failed += !r.ok;

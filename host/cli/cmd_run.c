@@ -18,6 +18,7 @@
 #include "json.h"
 #include "decoder.h"
 #include "dist.h"
+#include "llama_schema.h"
 #include "model.h"
 #include "run_text.h"
 #include "profile.h"
@@ -45,7 +46,10 @@ static void help(void)
          "  --model builtin:NAME built-in model with pseudo-random weights: 'test'\n"
          "                       (1.4 M parameters), 'tiny' (~100 M; the default) or\n"
          "                       '1b' (TinyLlama-1.1B's shape)\n"
-         "  --weight-type T      storage type of a built-in model's weights (default f16)\n"
+         "  --weight-type T      storage type of a built-in model's weights: f32, f16 (the\n"
+         "                       default), bf16, q4_0, q8_0, q4_K, q6_K, or q4_K_M:\n"
+         "                       llama.cpp's mix (q4_K, with q6_K in output and in\n"
+         "                       attn_v and ffn_down of some layers)\n"
          "  --weight-seed N      seed of a built-in model's weights (default 1)\n"
          "  --fused-qkv          store a built-in model's Q, K, V as one attn_qkv tensor\n"
          "  --device NAME        cpu, vulkan0, meta:cpu*2, ... (default: BACKPLANE_DEVICES,\n"
@@ -90,6 +94,7 @@ struct opts {
     int64_t offload_layers;
     bool json, fused, bandwidth, strict, profile, plan;
     enum bp_type wtype;
+    const struct bp_llama_mix *mix;   /* --weight-type named a llama.cpp mix */
     uint64_t seed;
     struct bp_run_dist *dist;   /* dist: devices only */
     bool root;                  /* prints and writes files: not a dist: rank above 0 */
@@ -157,8 +162,14 @@ static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
     return true;
 }
 
-static bool parse_type(const char *s, enum bp_type *out)
+/* A llama.cpp mix by name, else one type for every matrix. */
+static bool parse_type(const char *s, enum bp_type *out, const struct bp_llama_mix **mix)
 {
+    *mix = bp_llama_mix_by_name(s);
+    if (*mix) {
+        *out = (*mix)->base;
+        return true;
+    }
     for (int t = 0; t < BP_TYPE_COUNT; t++)
         if (!strcasecmp(s, bp_type_name((enum bp_type)t)) && t != BP_TYPE_I32 && t != BP_TYPE_Q8_K) {
             *out = (enum bp_type)t;
@@ -227,9 +238,9 @@ static int parse(int argc, char **argv, struct opts *o)
             o->seed = (uint64_t)n;
         } else if (!strcmp(a, "--weight-type")) {
             NEEDV();
-            if (!parse_type(v, &o->wtype))
+            if (!parse_type(v, &o->wtype, &o->mix))
                 return cli_usage_error("run", "--weight-type wants f32, f16, bf16, q4_0, q8_0, "
-                                       "q4_K or q6_K, not '%s'.", v);
+                                       "q4_K, q6_K or q4_K_M, not '%s'.", v);
         } else if ((used = run_text_option(&o->text, a, v)) != 0) {
             if (used < 0) return CLI_EXIT_USAGE;
             i += used - 1;
@@ -468,18 +479,33 @@ out:
     return rc;
 }
 
+/* The matrices' types: "q4_K" for one, "135 q4_K + 21 q6_K (llama.cpp's
+ * q4_K_M mix)" for a built-in mix. */
+static const char *matrix_types(const struct bp_run_model *m, char *buf, size_t cap)
+{
+    enum bp_type t[BP_TYPE_COUNT];
+    size_t c[BP_TYPE_COUNT], n = bp_run_model_matrix_types(m, t, c, BP_TYPE_COUNT), at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < cap; i++)
+        at += (size_t)(n == 1 ? snprintf(buf, cap, "%s", bp_type_name(t[i]))
+                              : snprintf(buf + at, cap - at, "%s%zu %s", i ? " + " : "", c[i],
+                                         bp_type_name(t[i])));
+    if (m->mix && at < cap) snprintf(buf + at, cap - at, " (llama.cpp's %s mix)", m->mix->name);
+    return buf;
+}
+
 static void print_text(const struct opts *o, const struct bp_run_model *m, struct bp_device *dev,
                        struct bp_device *cdev, const int32_t *prompt, const struct result *r)
 {
     const struct bp_run_hparams *hp = &m->hp;
-    char wb[32], db[32];
+    char wb[32], db[32], types[128];
     printf("model:   %s, %" PRId64 " parameters, %s of weights%s\n", m->name,
            bp_run_model_param_count(m), bp_format_bytes(bp_run_model_weight_bytes(m), wb, sizeof wb),
            m->tied_output ? ", output tied to the embedding" : "");
     printf("         %" PRId64 " layers, embedding %" PRId64 ", ffn %" PRId64 ", %" PRId64
            " heads (%" PRId64 " kv) of %" PRId64 ", vocabulary %" PRId64 ", weights %s\n",
            hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_vocab,
-           bp_type_name(m->layers[0].gate->type));
+           matrix_types(m, types, sizeof types));
     if (r->output_copy_bytes)
         printf("         the logits read a copy of the embedding in the device's weight layout "
                "(%s more)\n", bp_format_bytes(r->output_copy_bytes, wb, sizeof wb));
@@ -562,7 +588,13 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     json_object_begin(&w, NULL);
     json_object_begin(&w, "model");
     json_string(&w, "name", m->name);
-    json_string(&w, "weight_type", bp_type_name(m->layers[0].gate->type));
+    enum bp_type types[BP_TYPE_COUNT];
+    size_t counts[BP_TYPE_COUNT], n_types = bp_run_model_matrix_types(m, types, counts, BP_TYPE_COUNT);
+    json_string(&w, "weight_type", n_types ? bp_type_name(types[0]) : "none");  /* the most common */
+    if (m->mix) json_string(&w, "weight_mix", m->mix->name);
+    json_object_begin(&w, "weight_types");   /* matrices per type */
+    for (size_t i = 0; i < n_types; i++) json_uint(&w, bp_type_name(types[i]), counts[i]);
+    json_object_end(&w);
     json_int(&w, "parameters", bp_run_model_param_count(m));
     json_uint(&w, "weight_bytes", bp_run_model_weight_bytes(m));
     json_int(&w, "n_layer", hp->n_layer);
@@ -651,7 +683,7 @@ static struct bp_run_model *load_model(const struct opts *o, struct progress *pr
     const char *name = o->model ? o->model : "builtin:tiny";
     bp_status s;
     if (!strncmp(name, "builtin:", 8)) {
-        struct bp_run_builtin_options bo = { .weight_type = o->wtype, .seed = o->seed,
+        struct bp_run_builtin_options bo = { .weight_type = o->wtype, .mix = o->mix, .seed = o->seed,
                                              .fused_qkv = o->fused,
                                              .progress = generate_progress, .progress_user = pr };
         s = bp_run_model_builtin(name + 8, &bo, &m, err, ERR_CAP);

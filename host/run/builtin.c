@@ -60,6 +60,16 @@ int64_t bp_run_builtin_n_vocab(const char *name)
     return 0;
 }
 
+const struct bp_run_hparams *bp_run_builtin_hparams(const char *name, bool *tied)
+{
+    for (size_t i = 0; i < N_CONFIGS; i++)
+        if (!strcmp(configs[i].name, name)) {
+            if (tied) *tied = configs[i].tied;
+            return &configs[i].hp;
+        }
+    return NULL;
+}
+
 /* splitmix64: tiny, seedable, good enough for weights. */
 static uint64_t mix(uint64_t *s)
 {
@@ -95,10 +105,13 @@ struct plan_entry {
     int64_t layer;
     int n_dims;
     int64_t ne[4];
+    enum bp_type type;
 };
 
 struct plan_walk {
     const struct bp_run_hparams *hp;
+    const struct bp_llama_mix *mix;
+    bool tied;
     struct plan_entry *out; /* NULL: count only */
     int n;
 };
@@ -113,15 +126,17 @@ static int plan_add(void *user, const struct bp_llama_tensor *r, int64_t l)
         e->layer = l;
         e->n_dims = r->n_dims;
         bp_llama_tensor_shape(r, pw->hp, e->ne);
+        e->type = bp_llama_mix_type(pw->mix, r, l, pw->hp->n_layer, pw->tied);
     }
     pw->n++;
     return 0;
 }
 
 /* The model's weights in the schema's layout order; their count. */
-static int plan(const struct bp_run_hparams *hp, bool fused, bool tied, struct plan_entry *out)
+static int plan(const struct bp_run_hparams *hp, const struct bp_llama_mix *mix, bool fused, bool tied,
+                struct plan_entry *out)
 {
-    struct plan_walk pw = { .hp = hp, .out = out };
+    struct plan_walk pw = { .hp = hp, .mix = mix, .tied = tied, .out = out };
     bp_llama_schema_walk(hp, fused, tied, plan_add, &pw);
     return pw.n;
 }
@@ -237,35 +252,37 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     const struct bp_run_builtin_options dflt = { .weight_type = BP_TYPE_F32, .seed = 1 };
     if (!opts) opts = &dflt;
     const enum bp_type wt = opts->weight_type;
-    if (wt == BP_TYPE_I32 || wt == BP_TYPE_Q8_K || bp_type_size(wt) == 0) {
+    /* A pure type is the mix with no rules. */
+    const struct bp_llama_mix pure = { .name = bp_type_name(wt), .base = wt };
+    const struct bp_llama_mix *mix = opts->mix ? opts->mix : &pure;
+    if (!opts->mix && (wt == BP_TYPE_I32 || wt == BP_TYPE_Q8_K || bp_type_size(wt) == 0)) {
         snprintf(err, cap, "weight type '%s' is not one a model can be stored in; use f32, f16, "
-                 "bf16, q4_0, q8_0, q4_K or q6_K.", bp_type_name(wt));
+                 "bf16, q4_0, q8_0, q4_K, q6_K or q4_K_M.", bp_type_name(wt));
         return BP_ERR_UNSUPPORTED;
     }
     const struct bp_run_hparams *hp = &cfg->hp;
-    for (size_t i = 0; i < bp_llama_schema_rows; i++) {
-        int64_t ne[4];
-        bp_llama_tensor_shape(&bp_llama_schema[i], hp, ne);
-        if (!bp_llama_schema[i].f32 && ne[0] % bp_type_block_size(wt) != 0) {
-            snprintf(err, cap, "builtin:%s cannot be stored as %s: its rows are not whole blocks of "
-                     "%" PRId64 ".", name, bp_type_name(wt), bp_type_block_size(wt));
-            return BP_ERR_UNSUPPORTED;
-        }
-    }
-    const int n = plan(hp, opts->fused_qkv, cfg->tied, NULL);
+    const int n = plan(hp, mix, opts->fused_qkv, cfg->tied, NULL);
     struct plan_entry *pl = calloc((size_t)n, sizeof *pl);
     struct bp_run_model *m = calloc(1, sizeof *m);
     bp_status s = BP_ERR_OUT_OF_MEMORY;
     struct gen_job *jobs = NULL;
     if (!pl || !m) goto out;
-    plan(hp, opts->fused_qkv, cfg->tied, pl);
+    plan(hp, mix, opts->fused_qkv, cfg->tied, pl);
+    for (int i = 0; i < n; i++)
+        if (pl[i].ne[0] % bp_type_block_size(pl[i].type) != 0) {
+            snprintf(err, cap, "builtin:%s cannot be stored as %s: the rows of %s are not whole "
+                     "blocks of %" PRId64 ".", name, mix->name, pl[i].name, bp_type_block_size(pl[i].type));
+            s = BP_ERR_UNSUPPORTED;
+            goto out;
+        }
     m->hp = *hp;
+    m->mix = opts->mix;
     snprintf(m->name, sizeof m->name, "builtin:%s", name);
     m->weights = calloc((size_t)n, sizeof *m->weights);
     if (!m->weights) goto out;
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        const enum bp_type t = pl[i].row->f32 ? BP_TYPE_F32 : wt;
+        const enum bp_type t = pl[i].type;
         total += (bp_row_size(t, pl[i].ne[0]) * (size_t)pl[i].ne[1] + 63) & ~(size_t)63;
     }
     m->owned = malloc(total);
@@ -281,7 +298,7 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     n_jobs = 0;
     for (int i = 0; i < n; i++) {
         struct bp_run_weight *w = &m->weights[i];
-        const enum bp_type t = pl[i].row->f32 ? BP_TYPE_F32 : wt;
+        const enum bp_type t = pl[i].type;
         snprintf(w->name, sizeof w->name, "%s", pl[i].name);
         w->type = t;
         w->n_dims = pl[i].n_dims;

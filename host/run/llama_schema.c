@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* Row indices, for the fused row's parts. */
 enum {
@@ -182,4 +183,45 @@ int bp_llama_schema_walk(const struct bp_run_hparams *hp, bool fused, bool tied,
         i = end;
     }
     return 0;
+}
+
+/* llama.cpp's mixes that backplane's types can hold. Q4_K_S is not one: it
+ * puts Q5_K in the first layers' attn_v and ffn_down. Q4_0, Q8_0 and Q6_K
+ * stay pure here (a mix is asked for by name), although llama.cpp's Q4_0
+ * puts output.weight in Q6_K. */
+const struct bp_llama_mix bp_llama_mixes[] = {
+    { "q4_K_M", 15, BP_TYPE_Q4_K, 4, {
+        { ROW_OUTPUT, BP_LLAMA_EVERY_LAYER, BP_TYPE_Q6_K },
+        /* attn_qkv counts as attn_v there (category_is_attn_v) */
+        { ROW_ATTN_V, BP_LLAMA_MORE_BITS, BP_TYPE_Q6_K },
+        { ROW_ATTN_QKV, BP_LLAMA_MORE_BITS, BP_TYPE_Q6_K },
+        { ROW_FFN_DOWN, BP_LLAMA_MORE_BITS, BP_TYPE_Q6_K },
+    } },
+};
+const size_t bp_llama_mix_count = sizeof bp_llama_mixes / sizeof bp_llama_mixes[0];
+
+const struct bp_llama_mix *bp_llama_mix_by_name(const char *name)
+{
+    for (size_t i = 0; name && i < bp_llama_mix_count; i++)
+        if (!strcasecmp(bp_llama_mixes[i].name, name)) return &bp_llama_mixes[i];
+    return NULL;
+}
+
+static bool more_bits(int64_t i, int64_t n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+enum bp_type bp_llama_mix_type(const struct bp_llama_mix *mix, const struct bp_llama_tensor *r, int64_t l,
+                               int64_t n_layer, bool tied)
+{
+    if (r->f32) return BP_TYPE_F32;
+    if (tied && r == bp_llama_vocab_row()) r = &bp_llama_schema[ROW_OUTPUT];
+    for (int i = 0; i < mix->n_rules; i++) {
+        const struct bp_llama_mix_rule *u = &mix->rules[i];
+        if (&bp_llama_schema[u->row] == r &&
+            (!r->per_layer || u->layers == BP_LLAMA_EVERY_LAYER || more_bits(l, n_layer)))
+            return u->type;
+    }
+    return mix->base;
 }

@@ -130,4 +130,50 @@ int bp_llama_schema_walk(const struct bp_run_hparams *hp, bool fused, bool tied,
                          int (*fn)(void *user, const struct bp_llama_tensor *r, int64_t l),
                          void *user);
 
+/* ------------------------------------------------ llama.cpp's type mixes */
+
+/* Which layers a mix rule takes. */
+enum bp_llama_layers {
+    BP_LLAMA_EVERY_LAYER,
+    /* llama.cpp's use_more_bits(i, n): the first n/8 layers, the last
+     * n - 7n/8, and every third between (i - n/8) % 3 == 2 (10 of 22). */
+    BP_LLAMA_MORE_BITS,
+};
+
+/* One row of a mix: the schema row it retypes, in which layers (global rows
+ * ignore layers), and the type. */
+struct bp_llama_mix_rule {
+    int row;                    /* index into bp_llama_schema */
+    enum bp_llama_layers layers;
+    enum bp_type type;
+};
+
+#define BP_LLAMA_MAX_MIX_RULES 4
+
+/* A llama.cpp file type's per-tensor types, as its quantizer
+ * (llama_tensor_get_type in src/llama-quant.cpp, without an imatrix or
+ * overrides) chooses them for a Llama model: every matrix in base except
+ * where a rule says otherwise; f32 rows (norms) stay f32. A tied embedding
+ * is the output projection and takes the output row's rule, as there. */
+struct bp_llama_mix {
+    const char *name;           /* llama.cpp's name of the file type: "q4_K_M" */
+    uint32_t ftype;             /* its general.file_type (llama_ftype) */
+    enum bp_type base;
+    int n_rules;
+    struct bp_llama_mix_rule rules[BP_LLAMA_MAX_MIX_RULES];
+};
+
+/* The mixes, immutable; any thread. */
+extern const struct bp_llama_mix bp_llama_mixes[];
+extern const size_t bp_llama_mix_count;
+
+/* The mix called name (case-insensitive), or NULL. */
+const struct bp_llama_mix *bp_llama_mix_by_name(const char *name);
+
+/* The storage type of row r in layer l (-1: global) of a model with
+ * n_layer layers and a tied (or untied) output: f32 for f32 rows, else the
+ * mix's rule or base. Pure; any thread. */
+enum bp_type bp_llama_mix_type(const struct bp_llama_mix *mix, const struct bp_llama_tensor *r,
+                               int64_t l, int64_t n_layer, bool tied);
+
 #endif /* BP_RUN_LLAMA_SCHEMA_H */

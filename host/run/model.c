@@ -280,7 +280,8 @@ bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path,
         (s = bp_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_head_kv)) ||
         (s = bp_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->n_rot)) ||
         (s = bp_gguf_add_f32(w, "llama.rope.freq_base", hp->rope_base)) ||
-        (s = bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->rms_eps)))
+        (s = bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->rms_eps)) ||
+        (m->mix && (s = bp_gguf_add_u32(w, "general.file_type", m->mix->ftype))))
         goto out;
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *wt = &m->weights[i];
@@ -314,4 +315,25 @@ int64_t bp_run_model_param_count(const struct bp_run_model *m)
     for (size_t i = 0; i < m->n_weights; i++)
         n += m->weights[i].ne[0] * m->weights[i].ne[1] * m->weights[i].ne[2] * m->weights[i].ne[3];
     return n;
+}
+
+size_t bp_run_model_matrix_types(const struct bp_run_model *m, enum bp_type *types, size_t *counts,
+                                 size_t cap)
+{
+    size_t per[BP_TYPE_COUNT] = {0}, n = 0;
+    for (size_t i = 0; i < m->n_weights; i++)
+        if (m->weights[i].n_dims >= 2 && (int)m->weights[i].type >= 0 && m->weights[i].type < BP_TYPE_COUNT)
+            per[m->weights[i].type]++;
+    for (;;) { /* selection by count: there are a handful of types */
+        int best = -1;
+        for (int t = 0; t < BP_TYPE_COUNT; t++)
+            if (per[t] && (best < 0 || per[t] > per[best])) best = t;
+        if (best < 0) return n;
+        if (n < cap) {
+            types[n] = (enum bp_type)best;
+            counts[n] = per[best];
+        }
+        n++;
+        per[best] = 0;
+    }
 }

@@ -21,6 +21,7 @@ struct bp_run_hparams {
 };
 
 struct bp_llama_tensor;
+struct bp_llama_mix;
 
 /* One weight: bytes in host memory (not owned here), type, shape, and the
  * schema row it was bound to (llama_schema.h; NULL: a tensor the runner
@@ -50,6 +51,7 @@ struct bp_run_model {
     const struct bp_run_weight *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
     struct bp_run_layer *layers;
     bool tied_output;
+    const struct bp_llama_mix *mix; /* the llama.cpp mix a built-in model was made in; NULL: none */
     struct bp_gguf *gguf;      /* owned when loaded from a file */
     void *owned;               /* the built-in generator's memory */
 };
@@ -66,11 +68,14 @@ bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_
 
 /* Built-in configurations: "test" (very small), "tiny" (about 100 M
  * parameters) and "1b" (TinyLlama-1.1B's shape), weights pseudo-random from
- * seed, stored in weight_type (norms stay f32). fused_qkv stores Q, K and V
- * as one attn_qkv tensor. Generated on n_threads threads (0: one per online
- * CPU); the bytes are the same for any thread count. */
+ * seed, stored in weight_type (norms stay f32), or with mix (not NULL) in
+ * that llama.cpp file type's per-tensor types (llama_schema.h; weight_type
+ * is then not read). fused_qkv stores Q, K and V as one attn_qkv tensor.
+ * Generated on n_threads threads (0: one per online CPU); the bytes are the
+ * same for any thread count. */
 struct bp_run_builtin_options {
     enum bp_type weight_type;
+    const struct bp_llama_mix *mix;
     uint64_t seed;
     bool fused_qkv;
     /* Called after each weight is generated: done and total bytes. May be NULL. */
@@ -84,6 +89,10 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
 const char *const *bp_run_builtin_names(void);
 /* The vocabulary size of the built-in configuration name (0: no such one). */
 int64_t bp_run_builtin_n_vocab(const char *name);
+/* The hyper-parameters of the built-in configuration name and whether its
+ * output is tied to the embedding, without generating it; NULL: no such
+ * one. Static storage; any thread. */
+const struct bp_run_hparams *bp_run_builtin_hparams(const char *name, bool *tied);
 
 /* Write m as a GGUF file (version 3) that bp_run_model_load_gguf reads back. */
 bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path, uint32_t version,
@@ -97,6 +106,12 @@ void bp_run_model_free(struct bp_run_model *m);
 size_t bp_run_model_weight_bytes(const struct bp_run_model *m);
 size_t bp_run_model_decode_bytes(const struct bp_run_model *m);
 int64_t bp_run_model_param_count(const struct bp_run_model *m);
+
+/* The storage types of m's matrices (weights of two or more dimensions)
+ * and how many matrices have each, the most common first (ties in type
+ * order): returns how many types there are, writing at most cap. */
+size_t bp_run_model_matrix_types(const struct bp_run_model *m, enum bp_type *types, size_t *counts,
+                                 size_t cap);
 
 /* Internal: bind weights by name after m->weights is filled (shared by the
  * GGUF and built-in paths): every row of the Llama schema, its shape checked
