@@ -351,7 +351,10 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
  * int16: lo and hi go back into place with one byte blend each.
  * Tiles: 0/1 C_lo/C_hi and 2/3 of a second activation tile (4 and 5 its
  * A), 6/7 B_lo/B_hi: each B tile load meets two activation tiles. */
-#define AMX_SEG_6 2 /* Q6_K super-blocks per panel: 16 KiB of B tiles */
+/* Q6_K super-blocks per panel: 8 KiB of B tiles. Kernel alone (thread CPU
+ * time, 64 activation rows, alternating runs) 1 was 5-10% faster than 2 and
+ * 2 was ~10% faster than 4: the panel and the 64 rows' activations share L1. */
+#define AMX_SEG_6 1
 
 static const struct amx_cfg amx_cfg_6 = {
     .palette = 1,
