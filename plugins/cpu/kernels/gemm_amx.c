@@ -431,8 +431,9 @@ panel_6_block(struct panel_6 *pn, int e, const uint8_t *x0, const uint8_t *x1)
             }
 }
 
-/* Activation tiles i and i + 1 (pair) or i alone against the panel's
- * super-block e: tiles 0/1 (and 2/3) hold C_lo/C_hi after the call. */
+/* The activation tile whose quants start at ya (and with pair the one 16
+ * rows after it) against the panel's super-block e: tiles 0/1 (and 2/3)
+ * hold C_lo/C_hi after the call. */
 AMX_FN static inline __attribute__((always_inline)) void
 tiles_6(const struct panel_6 *pn, int e, const char *ya, size_t ys, const bool pair)
 {
