@@ -254,7 +254,8 @@ static int main_amx(void)
         puts("SKIP: this CPU or OS has no AMX-INT8, or this build has no AMX kernels");
         return 77;
     }
-    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K };
+    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
+    const int ntypes = (int)(sizeof types / sizeof types[0]);
     const int64_t blocks[] = { 1, 2, 3, 8, 65 };
     int kernels = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -265,8 +266,8 @@ static int main_amx(void)
                     for (int fx = 0; fx < 2; fx++)
                         check_amx(types[ti], blocks[bi], nt, (enum fill)fw, (enum fill)fx);
     }
-    if (kernels != 3) {
-        printf("FAIL: AMX is active but %d of 3 types have an AMX kernel\n", kernels);
+    if (kernels != ntypes) {
+        printf("FAIL: AMX is active but %d of %d types have an AMX kernel\n", kernels, ntypes);
         return 1;
     }
     printf("amx kernels: %d of %d edge checks passed\n", checks - failures, checks);

@@ -19,6 +19,9 @@
  * The tile configuration is loaded at the start of every call and released
  * at its end: a call is 16 x 64 outputs over all of K, and another library
  * in the process (a second engine, a BLAS) may use the tiles between calls.
+ *
+ * Q6_K (a scale per 16 elements) has its own tile configuration and puts
+ * its scales into the B tiles: see gemm_q6_K_amx.
  */
 #include "simd.h"
 #include "gemm_amx.h"
@@ -335,6 +338,185 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
     _tile_release();
 }
 
+/* Q6_K: a scale per 16 elements would cut each tile product to K = 16 (a
+ * quarter of a tile's work, and a store and a vpmulld pass per sub-block).
+ * Instead the scale goes into B: v = (q - 32) * sc, |v| <= 4096, is split
+ * into v = 128 * hi + lo with lo in 0..127 and hi in -32..32, both int8;
+ * B_lo and B_hi are full K = 64 tiles, and the two products of a
+ * super-block sum in the tiles, so sumi = C_lo + 128 * C_hi is the VNNI
+ * kernel's integer (|sumi| < 2^27) with no per-sub-block work at all:
+ * s += float(sumi) * (d_w * d_y) once per super-block. The -32 sits in B
+ * too (no bsums). q * sc comes from two vpmaddubsw against the scale in
+ * the even or the odd bytes, which leaves each product in its own byte's
+ * int16: lo and hi go back into place with one byte blend each.
+ * Tiles: 0/1 C_lo/C_hi and 2/3 of a second activation tile (4 and 5 its
+ * A), 6/7 B_lo/B_hi: each B tile load meets two activation tiles. */
+/* Q6_K super-blocks per panel: 8 KiB of B tiles. Kernel alone (thread CPU
+ * time, 64 activation rows, alternating runs) 1 was 5-10% faster than 2 and
+ * 2 was ~10% faster than 4: the panel and the 64 rows' activations share L1. */
+#define AMX_SEG_6 1
+
+static const struct amx_cfg amx_cfg_6 = {
+    .palette = 1,
+    .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
+    .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
+};
+
+struct panel_6 {
+    _Alignas(64) uint8_t bt[AMX_SEG_6][4][2][16][64]; /* super-block, 64 k, lo/hi, B tile */
+    float d[AMX_SEG_6][16];
+};
+
+/* B row q (16 weight rows x 4 k, unsigned 6-bit quants) times the scale
+ * word sw (row n's sub-block scale in bytes 4n..4n+3), minus 32 * scale,
+ * as lo and hi B rows. */
+static inline __attribute__((always_inline)) void
+b_rows_6(uint8_t *lo, uint8_t *hi, __m512i q, __m512i sw)
+{
+    const __m512i even = _mm512_set1_epi32(0x00FF00FF), k7f = _mm512_set1_epi8(0x7F);
+    const __mmask64 odd = 0xAAAAAAAAAAAAAAAAull;
+    const __m512i t32 = _mm512_slli_epi16(_mm512_srai_epi16(sw, 8), 5);
+    const __m512i ve = _mm512_sub_epi16(_mm512_maddubs_epi16(q, _mm512_and_si512(sw, even)), t32);
+    const __m512i vo = _mm512_sub_epi16(_mm512_maddubs_epi16(q, _mm512_andnot_si512(even, sw)), t32);
+    /* an odd product's bits 0..6 and 7..14 land in its high byte */
+    _mm512_store_si512(lo, _mm512_and_si512(_mm512_mask_blend_epi8(odd, ve, _mm512_slli_epi16(vo, 8)), k7f));
+    _mm512_store_si512(hi, _mm512_mask_blend_epi8(odd, _mm512_srai_epi16(ve, 7), _mm512_slli_epi16(vo, 1)));
+}
+
+/* Super-block e of the panel from the x8 blocks x0 (rows 0..7) and x1
+ * (8..15). K window t = 2h + u holds elements 64t..64t+63: the low (u = 0)
+ * or high (u = 1) nibbles of half h; its B rows 2p, 2p + 1 come from piece
+ * L(p) (p < 4) or L'(p - 4), and its sub-block p / 2 is 4t + p / 2. */
+static inline __attribute__((always_inline)) void
+panel_6_block(struct panel_6 *pn, int e, const uint8_t *x0, const uint8_t *x1)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    /* byte 4 (n % 4) of each dword n: its dword's first byte in a lane */
+    const __m512i dw4 = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);
+    __m512i w[4]; /* scale word c of 16 rows: row n's scales 4c..4c+3 in dword n */
+    for (int c = 0; c < 4; c++)
+        w[c] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(x0 + 16 + 32 * c))),
+            _mm256_loadu_si256((const __m256i *)(const void *)(x1 + 16 + 32 * c)), 1);
+    _mm512_storeu_ps(pn->d[e], scales16(x0, x1));
+    for (int h = 0; h < 2; h++)
+        for (int ab = 0; ab < 2; ab++)
+            for (int k = 0; k < 4; k++) {
+                const size_t lo = 144 + 768 * (size_t)h + (ab ? 512 + 64 * (size_t)k : 128 * (size_t)k);
+                const size_t hb = 144 + 768 * (size_t)h + 128 * (size_t)k + 64;
+                __m512i q[2][2]; /* [group][u] */
+                for (int g = 0; g < 2; g++) {
+                    const uint8_t *x = g ? x1 : x0;
+                    const __m512i l = load512(x + lo), b = load512(x + hb);
+                    const __m512i hl = _mm512_and_si512(ab ? _mm512_slli_epi16(b, 2) : _mm512_slli_epi16(b, 4), m30);
+                    const __m512i hh = _mm512_and_si512(ab ? _mm512_srli_epi16(b, 2) : b, m30);
+                    /* 0xEC: (a & c) | b */
+                    q[g][0] = _mm512_ternarylogic_epi32(l, hl, m4, 0xEC);
+                    q[g][1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hh, m4, 0xEC);
+                }
+                const int p = 4 * ab + k;
+                for (int u = 0; u < 2; u++) {
+                    const int t = 2 * h + u, j = 4 * t + p / 2;
+                    /* byte j % 4 of each dword of scale word j / 4 */
+                    const __m512i sw = _mm512_shuffle_epi8(
+                        w[j / 4], _mm512_add_epi8(dw4, _mm512_set1_epi8((char)(j % 4))));
+                    uint8_t (*bt)[16][64] = pn->bt[e][t];
+                    b_rows_6(bt[0][2 * p], bt[1][2 * p],
+                             _mm512_permutex2var_epi32(q[0][u], even, q[1][u]), sw);
+                    b_rows_6(bt[0][2 * p + 1], bt[1][2 * p + 1],
+                             _mm512_permutex2var_epi32(q[0][u], odd, q[1][u]), sw);
+                }
+            }
+}
+
+/* The activation tile whose quants start at ya (and with pair the one 16
+ * rows after it) against the panel's super-block e: tiles 0/1 (and 2/3)
+ * hold C_lo/C_hi after the call. */
+AMX_FN static inline __attribute__((always_inline)) void
+tiles_6(const struct panel_6 *pn, int e, const char *ya, size_t ys, const bool pair)
+{
+    _tile_zero(0);
+    _tile_zero(1);
+    if (pair) {
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int t = 0; t < 4; t++) {
+        _tile_loadd(6, pn->bt[e][t][0], 64);
+        _tile_loadd(7, pn->bt[e][t][1], 64);
+        _tile_loadd(4, ya + 64 * t, ys);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        if (pair) {
+            _tile_loadd(5, ya + 16 * ys + 64 * t, ys);
+            _tile_dpbssd(2, 5, 6);
+            _tile_dpbssd(3, 5, 7);
+        }
+    }
+}
+
+/* st[16 m + r] += float(C_lo + 128 C_hi) * (d_w[r] * d_y[m]). */
+static inline __attribute__((always_inline)) void
+scale_6(float *st, const int32_t cl[16][16], const int32_t ch[16][16], const __m512 dw,
+        const char *yb, size_t ys)
+{
+    for (int m = 0; m < 16; m++) {
+        const struct bp_block_q8_K *q = (const void *)(yb + (size_t)m * ys);
+        const __m512i sumi = _mm512_add_epi32(_mm512_load_si512(cl[m]),
+                                              _mm512_slli_epi32(_mm512_load_si512(ch[m]), 7));
+        _mm512_storeu_ps(st + 16 * m, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi),
+                                                      _mm512_mul_ps(dw, _mm512_set1_ps(q->d)),
+                                                      _mm512_loadu_ps(st + 16 * m)));
+    }
+}
+
+AMX_FN static void gemm_q6_K_amx(int64_t n, float *s, const void *w, size_t gs, const void *y,
+                                 size_t ys, int nt)
+{
+    const int64_t nb = n / BP_QK_K;
+    const size_t xbs = CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K);
+    const size_t qb = sizeof(struct bp_block_q8_K), qs = offsetof(struct bp_block_q8_K, qs);
+    const uint8_t *w0 = w, *w1 = (const uint8_t *)w + gs;
+    struct panel_6 pn;
+    _Alignas(64) int32_t c[4][16][16];
+    memset(s, 0, sizeof(float) * 256 * (size_t)nt);
+    _tile_loadconfig(&amx_cfg_6);
+    for (int64_t b0 = 0; b0 < nb; b0 += AMX_SEG_6) {
+        const int nseg = nb - b0 < AMX_SEG_6 ? (int)(nb - b0) : AMX_SEG_6;
+        for (int e = 0; e < nseg; e++) {
+            const uint8_t *x0 = w0 + (size_t)(b0 + e) * xbs, *x1 = w1 + (size_t)(b0 + e) * xbs;
+            cpu_x8_prefetch(x0 + CPU_X8_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x1 + CPU_X8_PREFETCH_BYTES, xbs);
+            panel_6_block(&pn, e, x0, x1);
+        }
+        AMX_MEMORY_BARRIER();
+        for (int i = 0; i < nt; i += 2) {
+            const char *yt = (const char *)y + (size_t)(16 * i) * ys;
+            for (int e = 0; e < nseg; e++) {
+                const char *yb = yt + (size_t)(b0 + e) * qb;
+                const __m512 dw = _mm512_loadu_ps(pn.d[e]);
+                if (i + 1 < nt) {
+                    tiles_6(&pn, e, yb + qs, ys, true);
+                    _tile_stored(0, c[0], 64);
+                    _tile_stored(1, c[1], 64);
+                    _tile_stored(2, c[2], 64);
+                    _tile_stored(3, c[3], 64);
+                    scale_6(s + 256 * i, c[0], c[1], dw, yb, ys);
+                    scale_6(s + 256 * (i + 1), c[2], c[3], dw, yb + 16 * ys, ys);
+                } else {
+                    tiles_6(&pn, e, yb + qs, ys, false);
+                    _tile_stored(0, c[0], 64);
+                    _tile_stored(1, c[1], 64);
+                    scale_6(s + 256 * i, c[0], c[1], dw, yb, ys);
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
 static bool amx_probe(void)
 {
     struct cpu_isa isa;
@@ -389,6 +571,7 @@ cpu_gemm_amx_fn cpu_gemm_amx_for(enum bp_type t)
         [BP_TYPE_Q4_0] = gemm_q4_0_amx,
         [BP_TYPE_Q8_0] = gemm_q8_0_amx,
         [BP_TYPE_Q4_K] = gemm_q4_K_amx,
+        [BP_TYPE_Q6_K] = gemm_q6_K_amx,
     };
     return (unsigned)t < BP_TYPE_COUNT ? table[t] : NULL;
 #else

@@ -6,7 +6,8 @@
  *
  * Same arithmetic as the x8 VNNI kernels up to float summation order: the
  * integer dot of every 32-element block is exact in the tile, then scaled
- * per block in float (per sub-block in int32 for Q4_K) as there.
+ * per block in float (per sub-block in int32 for Q4_K) as there; Q6_K's
+ * scaled integer sum of a whole super-block is exact in two tiles.
  */
 #ifndef BP_CPU_GEMM_AMX_H
 #define BP_CPU_GEMM_AMX_H
