@@ -3,18 +3,18 @@
  * two blocks at a time: 0 and 1 the int32 results, 4 and 7 the activation
  * (A: 16 rows x 32 bytes, loaded in place from the converted rows with
  * their own stride), 5 and 6 the weight (B: 8 rows x 64 bytes, the VNNI
- * form of 16 weight rows x 32 k). One 32-element block (a Q4_K sub-block)
- * per tile product, because every block has its own scale: the tile
+ * form of 16 weight rows x 32 k). One 32-element block per tile product
+ * for Q4_0 / Q8_0, because every block has its own scale: the tile
  * results go through L1 and are scaled there with AVX-512, as in the x8
- * kernels.
+ * kernels. (Q4_K folds its sub-block scales into B instead: its own tile
+ * configuration and section below.)
  *
  * B is built per block from the two x8 groups: an x8 piece holds 8 bytes
  * of each of 8 rows, i.e. dwords (2r, 2r + 1) = row r's k-quads (2c, 2c+1);
  * B row 2c takes the even dwords of both groups' piece, row 2c + 1 the odd
  * ones (one two-source permute each). Q4_0 goes in as signed q - 8 and
  * Q8_0 as it is (TDPBSSD: signed x signed); Q4_K's nibbles as unsigned
- * bytes (TDPBSUD: signed activation x unsigned weight), its mins coming
- * from the activation's block sums as in the VNNI kernel.
+ * bytes (TDPBSUD: signed activation x unsigned weight).
  *
  * The tile configuration is loaded at the start of every call and released
  * at its end: a call is 16 x 64 outputs over all of K, and another library
@@ -211,8 +211,9 @@ AMX_FN static void gemm_q4_0_amx(int64_t n, float *s, const void *w, size_t gs, 
  * pass over the results. The min term sum_j m[j] * (sum of the
  * activation's sub-block j) is a third product, against B = each row's
  * mins repeated over their sub-block's k. Then, per super-block,
- * s += (float(sumi) * d - float(summ) * dmin) * d_y, in the same order as
- * before (the float accumulators now in registers through a panel). */
+ * s += (float(sumi) * d - float(summ) * dmin) * d_y: the integers and
+ * these float steps are those of a per-sub-block scaling, so the results do
+ * not depend on how the tiles got there (test_cpu_x8.c models them). */
 #define AMX_K_STEPS 4 /* K = 64 steps of a super-block */
 
 struct panel_K {
@@ -229,9 +230,9 @@ static const struct amx_cfg amx_cfg_K = {
     .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
 };
 
-/* B rows r and r + 1 of the scaled tiles from the nibble rows q (row r)
- * and q2 (row r + 1): q * sc split into its low and high bytes (sc in
- * both 16-bit halves of lane n). */
+/* Row r of the two scaled B tiles from the nibble row q: q * sc (sc in
+ * both 16-bit halves of lane n; bytes multiplied as 16-bit words, even and
+ * odd apart) split into its low and its high byte. */
 static inline __attribute__((always_inline)) void
 b_scaled(uint8_t lo[16][64], uint8_t hi[16][64], int r, __m512i q, __m512i scw)
 {

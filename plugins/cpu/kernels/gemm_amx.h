@@ -6,7 +6,8 @@
  *
  * Same arithmetic as the x8 VNNI kernels up to float summation order: the
  * integer dot of every 32-element block is exact in the tile, then scaled
- * per block in float (per sub-block in int32 for Q4_K) as there.
+ * per block in float as there (Q4_K: the super-block's int32 sum over its
+ * scaled sub-blocks exact, the scales folded into the weight tiles).
  */
 #ifndef BP_CPU_GEMM_AMX_H
 #define BP_CPU_GEMM_AMX_H
