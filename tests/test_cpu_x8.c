@@ -24,7 +24,8 @@
  * the AMX tile kernels (kernels/gemm_amx.h) get the same edges: 16 weight
  * rows from two x8 groups with a gap between them, 1..4 activation tiles
  * with padded rows, against the double dot and the VNNI x8 kernel; every
- * row equal to the bit to the same row computed in a single tile.
+ * row equal to the bit to the same row computed in a single tile; Q4_K
+ * equal to the bit to a scalar model of its exact integer arithmetic.
  */
 #include <math.h>
 #include <stdio.h>
@@ -192,6 +193,37 @@ static int check_one(float got, double want, double mag)
     return 1;
 }
 
+/* The Q4_K AMX kernel's own arithmetic, in scalar C: per super-block the
+ * exact integers sumi = sum_j sc[j] * dot_j and summ = sum_j m[j] * (sum of
+ * the activation's sub-block j), then s += (sumi * d - summ * dmin) * d_y
+ * with the kernel's two fused multiply-adds. The kernel must match it to
+ * the bit: any change to its integer path (the scales folded into the
+ * tiles, the mins on tiles) shows here, not only beyond a tolerance. */
+static float q4_K_amx_exact(const struct bp_block_q4_K *x, const struct bp_block_q8_K *y, int64_t nb)
+{
+    float acc = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t sumi = 0, summ = 0;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            bp_q4_K_scale_min(j, x[b].scales, &sc, &m);
+            int32_t dot = 0, sum = 0;
+            for (int l = 0; l < 32; l++) {
+                const uint8_t q = x[b].qs[32 * (j / 2) + l];
+                const int32_t a = y[b].qs[32 * j + l];
+                dot += a * (j % 2 ? q >> 4 : q & 0xF);
+                sum += a;
+            }
+            sumi += sc * dot;
+            summ += m * sum;
+        }
+        const float t = fmaf((float)sumi, bp_f16_to_f32(x[b].d),
+                             -((float)summ * bp_f16_to_f32(x[b].dmin)));
+        acc = fmaf(t, y[b].d, acc);
+    }
+    return acc;
+}
+
 static void check_amx(enum bp_type t, int64_t nb, int nt, enum fill fw, enum fill fx)
 {
     const struct cpu_type_kernels *k = cpu_kernels_for(t);
@@ -229,6 +261,18 @@ static void check_amx(enum bp_type t, int64_t nb, int nt, enum fill fw, enum fil
                 mag += fabs((double)wr[i] * yf[i]);
             }
             const float got = out[16 * c + r];
+            if (t == BP_TYPE_Q4_K) {
+                const float exact = q4_K_amx_exact((const void *)(w + (size_t)r * rs),
+                                                   (const void *)(y + (size_t)c * ys), nb);
+                checks++;
+                if (memcmp(&got, &exact, sizeof got) != 0) {
+                    failures++;
+                    printf("FAIL q4_K amx %s weights, %s activations, %lld blocks, %d tiles: row "
+                           "%d col %d: amx %.9g, its scalar arithmetic %.9g\n",
+                           fw == EXTREME ? "extreme" : "random", fx == EXTREME ? "+-1" : "long-tailed",
+                           (long long)nb, nt, c, r, got, exact);
+                }
+            }
             if (check_one(got, want, mag) | check_one(got, vnni[r], mag))
                 printf("FAIL %s amx %s weights, %s activations, %lld blocks, %d tiles: row %d col "
                        "%d: amx %.9g, vnni %.9g, double %.9g\n", bp_type_name(t),

@@ -3,18 +3,18 @@
  * two blocks at a time: 0 and 1 the int32 results, 4 and 7 the activation
  * (A: 16 rows x 32 bytes, loaded in place from the converted rows with
  * their own stride), 5 and 6 the weight (B: 8 rows x 64 bytes, the VNNI
- * form of 16 weight rows x 32 k). One 32-element block (a Q4_K sub-block)
- * per tile product, because every block has its own scale: the tile
+ * form of 16 weight rows x 32 k). One 32-element block per tile product
+ * for Q4_0 / Q8_0, because every block has its own scale: the tile
  * results go through L1 and are scaled there with AVX-512, as in the x8
- * kernels.
+ * kernels. (Q4_K folds its sub-block scales into B instead: its own tile
+ * configuration and section below.)
  *
  * B is built per block from the two x8 groups: an x8 piece holds 8 bytes
  * of each of 8 rows, i.e. dwords (2r, 2r + 1) = row r's k-quads (2c, 2c+1);
  * B row 2c takes the even dwords of both groups' piece, row 2c + 1 the odd
  * ones (one two-source permute each). Q4_0 goes in as signed q - 8 and
  * Q8_0 as it is (TDPBSSD: signed x signed); Q4_K's nibbles as unsigned
- * bytes (TDPBSUD: signed activation x unsigned weight), its mins coming
- * from the activation's block sums as in the VNNI kernel.
+ * bytes (TDPBSUD: signed activation x unsigned weight).
  *
  * The tile configuration is loaded at the start of every call and released
  * at its end: a call is 16 x 64 outputs over all of K, and another library
@@ -93,7 +93,7 @@ static inline __m512i load512(const uint8_t *p)
  * segment: with the accumulators in memory (one pass over 64 rows per
  * block) the scaling's loads and stores cost more than the tiles. */
 #define AMX_SEG 32   /* Q4_0 / Q8_0 blocks per panel: 16 KiB of B tiles */
-#define AMX_SEG_K 4  /* Q4_K super-blocks per panel: 16 KiB of B tiles */
+#define AMX_SEG_K 2  /* Q4_K super-blocks per panel: 24 KiB of B tiles */
 
 struct panel_0 {
     _Alignas(64) uint8_t bt[AMX_SEG][8][64];
@@ -206,19 +206,46 @@ AMX_FN static void gemm_q4_0_amx(int64_t n, float *s, const void *w, size_t gs, 
     gemm_0_amx(n, s, w, gs, y, ys, nt, true);
 }
 
-/* Q4_K: sub-block j's tile product is multiplied by its 6-bit scale in
- * int32 and summed over the super-block (exact, as in the VNNI kernel);
- * the min term sum_j m[j] * (sum of the activation's sub-block j) is one
- * dpwssd per pair of sub-blocks; then
- * s += (float(sumi) * d - float(summ) * dmin) * d_y.
- * The 16 rows' int32 sums stay in registers through a super-block, the
- * float accumulators in s (touched once per super-block). */
+/* Q4_K. The 6-bit sub-block scale goes into the weight: q * sc <= 15 * 63
+ * needs 10 bits, so B is built twice, from its low byte and from its high
+ * byte (0..3), and one activation tile of K = 64 (two sub-blocks) meets
+ * both: sumi = lo + 256 * hi is the super-block's exact sum over j of
+ * sc[j] * (sub-block j's dot), as in the VNNI kernel, with no per-sub-block
+ * pass over the results. The min term sum_j m[j] * (sum of the
+ * activation's sub-block j) is a third product, against B = each row's
+ * mins repeated over their sub-block's k. Then, per super-block,
+ * s += (float(sumi) * d - float(summ) * dmin) * d_y: the integers and
+ * these float steps are those of a per-sub-block scaling, so the results do
+ * not depend on how the tiles got there (test_cpu_x8.c models them). */
+#define AMX_K_STEPS 4 /* K = 64 steps of a super-block */
+
 struct panel_K {
-    _Alignas(64) uint8_t bt[AMX_SEG_K][8][8][64]; /* super-block, sub-block, B tile */
-    int32_t sc[AMX_SEG_K][8][16];                 /* sub-block scales, row r in lane r */
-    int32_t mm[AMX_SEG_K][4][16];                 /* mins 2p, 2p + 1 as two int16 */
+    _Alignas(64) uint8_t lo[AMX_SEG_K][AMX_K_STEPS][16][64]; /* B tiles */
+    uint8_t hi[AMX_SEG_K][AMX_K_STEPS][16][64];
+    uint8_t mn[AMX_SEG_K][AMX_K_STEPS][16][64];
     float d[AMX_SEG_K][16], dmin[AMX_SEG_K][16];
 };
+
+/* Tile configuration of the Q4_K kernel: all eight 16 x 64 bytes. */
+static const struct amx_cfg amx_cfg_K = {
+    .palette = 1,
+    .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
+    .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
+};
+
+/* Row r of the two scaled B tiles from the nibble row q: q * sc (sc in
+ * both 16-bit halves of lane n; bytes multiplied as 16-bit words, even and
+ * odd apart) split into its low and its high byte. */
+static inline __attribute__((always_inline)) void
+b_scaled(uint8_t lo[16][64], uint8_t hi[16][64], int r, __m512i q, __m512i scw)
+{
+    const __m512i kff = _mm512_set1_epi16(0xff);
+    const __mmask64 odd = 0xAAAAAAAAAAAAAAAAull;
+    const __m512i pe = _mm512_mullo_epi16(_mm512_and_si512(q, kff), scw);
+    const __m512i po = _mm512_mullo_epi16(_mm512_srli_epi16(q, 8), scw);
+    _mm512_store_si512(lo[r], _mm512_mask_blend_epi8(odd, pe, _mm512_slli_epi16(po, 8)));
+    _mm512_store_si512(hi[r], _mm512_mask_blend_epi8(odd, _mm512_srli_epi16(pe, 8), po));
+}
 
 static inline __attribute__((always_inline)) void
 panel_K_block(struct panel_K *pn, int e, const uint8_t *x0, const uint8_t *x1)
@@ -226,7 +253,9 @@ panel_K_block(struct panel_K *pn, int e, const uint8_t *x0, const uint8_t *x1)
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
     const __m512i k03 = _mm512_set1_epi32(0x03030303), kff = _mm512_set1_epi32(0xff);
-    const __m512i klo = _mm512_set1_epi32(0xff), khi = _mm512_set1_epi32(0xff0000);
+    const __m512i k0101 = _mm512_set1_epi32(0x01010101), k10001 = _mm512_set1_epi32(0x10001);
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i oddi = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     /* the three packed scale words of 16 rows, row r in lane r */
     __m512i u[3];
     for (int q = 0; q < 3; q++)
@@ -238,37 +267,34 @@ panel_K_block(struct panel_K *pn, int e, const uint8_t *x0, const uint8_t *x1)
         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[0], 6), k03), 4));
     const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u[2], 4), k0f),
         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u[1], 6), k03), 4));
-    for (int j = 0; j < 4; j++) {
-        _mm512_storeu_si512(pn->sc[e][j], _mm512_and_si512(_mm512_srli_epi32(sc_lo, 8 * j), kff));
-        _mm512_storeu_si512(pn->sc[e][j + 4], _mm512_and_si512(_mm512_srli_epi32(sc_hi, 8 * j), kff));
-    }
-    const __m512i mn[2] = { mn_lo, mn_hi };
-    for (int h = 0; h < 2; h++) {
-        _mm512_storeu_si512(pn->mm[e][2 * h], _mm512_or_si512(_mm512_and_si512(mn[h], klo),
-                            _mm512_and_si512(_mm512_slli_epi32(mn[h], 8), khi)));
-        _mm512_storeu_si512(pn->mm[e][2 * h + 1],
-                            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(mn[h], 16), klo),
-                                            _mm512_and_si512(_mm512_srli_epi32(mn[h], 8), khi)));
-    }
     _mm512_storeu_ps(pn->d[e], scales16(x0, x1));
     _mm512_storeu_ps(pn->dmin[e], scales16(x0 + 16, x1 + 16));
-    /* sub-block j = 2g (low nibbles) or 2g + 1 (high) of pieces 4g..4g+3 */
-    for (int g = 0; g < 4; g++)
+    /* step g: sub-block 2g (the low nibbles of pieces 4g..4g+3) in B rows
+     * 0..7, 2g + 1 (the high nibbles) in rows 8..15 */
+    for (int g = 0; g < AMX_K_STEPS; g++) {
+        const __m512i scp = g < 2 ? sc_lo : sc_hi, mnp = g < 2 ? mn_lo : mn_hi;
+        const int sh = 16 * (g & 1);
+        const __m512i s0 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(scp, sh), kff), k10001);
+        const __m512i s1 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(scp, sh + 8), kff), k10001);
+        const __m512i n0 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(mnp, sh), kff), k0101);
+        const __m512i n1 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(mnp, sh + 8), kff), k0101);
         for (int k = 0; k < 4; k++) {
             const __m512i v0 = load512(x0 + 128 + 64 * (4 * g + k));
             const __m512i v1 = load512(x1 + 128 + 64 * (4 * g + k));
-            b_rows(pn->bt[e][2 * g], k, _mm512_and_si512(v0, m4), _mm512_and_si512(v1, m4));
-            b_rows(pn->bt[e][2 * g + 1], k, _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),
-                   _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4));
+            const __m512i l0 = _mm512_and_si512(v0, m4), l1 = _mm512_and_si512(v1, m4);
+            const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+            const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+            uint8_t (*lo)[64] = pn->lo[e][g], (*hi)[64] = pn->hi[e][g];
+            b_scaled(lo, hi, 2 * k, _mm512_permutex2var_epi32(l0, even, l1), s0);
+            b_scaled(lo, hi, 2 * k + 1, _mm512_permutex2var_epi32(l0, oddi, l1), s0);
+            b_scaled(lo, hi, 8 + 2 * k, _mm512_permutex2var_epi32(h0, even, h1), s1);
+            b_scaled(lo, hi, 9 + 2 * k, _mm512_permutex2var_epi32(h0, oddi, h1), s1);
+            _mm512_store_si512(pn->mn[e][g][2 * k], n0);
+            _mm512_store_si512(pn->mn[e][g][2 * k + 1], n0);
+            _mm512_store_si512(pn->mn[e][g][8 + 2 * k], n1);
+            _mm512_store_si512(pn->mn[e][g][9 + 2 * k], n1);
         }
-}
-
-static inline __attribute__((always_inline)) void
-sum_K(__m512i sumi[16], const int32_t cb[16][16], const int32_t *sc)
-{
-    const __m512i scv = _mm512_loadu_si512(sc);
-    for (int m = 0; m < 16; m++)
-        sumi[m] = _mm512_add_epi32(sumi[m], _mm512_mullo_epi32(_mm512_load_si512(cb[m]), scv));
+    }
 }
 
 AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, const void *y,
@@ -279,9 +305,8 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
     const size_t qb = sizeof(struct bp_block_q8_K), qs = offsetof(struct bp_block_q8_K, qs);
     const uint8_t *w0 = w, *w1 = (const uint8_t *)w + gs;
     struct panel_K pn;
-    _Alignas(64) int32_t c[2][16][16];
-    memset(s, 0, sizeof(float) * 256 * (size_t)nt);
-    amx_config();
+    _Alignas(64) int32_t c[3][16][16];
+    _tile_loadconfig(&amx_cfg_K);
     for (int64_t b0 = 0; b0 < nb; b0 += AMX_SEG_K) {
         const int nseg = nb - b0 < AMX_SEG_K ? (int)(nb - b0) : AMX_SEG_K;
         for (int e = 0; e < nseg; e++) {
@@ -294,45 +319,37 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
         for (int i = 0; i < nt; i++) {
             const char *yt = (const char *)y + (size_t)(16 * i) * ys;
             float *st = s + 256 * i;
+            __m512 acc[16];
+            for (int m = 0; m < 16; m++) acc[m] = b0 ? _mm512_loadu_ps(st + 16 * m) : _mm512_setzero_ps();
             for (int e = 0; e < nseg; e++) {
                 const char *yb = yt + (size_t)(b0 + e) * qb;
-                __m512i sumi[16];
-                for (int m = 0; m < 16; m++) sumi[m] = _mm512_setzero_si512();
-                for (int j = 0; j < 8; j += 2) {
-                    _tile_loadd(5, pn.bt[e][j], 64);
-                    _tile_loadd(6, pn.bt[e][j + 1], 64);
-                    _tile_zero(0);
-                    _tile_zero(1);
-                    _tile_loadd(4, yb + qs + 32 * j, ys);
-                    _tile_loadd(7, yb + qs + 32 * (j + 1), ys);
-                    _tile_dpbsud(0, 4, 5);
-                    _tile_dpbsud(1, 7, 6);
-                    _tile_stored(0, c[0], 64);
-                    _tile_stored(1, c[1], 64);
-                    sum_K(sumi, c[0], pn.sc[e][j]);
-                    sum_K(sumi, c[1], pn.sc[e][j + 1]);
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                for (int g = 0; g < AMX_K_STEPS; g++) {
+                    _tile_loadd(3, yb + qs + 64 * g, ys);
+                    _tile_loadd(4, pn.lo[e][g], 64);
+                    _tile_loadd(5, pn.hi[e][g], 64);
+                    _tile_loadd(6, pn.mn[e][g], 64);
+                    _tile_dpbsud(0, 3, 4);
+                    _tile_dpbsud(1, 3, 5);
+                    _tile_dpbsud(2, 3, 6);
                 }
+                _tile_stored(0, c[0], 64);
+                _tile_stored(1, c[1], 64);
+                _tile_stored(2, c[2], 64);
                 const __m512 dw = _mm512_loadu_ps(pn.d[e]), mw = _mm512_loadu_ps(pn.dmin[e]);
-                __m512i mm[4];
-                for (int p = 0; p < 4; p++) mm[p] = _mm512_loadu_si512(pn.mm[e][p]);
                 for (int m = 0; m < 16; m++) {
-                    const struct bp_block_q8_K *q = (const void *)(yb + (size_t)m * ys);
-                    const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)q->bsums);
-                    const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv),
-                                                      _mm256_extracti128_si256(bsv, 1));
-                    /* pairs[p]: the activation's sums of sub-blocks 2p, 2p + 1 */
-                    int32_t pairs[4];
-                    _mm_storeu_si128((__m128i *)(void *)pairs, bp);
-                    __m512i summ = _mm512_setzero_si512();
-                    for (int p = 0; p < 4; p++)
-                        summ = _mm512_dpwssd_epi32(summ, mm[p], _mm512_set1_epi32(pairs[p]));
-                    /* d_y applied once to both terms: one multiply fewer a row */
-                    float *o = st + 16 * m;
-                    const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(sumi[m]), dw,
-                                                     _mm512_mul_ps(_mm512_cvtepi32_ps(summ), mw));
-                    _mm512_storeu_ps(o, _mm512_fmadd_ps(t, _mm512_set1_ps(q->d), _mm512_loadu_ps(o)));
+                    const __m512i sumi = _mm512_add_epi32(_mm512_load_si512(c[0][m]),
+                                                          _mm512_slli_epi32(_mm512_load_si512(c[1][m]), 8));
+                    const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(sumi), dw,
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[2][m])), mw));
+                    float dy;
+                    memcpy(&dy, yb + (size_t)m * ys, 4);
+                    acc[m] = _mm512_fmadd_ps(t, _mm512_set1_ps(dy), acc[m]);
                 }
             }
+            for (int m = 0; m < 16; m++) _mm512_storeu_ps(st + 16 * m, acc[m]);
         }
     }
     _tile_release();

@@ -6,8 +6,9 @@
  *
  * Same arithmetic as the x8 VNNI kernels up to float summation order: the
  * integer dot of every 32-element block is exact in the tile, then scaled
- * per block in float (per sub-block in int32 for Q4_K) as there; Q6_K's
- * scaled integer sum of a whole super-block is exact in two tiles.
+ * per block in float as there; Q4_K and Q6_K fold their sub-block scales
+ * into the weight tiles (low and high byte of quant x scale), so the
+ * super-block's scaled integer sum is exact in the tiles.
  */
 #ifndef BP_CPU_GEMM_AMX_H
 #define BP_CPU_GEMM_AMX_H
