@@ -6,8 +6,8 @@
  * form of 16 weight rows x 32 k). One 32-element block per tile product
  * for Q4_0 / Q8_0, because every block has its own scale: the tile
  * results go through L1 and are scaled there with AVX-512, as in the x8
- * kernels. (Q4_K folds its sub-block scales into B instead: its own tile
- * configuration and section below.)
+ * kernels. (Q4_K and Q6_K fold their sub-block scales into B instead:
+ * their own tile configuration and sections below.)
  *
  * B is built per block from the two x8 groups: an x8 piece holds 8 bytes
  * of each of 8 rows, i.e. dwords (2r, 2r + 1) = row r's k-quads (2c, 2c+1);
@@ -19,9 +19,6 @@
  * The tile configuration is loaded at the start of every call and released
  * at its end: a call is 16 x 64 outputs over all of K, and another library
  * in the process (a second engine, a BLAS) may use the tiles between calls.
- *
- * Q6_K (a scale per 16 elements) has its own tile configuration and puts
- * its scales into the B tiles: see gemm_q6_K_amx.
  */
 #include "simd.h"
 #include "gemm_amx.h"
@@ -226,8 +223,9 @@ struct panel_K {
     float d[AMX_SEG_K][16], dmin[AMX_SEG_K][16];
 };
 
-/* Tile configuration of the Q4_K kernel: all eight 16 x 64 bytes. */
-static const struct amx_cfg amx_cfg_K = {
+/* Tile configuration of the K-quant kernels (Q4_K, Q6_K): all eight
+ * 16 x 64 bytes. */
+static const struct amx_cfg amx_cfg_full = {
     .palette = 1,
     .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
     .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
@@ -306,7 +304,7 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
     const uint8_t *w0 = w, *w1 = (const uint8_t *)w + gs;
     struct panel_K pn;
     _Alignas(64) int32_t c[3][16][16];
-    _tile_loadconfig(&amx_cfg_K);
+    _tile_loadconfig(&amx_cfg_full);
     for (int64_t b0 = 0; b0 < nb; b0 += AMX_SEG_K) {
         const int nseg = nb - b0 < AMX_SEG_K ? (int)(nb - b0) : AMX_SEG_K;
         for (int e = 0; e < nseg; e++) {
@@ -372,12 +370,6 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
  * time, 64 activation rows, alternating runs) 1 was 5-10% faster than 2 and
  * 2 was ~10% faster than 4: the panel and the 64 rows' activations share L1. */
 #define AMX_SEG_6 1
-
-static const struct amx_cfg amx_cfg_6 = {
-    .palette = 1,
-    .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
-    .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
-};
 
 struct panel_6 {
     _Alignas(64) uint8_t bt[AMX_SEG_6][4][2][16][64]; /* super-block, 64 k, lo/hi, B tile */
@@ -499,7 +491,7 @@ AMX_FN static void gemm_q6_K_amx(int64_t n, float *s, const void *w, size_t gs, 
     struct panel_6 pn;
     _Alignas(64) int32_t c[4][16][16];
     memset(s, 0, sizeof(float) * 256 * (size_t)nt);
-    _tile_loadconfig(&amx_cfg_6);
+    _tile_loadconfig(&amx_cfg_full);
     for (int64_t b0 = 0; b0 < nb; b0 += AMX_SEG_6) {
         const int nseg = nb - b0 < AMX_SEG_6 ? (int)(nb - b0) : AMX_SEG_6;
         for (int e = 0; e < nseg; e++) {
