@@ -11,6 +11,12 @@ add_dependencies(test_cpu_threads bp_plugin_cpu)
 # How a step's tasks are shared between threads (task_claim.h), alone.
 bp_add_check_test(test_cpu_task_claim SOURCES test_cpu_task_claim.c)
 target_include_directories(test_cpu_task_claim PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
+# MUL_MAT's chunk grid (ops/matmul.c, compiled in with recording kernels):
+# every output element computed exactly once, by the same kernel, for any
+# thread count and chunk order.
+bp_add_check_test(test_cpu_mm_grid SOURCES test_cpu_mm_grid.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/ops/matmul.c)
+target_include_directories(test_cpu_mm_grid PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
 
 # Quantized mul_mat / get_rows, chunking regimes, the pool, variant choice:
 # one registration per variant (a variant this CPU cannot run is skipped).

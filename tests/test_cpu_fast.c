@@ -524,12 +524,13 @@ START_TEST(test_mul_mat_with_repacked_weights_matches_dequantized_reference)
     const int64_t K = bp_type_block_size(t) > 32 ? 512 : 96;
     /* (N, M): tails of 5 and 7 rows, exactly one group, 64-row chunks with a
      * single activation row, 2-D chunks, column runs of 1..4, and M = 150:
-     * three chunks of 64 activation rows (MM_X8_ROWS), the last one short;
+     * two chunks of 128 activation rows (MM_X8_ROWS), the last one short;
      * where AMX runs (M >= 16): 16-row tiles with a partial last one, pairs
      * of x8 groups with a lone group and a plain tail (45, 77), exactly one
-     * tile (32 x 16) */
+     * tile (32 x 16), a full 8-tile call and one row past it (45, 129) */
     const int64_t shapes_r[][2] = { { 29, 1 }, { 8, 1 }, { 135, 1 }, { 8, 5 }, { 37, 33 },
-                                    { 70, 7 }, { 5, 3 }, { 24, 150 }, { 45, 77 }, { 32, 16 } };
+                                    { 70, 7 }, { 5, 3 }, { 24, 150 }, { 45, 77 }, { 32, 16 },
+                                    { 45, 129 } };
     for (size_t s = 0; s < sizeof shapes_r / sizeof shapes_r[0]; s++)
         repacked_mm(t, K, shapes_r[s][0], shapes_r[s][1], 1, 1);
     repacked_mm(t, K, 19, 5, 2, 6); /* broadcast: runs stop at slice changes */

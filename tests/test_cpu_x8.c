@@ -236,7 +236,7 @@ static void check_amx(enum bp_type t, int64_t nb, int nt, enum fill fw, enum fil
     const size_t ys = (vdt == BP_TYPE_Q8_0 ? cpu_q8_0_aux_row_size(nb) : bp_row_size(vdt, n)) + 40;
     unsigned char *w = malloc(rs * 16), *x8 = calloc(1, gs + 8 * rs), *y = malloc(ys * (size_t)rows);
     float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 16 * 4), *yf = malloc((size_t)n * 4);
-    float out[64 * 16], one[16 * 16], vnni[CPU_GEMM_MAX_COLS * 8];
+    float out[CPU_AMX_ROWS * CPU_AMX_MAX_TILES * 16], one[16 * 16], vnni[CPU_GEMM_MAX_COLS * 8];
     fill_weights(t, w, nb * 16, fw);
     cpu_repack_pack(t, x8, w, rs, n);
     cpu_repack_pack(t, x8 + gs, w + 8 * rs, rs, n);

@@ -2,7 +2,8 @@
  * gemm_amx.h — AMX-INT8 tile kernels for prefill on weights in the x8 layout
  * (repack.h), in the avx512 build: 16 weight rows (two x8 groups) against
  * 16 activation rows per tile, up to CPU_AMX_MAX_TILES activation tiles
- * per call, so each weight block is turned into a B tile once for 64 rows.
+ * per call, so each weight block is turned into a B tile once for 128 rows
+ * (a whole 128-token prompt: the weight is read and unpacked once).
  *
  * Same arithmetic as the x8 VNNI kernels up to float summation order: the
  * integer dot of every 32-element block is exact in the tile, then scaled
@@ -20,7 +21,7 @@
 #include <backplane/bp_abi.h>
 
 #define CPU_AMX_ROWS 16      /* weight rows and activation rows of one tile */
-#define CPU_AMX_MAX_TILES 4  /* activation tiles per call */
+#define CPU_AMX_MAX_TILES 8  /* activation tiles per call */
 
 /* s[m * 16 + r] = dot(weight row r, activation row m), r < 16,
  * m < 16 * ntiles (1..CPU_AMX_MAX_TILES): rows 0..7 are the x8 group at w,

@@ -20,7 +20,8 @@
  * thread count or the chunk order.
  *
  * A weight in the x8 layout (kernels/repack.h, a CPU_REPACK buffer) runs
- * the same chunks with row boundaries on multiples of 8: one gemm_x8 call
+ * chunks of 16 x MM_X8_ROWS (128) with row boundaries on multiples of 8
+ * (16 from MM_AMX_MIN_ROWS activation rows): one gemm_x8 call
  * takes 8 weight rows and up to 4 activation rows, so each weight block is
  * unpacked once for 4 outputs and each activation block once for 8; the
  * plain tail rows (R % 8) go through vec_dot. Its Q8_0 activation rows carry
@@ -57,15 +58,19 @@
  * each weight row is streamed fewer times (measured: 16 x 48 about 10%
  * faster than 16 x 16 at K = 4096). */
 #define MM_FLOAT_ROWS 48
-/* Chunks of repacked (x8) weights in prefill are 16 weight rows x 64
- * activation rows: the chunk's activation rows (a Q8 copy, 278 KB for
- * K = 4096) stay in L2 while the weight streams past them, so the whole
- * weight is read M / 64 times instead of M / 16. With 16 the two threads'
- * weight traffic (570 MB per Q8_0 call at M = 512) went through the shared
- * L3 and memory, and 1 -> 2 threads scaled 1.0-1.95x (median 1.6) on the
- * 2-core VM; with 64, 1.84-2.05x in the same runs, with equal or better
- * 2-thread GFLOP/s; 128 measured the same as 64. */
-#define MM_X8_ROWS 64
+/* Chunks of repacked (x8) weights in prefill are 16 weight rows x 128
+ * activation rows: the chunk's activation rows (a Q8 copy, 556 KB for
+ * K = 4096, 822 KB of Q8_K for K = 5632) stay in the core's own L2 while
+ * the weight streams past them, so the whole weight is read M / 128 times
+ * instead of M / 16. With 16 the two threads' weight traffic (570 MB per
+ * Q8_0 call at M = 512) went through the shared L3 and memory, and 1 -> 2
+ * threads scaled 1.0-1.95x (median 1.6) on the 2-core VM; with 64,
+ * 1.84-2.05x in the same runs. 128 is one AMX call's CPU_AMX_MAX_TILES
+ * tiles: each weight panel is built once per 128 rows instead of twice
+ * (a 128-token prompt reads and unpacks every weight once): MUL_MAT's
+ * thread CPU time in builtin:1b's 128-token prefill went down 3.7% (q4_K_M),
+ * 4.5% (Q4_0), 10.5% (Q8_0), medians of 3 alternating old/new runs. */
+#define MM_X8_ROWS (CPU_AMX_ROWS * CPU_AMX_MAX_TILES)
 /* With AMX (kernels/gemm_amx.c), x8 weights meet at least MM_AMX_MIN_ROWS
  * activation rows (a node's total) in 16 x 16 tiles; fewer stay on the
  * VNNI x8 kernel, which decode uses. One tile already wins: K = N = 2048,
