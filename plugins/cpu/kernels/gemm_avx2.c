@@ -75,8 +75,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
-                        CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         const __m256i v0a = load256(xb + 16), v0b = load256(xb + 48);
         const __m256i v1a = load256(xb + 80), v1b = load256(xb + 112);
         const __m256i l0a = _mm256_and_si256(v0a, m4), l0b = _mm256_and_si256(v0b, m4);
@@ -123,8 +122,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
-                        CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
         const __m256 dw = row_scales(xb);
         const int8_t *q[CPU_GEMM_MAX_COLS];
         __m256i pa[CPU_GEMM_MAX_COLS], pb[CPU_GEMM_MAX_COLS];
@@ -186,7 +184,7 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
                         CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
         const uint8_t *qs = xb + 128;
         const __m256i u0 = load256(xb + 32), u1 = load256(xb + 64), u2 = load256(xb + 96);
@@ -280,7 +278,7 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
                         CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
         __m256i sumi[2][CPU_GEMM_MAX_COLS];

@@ -48,8 +48,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
-                        CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         const __m512i v0 = _mm512_loadu_si512(xb + 16), v1 = _mm512_loadu_si512(xb + 80);
         const __m512i l0 = _mm512_and_si512(v0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
         const __m512i l1 = _mm512_and_si512(v1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
@@ -82,8 +81,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
-                        CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
         __m512i v[4];
         for (int k = 0; k < 4; k++)
             v[k] = _mm512_xor_si512(_mm512_loadu_si512(xb + 16 + 64 * k), _mm512_set1_epi8((char)0x80));
@@ -135,7 +133,7 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
                         CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
         const __m512 dw16 = _mm512_mul_ps(row_scales(xb), _mm512_set1_ps(0.0625f)), mw = row_scales(xb + 16);
         const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
@@ -247,7 +245,7 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        cpu_x8_prefetch(xb + CPU_X8_STREAM_PREFETCH_BYTES,
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
                         CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
         const __m512 dw = row_scales(xb);
         __m512i sumi[CPU_GEMM_MAX_COLS];
