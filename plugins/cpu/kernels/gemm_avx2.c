@@ -184,7 +184,8 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
+                        CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
         const uint8_t *qs = xb + 128;
         const __m256i u0 = load256(xb + 32), u1 = load256(xb + 64), u2 = load256(xb + 96);
         /* lane r: bytes j = scale (min) of sub-block j (lo) and 4 + j (hi) of row r */
@@ -277,7 +278,8 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
+                        CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
         __m256i sumi[2][CPU_GEMM_MAX_COLS];
         for (int c = 0; c < ncols; c++)

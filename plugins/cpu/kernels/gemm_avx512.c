@@ -133,7 +133,8 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
+                        CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
         const __m512 dw16 = _mm512_mul_ps(row_scales(xb), _mm512_set1_ps(0.0625f)), mw = row_scales(xb + 16);
         const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
         const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 64));
@@ -244,7 +245,8 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
+        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES,
+                        CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
         const __m512 dw = row_scales(xb);
         __m512i sumi[CPU_GEMM_MAX_COLS];
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];

@@ -71,15 +71,35 @@ typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, co
     }
 
 /* How far ahead of the x8 block being read the kernels ask for weight
- * bytes (into L2). Measured on the Zen 4 test VM, each x8 kernel alone on
- * 2 threads streaming 1 GiB of weights in huge pages, against a plain read
- * of the same size in the same run: Q6_K 0.69 of the read without the
- * prefetch and 0.96 with it, Q4_K 0.85 and 0.92, Q4_0 and Q8_0 0.90
- * either way; 4, 16 and 32 KiB ahead were indistinguishable. Prefetches
- * never fault, so running past the end of the tensor is harmless.
- * (Until tests/cpu_prefetch_check.sh, the compiler had silently dropped
- * them: see cpu_x8_prefetch in simd.h.) Defined here unless the build
- * defines it, to let an experiment try other distances. */
+ * bytes (into L2). Prefetches never fault, so running past the end of the
+ * tensor is harmless. (Until tests/cpu_prefetch_check.sh, the compiler had
+ * silently dropped them: see cpu_x8_prefetch in simd.h.) Defined here
+ * unless the build defines them, to let an experiment try other distances.
+ *
+ * CPU_X8_KQUANT_PREFETCH_BYTES: the Q4_K and Q6_K kernels (VNNI and AVX2),
+ * which stream the weights at decode. Measured on the Intel Xeon (AMX,
+ * 2 vCPUs) test VM, each kernel alone at ncols = 1 on 1 and 2 threads, 1 GiB
+ * of weights in huge pages, thread CPU time against a plain read of the
+ * same bytes in the same run, distances alternated: Q6_K 0.72 of the read
+ * without the prefetch, 0.94 at 1.5-2 KiB, 0.89 at 2.5 KiB, 0.80 at 4 and
+ * 16 KiB; Q4_K 0.94, 0.97-0.99, 0.98, 0.90, 0.89 (the AVX2 kernels alike:
+ * Q6_K 0.72 at 16 KiB, 0.87 at 2 KiB); the kernels of one decode token of
+ * the 1B q4_K_M model in sequence 0.84-0.86 at 16 KiB, 0.89-0.91 at 2 KiB.
+ * The loss sets in where the prefetch reaches about 4 KiB past the block
+ * being read: far prefetches miss to memory and hold a fill buffer each,
+ * which the demand loads then wait for; near ones mostly meet lines the L2
+ * streamer has asked for already. (On the Zen 4 VM of the first
+ * measurement 4-32 KiB were indistinguishable and no prefetch cost Q6_K a
+ * quarter; 2 KiB was not measured there.)
+ *
+ * CPU_X8_PREFETCH_BYTES: the Q4_0 and Q8_0 kernels and the AMX prefill
+ * kernels (gemm_amx.c). Q4_0 and Q8_0 alone streamed at 1.0-1.15 of the
+ * read at any distance from 2 KiB on, but one decode token of an all-Q4_0
+ * 1B model in sequence at 0.91 with 2 KiB and 0.99 with 16 KiB (Q8_0 1.03
+ * either way). */
+#ifndef CPU_X8_KQUANT_PREFETCH_BYTES
+#define CPU_X8_KQUANT_PREFETCH_BYTES 2048
+#endif
 #ifndef CPU_X8_PREFETCH_BYTES
 #define CPU_X8_PREFETCH_BYTES 16384
 #endif
