@@ -8,7 +8,8 @@
  * the vector width (and Dv = 64, a Llama head), F32 / F16 / BF16 K and V,
  * caches viewed through a permute (heads inner) or a transpose (strided
  * rows), masks with -INFINITY and finite entries, fully masked rows; causal
- * prefill blocks at GQA ratios 1, 4 and 8. The SIMD variants accumulate in
+ * prefill blocks at GQA ratios 1, 4 and 8; decode against a cache whose
+ * unwritten tail every row masks. The SIMD variants accumulate in
  * float, so the bound is 1e-5 of the output's scale; fully masked rows
  * must be exact zeros, and 1, 2 and 3 threads must agree bit for bit.
  */
@@ -22,7 +23,7 @@
 #include "cpu_variant_util.h"
 
 enum kv_layout { KV_PLAIN, KV_PERMUTED, KV_TRANSPOSED };
-enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY, MASK_CAUSAL };
+enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY, MASK_CAUSAL, MASK_CACHE_TAIL };
 
 struct fa_case {
     enum bp_type tkv;
@@ -77,6 +78,8 @@ static double mask_value(const struct fa_case *c, unsigned *seed, int64_t i, int
     const double r = rnd(seed);
     if (c->mask == MASK_CAUSAL) /* query i sits at position nkv - nq + i */
         return j <= c->nkv - c->nq + i ? 0.0 : -INFINITY;
+    if (c->mask == MASK_CACHE_TAIL) /* a decoder's cache: the last 5/8 unwritten */
+        return j <= c->nkv * 3 / 8 - c->nq + i ? 0.0 : -INFINITY;
     if (c->mask == MASK_ROW_EMPTY && i == (c->nq > 1 ? 1 : 0))
         return -INFINITY;
     if (j == c->nkv - 1)
@@ -237,6 +240,20 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 }
 END_TEST
 
+/* Decode against a cache whose tail is not written yet (the mask hides the
+ * same trailing keys from every row, ending inside a 32-key tile or on its
+ * edge), at the decoder's GQA ratio 8 and Dv = 64; the tail keys are
+ * neither read nor summed. */
+START_TEST(test_flash_attn_skips_the_unwritten_cache_tail)
+{
+    static const int64_t nkvs[] = { 128, 256, 1024 }; /* 48, 96 and 384 keys visible */
+    for (int s = 0; s < 3; s++) {
+        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CACHE_TAIL, 1, nkvs[s], 1, 64, 32, 4 });
+        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CACHE_TAIL, 3, nkvs[s] - 5, 2, 0, 8, 2 });
+    }
+}
+END_TEST
+
 /* Prefill shapes under a causal mask (whole key tiles hidden from a query
  * block, partial tiles, tails of the 32-key tile and of the query block)
  * at GQA ratios 1, 4 and 8, F16 K/V as the decoder's cache stores them. */
@@ -271,6 +288,7 @@ int main(void)
     tcase_add_loop_test(tc, test_flash_attn_gives_zeros_for_fully_masked_rows, 0, 6);
     tcase_add_test(tc, test_flash_attn_reads_permuted_and_transposed_caches);
     tcase_add_loop_test(tc, test_flash_attn_causal_prefill_at_gqa_ratios, 0, 3);
+    tcase_add_test(tc, test_flash_attn_skips_the_unwritten_cache_tail);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -19,7 +19,8 @@
  *    polynomial exp (vec_exp.h) turns the tile's scores into weights and
  *    rescales each row's output once per tile. A tile that the mask hides
  *    from every row of the item (the future, under a causal mask; the
- *    unused tail of the decoder's cache) is skipped before it is read.
+ *    unused tail of the decoder's cache) is skipped before it is read, and
+ *    so are the keys of a tile past the last one some row sees.
  *
  * Either way each output row is computed whole by one thread, in an order
  * fixed by the shapes alone, so results do not depend on the thread count.
@@ -359,14 +360,17 @@ static void fa_load_kv(const struct fa_tiles *tl, const struct fa_geom *g, const
 
 /* Mask rows of keys [j0, j0 + nb) for the item's distinct mask rows (one
  * per token when the mask has one head plane, else one per row); keys past
- * nb get -inf. Returns whether any entry is above -inf: a tile that every
- * row masks (the future, under a causal mask) is skipped whole. */
-static bool fa_load_mask(const struct fa_tiles *tl, const struct fa_geom *g, const struct bp_tensor *m,
-                         int64_t j0, int nb, int64_t q0, int nt, int64_t kh, int64_t b)
+ * nb get -inf. Returns 1 + the last key of the tile that some row sees (0:
+ * none). A tile that every row masks (the future, under a causal mask) is
+ * skipped whole, and the keys past the last visible one are neither read
+ * nor summed: in decode they are the unwritten tail of the cache, up to 31
+ * of a tile's 32 keys. */
+static int fa_load_mask(const struct fa_tiles *tl, const struct fa_geom *g, const struct bp_tensor *m,
+                        int64_t j0, int nb, int64_t q0, int nt, int64_t kh, int64_t b)
 {
     const bool per_token = !m || m->ne[2] == 1;
     const int n = per_token ? nt : nt * (int)g->group;
-    bool live = false;
+    int live = 0;
     for (int i = 0; i < n; i++) {
         float *mr = tl->mask + (size_t)i * FA_KB;
         const int64_t iq = q0 + (per_token ? i : i / g->group);
@@ -378,7 +382,11 @@ static bool fa_load_mask(const struct fa_tiles *tl, const struct fa_geom *g, con
             for (int j = 0; j < nb; j++) mr[j] = 0.0f;
         }
         for (int j = nb; j < FA_KB; j++) mr[j] = -INFINITY;
-        for (int j = 0; j < nb && !live; j++) live = mr[j] != -INFINITY;
+        for (int j = nb - 1; j >= live; j--)
+            if (mr[j] != -INFINITY) {
+                live = j + 1;
+                break;
+            }
     }
     return live;
 }
@@ -482,8 +490,9 @@ static void fa_item(const struct fa_tiles *tl, const struct fa_geom *g, struct b
     memset(tl->o, 0, (size_t)(nr * g->Dvp) * sizeof(float));
 
     for (int64_t j0 = 0; j0 < g->n_kv; j0 += FA_KB) {
-        const int nb = g->n_kv - j0 < FA_KB ? (int)(g->n_kv - j0) : FA_KB;
-        if (!fa_load_mask(tl, g, m, j0, nb, q0, nt, kh, b))
+        const int nk = g->n_kv - j0 < FA_KB ? (int)(g->n_kv - j0) : FA_KB;
+        const int nb = fa_load_mask(tl, g, m, j0, nk, q0, nt, kh, b);
+        if (nb == 0)
             continue;
         fa_load_kv(tl, g, k, v, j0, nb, kh, b);
         fa_qk(tl, g->D, nr);
