@@ -377,6 +377,49 @@ START_TEST(test_rope_rotates_normal_and_neox_pairs_with_partial_dims)
 }
 END_TEST
 
+/* A chain of ROPE nodes in one graph, as a decode step runs them (a thread
+ * keeps a node's angles for the next): each changes one of base, n_dims,
+ * freq_scale and the positions, or nothing, and must turn by its own
+ * angles. */
+START_TEST(test_rope_chain_turns_each_node_by_its_own_angles)
+{
+    static const struct { float base, fs; int n_dims, pos_set; } st[] = {
+        { 10000.0f, 0.5f, 8, 0 }, { 10000.0f, 0.5f, 8, 0 }, { 500.0f, 0.5f, 8, 0 },
+        { 500.0f, 0.5f, 6, 0 },   { 500.0f, 1.0f, 6, 0 },   { 500.0f, 1.0f, 6, 1 },
+    };
+    enum { NS = sizeof st / sizeof st[0] };
+    const int64_t hd = 8, nh = 3, nt = 2;
+    static const int32_t pv[2][2] = { { 3, 7 }, { 4, 9 } };
+    struct fx f;
+    fx_init(&f);
+    struct bp_tensor *x = bp_tensor_new_3d(f.ctx, BP_TYPE_F32, hd, nh, nt), *y = x;
+    struct bp_tensor *pos[2] = { bp_tensor_new_1d(f.ctx, BP_TYPE_I32, nt),
+                                 bp_tensor_new_1d(f.ctx, BP_TYPE_I32, nt) };
+    for (int s = 0; s < NS; s++)
+        y = bp_rope(f.ctx, y, pos[st[s].pos_set], st[s].n_dims, BP_ROPE_MODE_NORMAL, st[s].base, st[s].fs);
+    fx_alloc(&f);
+    for (int i = 0; i < 2; i++) ck_assert_int_eq(bp_tensor_set(pos[i], pv[i], 0, sizeof pv[i]), BP_OK);
+    double *want = fill(x, 62, 2.0);
+    ck_assert_int_eq(fx_compute(&f, y), BP_OK);
+    for (int s = 0; s < NS; s++)
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t h = 0; h < nh; h++) {
+                double *r = want + hd * (h + nh * t);
+                for (int i = 0; i < st[s].n_dims / 2; i++) {
+                    const double theta = pv[st[s].pos_set][t] * (double)st[s].fs *
+                                         pow((double)st[s].base, -2.0 * i / st[s].n_dims);
+                    const double a = r[2 * i], b = r[2 * i + 1];
+                    r[2 * i] = a * cos(theta) - b * sin(theta);
+                    r[2 * i + 1] = a * sin(theta) + b * cos(theta);
+                }
+            }
+    double *got = fetch(y);
+    expect_close(got, want, hd * nh * nt, 1e-5, 1e-5, "rope chain");
+    free(got); free(want);
+    fx_free(&f);
+}
+END_TEST
+
 /* ----------------------------------------------------------- CPY, CONT */
 
 /* src: the transpose of base [6, 5] (so [5, 6], not contiguous), copied in
@@ -665,6 +708,7 @@ Suite *cpu_ops_suite(void)
     tcase_add_test(tc, test_soft_max_applies_scale_and_broadcast_mask);
     tcase_add_test(tc, test_soft_max_gives_zeros_for_fully_masked_rows);
     tcase_add_test(tc, test_rope_rotates_normal_and_neox_pairs_with_partial_dims);
+    tcase_add_test(tc, test_rope_chain_turns_each_node_by_its_own_angles);
     tcase_add_test(tc, test_cpy_converts_between_float_types_in_row_major_order);
     tcase_add_test(tc, test_cpy_into_offset_view_leaves_other_rows_alone);
     tcase_add_test(tc, test_cont_packs_a_permuted_tensor);

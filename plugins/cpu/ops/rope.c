@@ -11,6 +11,12 @@
  * per node (the same double values, so the same bits as computing them per
  * head: pow per pair and token was a third of a prefill's ROPE time). Dense
  * F32 rows skip the per-element type switch (same arithmetic, same bits).
+ *
+ * Heads of up to ROPE_KEPT_PAIRS pairs keep the frequencies and the last
+ * token's angles in thread-local storage across nodes instead: a decode
+ * step's 2 x n_layer ROPE nodes all turn one token by the same angles, and
+ * its pow, cos and sin per pair were most of each node's time. The values
+ * are the ones the node would compute, so the bits do not change.
  */
 #include <math.h>
 
@@ -26,6 +32,18 @@ size_t cpu_scratch_rope(const struct bp_tensor *t)
 {
     return (size_t)(bp_op_param_i32(t, 0) / 2) * 3 * sizeof(double);
 }
+
+/* Pairs whose angles a thread keeps between nodes (a head of 256). */
+#define ROPE_KEPT_PAIRS 128
+
+/* One thread's frequencies for (n_dims, base) and angles for the scaled
+ * position ps; n_dims = 0 until the first node, has_ps false until then. */
+static _Thread_local struct rope_kept {
+    int64_t n_dims;
+    double base, ps;
+    bool has_ps;
+    double cs[ROPE_KEPT_PAIRS], sn[ROPE_KEPT_PAIRS], freq[ROPE_KEPT_PAIRS];
+} rope_kept;
 
 /* Pair i of a dense F32 row: elements a[i] and b[i] of the pairing. */
 static void rope_row_f32(float *d, const float *x, const double *cs, const double *sn,
@@ -46,11 +64,20 @@ void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
     const bool neox = bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX;
     const double base = bp_op_param_f32(t, 2), freq_scale = bp_op_param_f32(t, 3);
     const int64_t half = n_dims / 2;
-    double *cs = p->wdata, *sn = cs + half, *freq = sn + half;
+    struct rope_kept *kept = half <= ROPE_KEPT_PAIRS ? &rope_kept : NULL;
+    double *cs = kept ? kept->cs : p->wdata, *sn = kept ? kept->sn : cs + half;
+    double *freq = kept ? kept->freq : sn + half;
     int64_t cached = -1; /* the token whose angles cs/sn hold */
     const bool dense = t->type == BP_TYPE_F32 && x->type == BP_TYPE_F32 && t->nb[0] == 4 &&
                        x->nb[0] == 4;
-    for (int64_t i = 0; i < half; i++) freq[i] = pow(base, -2.0 * (double)i / (double)n_dims);
+    if (!kept || kept->n_dims != n_dims || kept->base != base) {
+        for (int64_t i = 0; i < half; i++) freq[i] = pow(base, -2.0 * (double)i / (double)n_dims);
+        if (kept) {
+            kept->n_dims = n_dims;
+            kept->base = base;
+            kept->has_ps = false;
+        }
+    }
     int64_t r0, r1;
     cpu_split(bp_nrows(t), p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -60,10 +87,16 @@ void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t)
         char *dr = cpu_at(t, 0, i1, i2, i3);
         if (i2 != cached) {
             const double ps = (double)cpu_load_i32(cpu_at(pos, i2, 0, 0, 0)) * freq_scale;
-            for (int64_t i = 0; i < half; i++) {
-                const double theta = ps * freq[i];
-                cs[i] = cos(theta);
-                sn[i] = sin(theta);
+            if (!kept || !kept->has_ps || kept->ps != ps) {
+                for (int64_t i = 0; i < half; i++) {
+                    const double theta = ps * freq[i];
+                    cs[i] = cos(theta);
+                    sn[i] = sin(theta);
+                }
+                if (kept) {
+                    kept->ps = ps;
+                    kept->has_ps = true;
+                }
             }
             cached = i2;
         }
