@@ -14,7 +14,8 @@
  *    Q8_0 -128 and 127, Q4_K scales and mins 63, Q6_K quants 63 or 0 with
  *    scales -128 or 127) against activations that
  *    all quantize to +-127 with the same sign pattern: the int16 sums of
- *    the AVX2 kernels (maddubs saturates) reach their bound;
+ *    the AVX2 kernels and the AVX-512 Q6_K one (maddubs saturates) reach
+ *    their bound;
  *  - long rows (up to 65 blocks, K = 16640 for the K-quants) and every
  *    ncols 1..4;
  *  - an output stride bs > 8, with guard values that must stay untouched;
