@@ -52,7 +52,8 @@ struct bench_probe;
 struct bench_probe *bench_probe_new(size_t bytes);   /* NULL: out of memory */
 void bench_probe_free(struct bench_probe *p);
 size_t bench_probe_bytes(const struct bench_probe *p);
-/* Bytes/s, median of reps passes; 0 when it could not run. */
+/* Bytes/s of the fastest read loop this CPU runs (bench_refs.c), the median
+ * of reps passes of each, loops alternating; 0 when it could not run. */
 double bench_probe_run(struct bench_probe *p, int n_threads, int reps);
 /* The same, once: allocate, run, free. */
 double bench_read_bandwidth(size_t bytes, int n_threads, int reps);
