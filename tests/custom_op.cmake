@@ -8,7 +8,7 @@ target_link_libraries(bp_customop PRIVATE backplane_abi)
 set_target_properties(bp_customop PROPERTIES PREFIX "" OUTPUT_NAME libbackplane-customop
   C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${BP_CUSTOMOP_DIR})
 
-bp_add_check_test(test_custom_op SOURCES test_custom_op.c
+bp_add_check_test(test_custom_op SOURCES test_custom_op.c cli_util.c
   ENV "BACKPLANE_PLUGIN_PATH=${BP_CUSTOMOP_DIR}" "BACKPLANE_BACKENDS=customop,cpu,meta")
 add_dependencies(test_custom_op bp_customop backplane_cli)
 

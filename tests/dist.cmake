@@ -5,7 +5,7 @@
 # LeakSanitizer looks, so their allocations reach it without a module name
 # to suppress them by (the runner's own leaks are checked single-process).
 if(TARGET bp_plugin_mpi AND BP_MPIEXEC)
-  bp_add_check_test(test_dist SOURCES test_dist.c LIBS backplane_run
+  bp_add_check_test(test_dist SOURCES test_dist.c cli_util.c LIBS backplane_run
     ENV "OMPI_MCA_oob_tcp_if_include=lo"
         "OMPI_MCA_btl_tcp_if_include=lo"
         "OMPI_MCA_rmaps_base_oversubscribe=1"

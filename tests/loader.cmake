@@ -25,5 +25,5 @@ add_dependencies(test_env_warning bp_fault_plugins)
 
 # ABI 1.1 table floors kept by the host, by meta over another vendor's
 # device, and by the CLI (tests/fault_plugins/tables).
-bp_add_check_test(test_iface_tables SOURCES test_iface_tables.c ENV ${BP_LOADER_TEST_ENV})
+bp_add_check_test(test_iface_tables SOURCES test_iface_tables.c cli_util.c ENV ${BP_LOADER_TEST_ENV})
 add_dependencies(test_iface_tables bp_fault_plugins backplane_cli bp_plugin_meta bp_plugin_cpu)

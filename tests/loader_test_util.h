@@ -74,13 +74,4 @@ static inline const struct bp_plugin_info *plugin_of(const char *family)
     return NULL;
 }
 
-static inline int run_suite(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
-
 #endif

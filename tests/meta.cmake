@@ -26,9 +26,8 @@ endif()
 # BACKPLANE_DEVICES=meta:cpu*4 end to end, `backplane info meta0`, and
 # BACKPLANE_META_SPLIT parsing.
 if(TARGET bp_plugin_meta AND TARGET backplane_cli)
-  bp_add_check_test(test_meta_env SOURCES test_meta_env.c log_capture.c
+  bp_add_check_test(test_meta_env SOURCES test_meta_env.c cli_util.c log_capture.c
     ENV "BACKPLANE_DEVICES=meta:cpu*4" "BACKPLANE_META_SPLIT=3,1,1,1")
-  target_compile_definitions(test_meta_env PRIVATE BP_CLI_PATH="$<TARGET_FILE:backplane_cli>")
   add_dependencies(test_meta_env bp_plugin_meta bp_plugin_cpu backplane_cli)
 endif()
 
@@ -56,9 +55,8 @@ target_link_libraries(bp_meta_commpaths PRIVATE backplane_abi)
 set_target_properties(bp_meta_commpaths PROPERTIES PREFIX "" SUFFIX ".so" OUTPUT_NAME libbackplane-commpaths
   LIBRARY_OUTPUT_DIRECTORY ${BP_META_TEST_PLUGIN_DIR})
 if(TARGET bp_plugin_meta AND TARGET backplane_cli)
-  bp_add_check_test(test_meta_allreduce SOURCES test_meta_allreduce.c device_gate.c log_capture.c
+  bp_add_check_test(test_meta_allreduce SOURCES test_meta_allreduce.c cli_util.c device_gate.c log_capture.c
     ENV "BACKPLANE_PLUGIN_PATH=${BP_META_TEST_PLUGIN_DIR}")
-  target_compile_definitions(test_meta_allreduce PRIVATE BP_CLI_PATH="$<TARGET_FILE:backplane_cli>")
   add_dependencies(test_meta_allreduce bp_plugin_meta bp_plugin_cpu bp_meta_commpaths backplane_cli)
   bp_add_device_cases(test_meta_allreduce vulkan0 bp_plugin_vulkan)
 endif()

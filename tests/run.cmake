@@ -8,7 +8,7 @@ bp_add_check_test(test_run_gguf SOURCES test_run_gguf.c LIBS backplane_run)
 # valgrind; the generator itself runs there in test_run_decoder (builtin:test).
 bp_add_check_test(test_run_builtin SOURCES test_run_builtin.c LIBS backplane_run)
 set_tests_properties(test_run_builtin PROPERTIES LABELS no_memcheck)
-bp_add_check_test(test_run_cli SOURCES test_run_cli.c)
+bp_add_check_test(test_run_cli SOURCES test_run_cli.c cli_util.c)
 add_dependencies(test_run_cli backplane_cli bp_plugin_cpu)
 # The meta comparisons (meta:cpu*2, meta:cpu*3) need the meta plugin built.
 if(TARGET bp_plugin_meta)
@@ -22,7 +22,7 @@ include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake OPTIONAL)
 # The memory plan against the sessions' real buffers (cpu; vulkan0 alone in
 # its own test, GPU drivers being no valgrind material) and the refusal of a
 # run that does not fit (a fault plugin with 1000 bytes free).
-bp_add_check_test(test_run_plan SOURCES test_run_plan.c LIBS backplane_run)
+bp_add_check_test(test_run_plan SOURCES test_run_plan.c cli_util.c LIBS backplane_run)
 add_dependencies(test_run_plan backplane_cli bp_fault_plugins bp_sched_partial)
 add_test(NAME test_run_plan_vulkan COMMAND test_run_plan vulkan)
 set_tests_properties(test_run_plan_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77

@@ -38,7 +38,7 @@ endif()
 
 # `run --device partial0` (--json, --strict) and `check --sched` end to end.
 if(TARGET backplane_cli)
-  bp_add_check_test(test_sched_cli SOURCES test_sched_cli.c
+  bp_add_check_test(test_sched_cli SOURCES test_sched_cli.c cli_util.c
     ENV "BACKPLANE_PLUGIN_PATH=${BP_SCHED_PLUGIN_DIR}" "BACKPLANE_SCHED_STRICT=")
   add_dependencies(test_sched_cli backplane_cli bp_plugin_cpu bp_sched_partial)
 endif()

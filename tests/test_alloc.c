@@ -8,6 +8,8 @@
 
 #include <backplane/backplane.h>
 
+#include "suite_main.h"
+
 /* ------------------------------------------------ a host-memory buffer type */
 
 struct test_buft_ctx {
@@ -617,9 +619,5 @@ static Suite *alloc_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(alloc_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(alloc_suite());
 }

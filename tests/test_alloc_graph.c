@@ -22,6 +22,7 @@
 #include <backplane/backplane.h>
 
 #include "cpu_test_util.h"
+#include "suite_main.h"
 
 #define E 64
 #define ROWS 3
@@ -204,9 +205,5 @@ int main(void)
     tcase_add_test(tc, test_alloc_graph_never_overlaps_live_tensors_and_computes_the_same);
     tcase_add_test(tc, test_alloc_graph_refuses_a_missing_graph_or_context);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -7,13 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <backplane/backplane.h>
 
+#include "cli_util.h"
 #include "json.h"
-
-#define CLI BP_TEST_BIN_DIR "/backplane"
+#include "suite_main.h"
 
 struct run {
     int rc;      /* exit status; -1 when the program did not exit normally */
@@ -25,41 +24,11 @@ struct run {
 static struct run run_cli(const char *plugin_path, bool merge, const char *args)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH='%s' '%s' %s %s", plugin_path ? plugin_path : "",
-             CLI, args, merge ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "popen failed for %s", cmd);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += got;
-        if (cap - len < 1024) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-    }
-    buf[len] = '\0';
-    int status = pclose(p);
-    struct run r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1, .out = buf};
+    snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH='%s' '%s' %s", plugin_path ? plugin_path : "", CLI, args);
+    struct run r;
+    r.rc = cli_run_all(cmd, merge ? CLI_OUT_AND_ERR : CLI_OUT_ONLY, &r.out);
+    ck_assert_msg(r.out != NULL, "%s did not run", cmd);
     return r;
-}
-
-/* Number of lines of text that start with prefix and contain needle (NULL: any). */
-static int count_lines(const char *text, const char *prefix, const char *needle)
-{
-    int n = 0;
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        char tmp[1024];
-        snprintf(tmp, sizeof tmp, "%.*s", (int)(len < sizeof tmp ? len : sizeof tmp - 1), line);
-        if (!strncmp(tmp, prefix, strlen(prefix)) && (!needle || strstr(tmp, needle))) n++;
-        line = end ? end + 1 : NULL;
-    }
-    return n;
 }
 
 /* "<dev>: P passed, F failed, U unsupported" -> true and the three numbers. */
@@ -214,12 +183,12 @@ START_TEST(test_check_passes_on_cpu_against_itself)
     ck_assert_msg(summary_of(r.out, "cpu", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
     ck_assert_msg(r.rc == 0, "check exited %d:\n%s", r.rc, r.out);
     ck_assert_int_eq(failed, 0);
-    ck_assert_int_eq(count_lines(r.out, "FAIL", NULL), 0);
+    ck_assert_int_eq(cli_count_lines(r.out, "FAIL", NULL), 0);
     /* The summary counts the per-case lines, and the harness is not trivial. */
-    ck_assert_int_eq(count_lines(r.out, "PASS", NULL), passed);
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", NULL), passed);
     ck_assert_int_ge(passed, 100);
-    ck_assert_int_ge(count_lines(r.out, "PASS", "MUL_MAT"), 20);
-    ck_assert_int_ge(count_lines(r.out, "PASS", "FLASH_ATTN_EXT"), 5);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "MUL_MAT"), 20);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "FLASH_ATTN_EXT"), 5);
     free(r.out);
 }
 END_TEST
@@ -230,11 +199,11 @@ START_TEST(test_check_fails_a_device_with_a_wrong_add)
     int passed = -1, failed = -1, unsup = -1;
     ck_assert_msg(summary_of(r.out, "badadd", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
     ck_assert_int_eq(r.rc, 1);
-    ck_assert_int_ge(count_lines(r.out, "FAIL", " ADD "), 1);
-    ck_assert_int_eq(count_lines(r.out, "FAIL", " MUL "), 0);
+    ck_assert_int_ge(cli_count_lines(r.out, "FAIL", " ADD "), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "FAIL", " MUL "), 0);
     /* Everything but F32 ADD is declined, and declined is not failed. */
-    ck_assert_int_ge(count_lines(r.out, "UNSUP", "MUL_MAT"), 1);
-    ck_assert_int_eq(count_lines(r.out, "FAIL", NULL), failed);
+    ck_assert_int_ge(cli_count_lines(r.out, "UNSUP", "MUL_MAT"), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "FAIL", NULL), failed);
     ck_assert_int_ge(unsup, 100);
     free(r.out);
 }
@@ -259,10 +228,10 @@ START_TEST(test_check_meta_fails_a_broken_sub_device_in_either_place)
         ck_assert_int_eq(r.rc, 1);
         /* badadd computes F32 only: every F32 case fails, the rest are declined. */
         ck_assert_int_eq(passed, 0);
-        ck_assert_int_ge(count_lines(r.out, "FAIL", orders[i].names), 5);
-        ck_assert_int_ge(count_lines(r.out, "FAIL", "[split]  nmse"), 1);
-        ck_assert_int_ge(count_lines(r.out, "FAIL", "split over "), 1);
-        ck_assert_int_eq(count_lines(r.out, "FAIL", NULL), failed);
+        ck_assert_int_ge(cli_count_lines(r.out, "FAIL", orders[i].names), 5);
+        ck_assert_int_ge(cli_count_lines(r.out, "FAIL", "[split]  nmse"), 1);
+        ck_assert_int_ge(cli_count_lines(r.out, "FAIL", "split over "), 1);
+        ck_assert_int_eq(cli_count_lines(r.out, "FAIL", NULL), failed);
         free(r.out);
     }
 }
@@ -276,8 +245,8 @@ START_TEST(test_check_meta_over_cpus_passes_mirrored_and_split)
     int passed = -1, failed = -1, unsup = -1;
     ck_assert_msg(summary_of(r.out, "meta0", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
     ck_assert_msg(r.rc == 0 && failed == 0, "meta:cpu*3 failed:\n%s", r.out);
-    ck_assert_int_ge(count_lines(r.out, "PASS", "[split]"), 20);
-    ck_assert_int_ge(count_lines(r.out, "PASS", "MUL_MAT        q4_0 w[256,17] x[256,7] [split]"), 1);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "[split]"), 20);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "MUL_MAT        q4_0 w[256,17] x[256,7] [split]"), 1);
     free(r.out);
 }
 END_TEST
@@ -286,7 +255,7 @@ START_TEST(test_check_reports_an_out_of_bounds_write)
 {
     struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "check --device oobwrite --op SCALE");
     ck_assert_int_eq(r.rc, 1);
-    ck_assert_msg(count_lines(r.out, "FAIL", "wrote out of bounds of tensor 'out'") >= 1,
+    ck_assert_msg(cli_count_lines(r.out, "FAIL", "wrote out of bounds of tensor 'out'") >= 1,
                   "no out-of-bounds report in:\n%s", r.out);
     free(r.out);
 }
@@ -296,7 +265,7 @@ START_TEST(test_check_reports_nan_in_an_output)
 {
     struct run r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "check --device nansilu --op silu");
     ck_assert_int_eq(r.rc, 1);
-    ck_assert_msg(count_lines(r.out, "FAIL", "NaN in the output") >= 1, "no NaN report in:\n%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "FAIL", "NaN in the output") >= 1, "no NaN report in:\n%s", r.out);
     free(r.out);
 }
 END_TEST
@@ -358,10 +327,10 @@ START_TEST(test_info_cpu_shows_mul_mat_and_features)
     struct run r = run_cli(NULL, true, "info cpu");
     ck_assert_msg(r.rc == 0, "info exited %d:\n%s", r.rc, r.out);
     ck_assert_ptr_nonnull(strstr(r.out, "Device cpu"));
-    ck_assert_int_eq(count_lines(r.out, "  MUL_MAT", " f32"), 1);
-    ck_assert_int_eq(count_lines(r.out, "  MUL_MAT", " f16"), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "  MUL_MAT", " f32"), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "  MUL_MAT", " f16"), 1);
     ck_assert_ptr_nonnull(strstr(r.out, "Features (proc-address names):"));
-    ck_assert_int_eq(count_lines(r.out, "  " BP_PROC_SET_N_THREADS, NULL), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "  " BP_PROC_SET_N_THREADS, NULL), 1);
     free(r.out);
 }
 END_TEST
@@ -373,9 +342,9 @@ START_TEST(test_info_of_a_narrow_device_marks_other_ops_unsupported)
     ck_assert_msg(json_valid(r.out), "not JSON:\n%s", r.out);
     free(r.out);
     r = run_cli(BP_TEST_CHECKPLUG_DIR, true, "info badadd");
-    ck_assert_int_eq(count_lines(r.out, "  ADD", " f32"), 1);
-    ck_assert_int_eq(count_lines(r.out, "  ADD", " f16"), 0);
-    ck_assert_int_eq(count_lines(r.out, "  MUL_MAT", " unsupported"), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "  ADD", " f32"), 1);
+    ck_assert_int_eq(cli_count_lines(r.out, "  ADD", " f16"), 0);
+    ck_assert_int_eq(cli_count_lines(r.out, "  MUL_MAT", " unsupported"), 1);
     free(r.out);
 }
 END_TEST
@@ -492,9 +461,5 @@ int main(void)
     tcase_add_test(tc, test_bench_mul_mat_reports_rounds_and_bandwidth_ratio);
     tcase_add_test(tc, test_bench_mul_mat_scaling_times_one_thread_too);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -13,6 +13,8 @@
 
 #include <backplane/bp_abi.h>
 
+#include "suite_main.h"
+
 #define PLUGIN_PATH BP_TEST_PLUGIN_DIR "/libbackplane-cpu-scalar.so"
 
 static char last_log[1024];
@@ -294,9 +296,5 @@ int main(void)
     tcase_add_test(tc, test_shutdown_frees_backends_and_buffers_left_behind);
     tcase_add_test(tc, test_init_refuses_foreign_or_broken_hosts);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(s);
 }

@@ -21,6 +21,7 @@
 
 #include "cpu_test_util.h"
 #include "cpu_variant_util.h"
+#include "suite_main.h"
 
 enum kv_layout { KV_PLAIN, KV_PERMUTED, KV_TRANSPOSED };
 enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY, MASK_CAUSAL, MASK_CACHE_TAIL };
@@ -290,9 +291,5 @@ int main(void)
     tcase_add_loop_test(tc, test_flash_attn_causal_prefill_at_gqa_ratios, 0, 3);
     tcase_add_test(tc, test_flash_attn_skips_the_unwritten_cache_tail);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -34,6 +34,7 @@
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
 #include "cpu_variant_util.h"
+#include "suite_main.h"
 
 static unsigned long long seed = 0x9E3779B97F4A7C15ull;
 static unsigned long long rnd64(void)
@@ -582,9 +583,5 @@ int main(void)
                         (int)(sizeof repack_types / sizeof repack_types[0]));
     tcase_add_test(tc, test_ops_other_than_mul_mat_refuse_repacked_weights);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -31,6 +31,7 @@
 
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
+#include "suite_main.h"
 
 #define K 512
 #define NZ 96   /* floats of z per activation row */
@@ -396,9 +397,5 @@ int main(void)
     tcase_add_loop_test(tc, test_converted_activation_reused_only_while_unchanged, 0,
                         (int)(sizeof reuse_cases / sizeof reuse_cases[0]));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -28,6 +28,7 @@
 #include "kernels/repack.h"
 #include "ops.h"
 #include "ops/matmul_blas.h"
+#include "suite_main.h"
 
 enum kind { K_NONE, K_DOT, K_X8, K_AMX, K_FLOAT };
 
@@ -359,9 +360,5 @@ int main(void)
     tcase_add_loop_test(tc, test_plain_and_float_grids_cover_every_output_once, 0, n);
     tcase_add_test(tc, test_broadcast_weights_keep_each_row_on_its_slice);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

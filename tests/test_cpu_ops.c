@@ -15,6 +15,7 @@
 #include <backplane/backplane.h>
 
 #include "cpu_test_util.h"
+#include "suite_main.h"
 
 /* ------------------------------------------------------------- MUL_MAT */
 
@@ -723,10 +724,7 @@ Suite *cpu_ops_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cpu_ops_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int rc = run_suite(cpu_ops_suite());
     bp_unload();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rc;
 }

@@ -28,6 +28,7 @@
 #include "cpu_test_util.h"
 #include "decoder.h"
 #include "model.h"
+#include "suite_main.h"
 
 #define K 256
 #define N 48
@@ -363,9 +364,5 @@ int main(void)
     tcase_add_loop_test(tc, test_cpu_plan_runner_decode_plans_once_per_capacity, 0, 2);
     tcase_add_test(tc, test_cpu_profile_old_name_is_the_generic_proc);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

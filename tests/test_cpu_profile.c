@@ -22,6 +22,7 @@
 
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
+#include "suite_main.h"
 
 #define K 256
 #define N 64
@@ -131,9 +132,5 @@ int main(void)
     tcase_add_loop_test(tc, test_cpu_profile_counts_each_op_and_fits_in_the_call, 0, 2);
     tcase_add_test(tc, test_cpu_profile_ignores_ops_beyond_n_ops_and_refuses_no_array);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -25,6 +25,7 @@
 
 #include "bp_cpu.h"
 #include "cpu_test_util.h"
+#include "suite_main.h"
 
 #define N 16
 
@@ -125,9 +126,5 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_cpu_q8_0_mul_mat_follows_ggml_arithmetic_at_1b_shapes, 0, 8);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

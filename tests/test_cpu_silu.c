@@ -16,6 +16,7 @@
 
 #include "cpu_test_util.h"
 #include "cpu_variant_util.h"
+#include "suite_main.h"
 
 /* Bound in ulps of the result: the polynomial exp is within 1.3 ulp (a
  * sweep of 4M points on AVX-512), 1 + e and the division round once each,
@@ -105,9 +106,5 @@ int main(void)
     tcase_add_test(tc, test_silu_within_bound_over_the_exp_range);
     tcase_add_test(tc, test_silu_saturates_outside_the_range);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

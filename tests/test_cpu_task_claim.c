@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "suite_main.h"
 #include "task_claim.h"
 
 START_TEST(test_ranges_cover_the_tasks_once)
@@ -153,9 +154,5 @@ int main(void)
     tcase_add_test(tc, test_front_and_back_meet_without_overlap);
     tcase_add_test(tc, test_every_task_runs_once_under_contention);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -14,6 +14,7 @@
 #include <backplane/backplane.h>
 
 #include "cpu_test_util.h"
+#include "suite_main.h"
 
 START_TEST(test_cpu_device_reports_type_description_memory_and_features)
 {
@@ -339,10 +340,7 @@ Suite *cpu_threads_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cpu_threads_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int rc = run_suite(cpu_threads_suite());
     bp_unload();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rc;
 }

@@ -12,6 +12,7 @@
 #include <backplane/backplane.h>
 
 #include "device_gate.h"
+#include "suite_main.h"
 
 static struct bp_registry *cuda_reg(void)
 {
@@ -124,9 +125,5 @@ int main(void)
     tcase_set_tags(gpu, "cuda0");
     tcase_add_test(gpu, test_gpu_devices_are_named_typed_and_sized);
     suite_add_tcase(s, gpu);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "comm_policy.h"
+#include "suite_main.h"
 
 static bool yes(void *ctx) { (void)ctx; return true; }
 static bool no(void *ctx) { (void)ctx; return false; }
@@ -167,9 +168,5 @@ int main(void)
     tcase_add_test(tc, test_mode_names);
     tcase_add_test(tc, test_rank_comm_without_nccl_is_the_host_path);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
-#define CLI BP_TEST_BIN_DIR "/backplane"
+#include "cli_util.h"
+#include "suite_main.h"
 
 static struct bp_device *device(const char *name)
 {
@@ -385,46 +385,26 @@ END_TEST
 
 /* ---- backplane check ---- */
 
-struct cli_run {
+struct check_run {
     int rc;
     char out[1 << 16];
 };
 
-static void run_check(struct cli_run *r, const char *env, const char *args)
+static void run_check(struct check_run *r, const char *env, const char *args)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s '%s' check %s 2>&1", env, CLI, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t len = fread(r->out, 1, sizeof r->out - 1, p);
-    r->out[len] = '\0';
-    int status = pclose(p);
-    r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static int count_lines(const char *text, const char *prefix, const char *needle)
-{
-    int n = 0;
-    for (const char *line = text; *line;) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        char tmp[512];
-        snprintf(tmp, sizeof tmp, "%.*s", (int)(len < sizeof tmp ? len : sizeof tmp - 1), line);
-        if (!strncmp(tmp, prefix, strlen(prefix)) && strstr(tmp, needle)) n++;
-        if (!end) break;
-        line = end + 1;
-    }
-    return n;
+    snprintf(cmd, sizeof cmd, "%s '%s' check %s", env, CLI, args);
+    r->rc = cli_run(cmd, CLI_OUT_AND_ERR, r->out, sizeof r->out);
 }
 
 START_TEST(test_check_runs_the_custom_op_against_the_plugins_reference)
 {
-    static struct cli_run r;
+    static struct check_run r;
     run_check(&r, "", "--device customop0");
     ck_assert_msg(r.rc == 0, "check exited %d:\n%s", r.rc, r.out);
-    ck_assert_msg(count_lines(r.out, "PASS", "test.axpby") == 2, "%s", r.out);
-    ck_assert_msg(count_lines(r.out, "FAIL", "") == 0, "%s", r.out);
-    ck_assert_msg(count_lines(r.out, "UNSUP", "MUL_MAT") > 0, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "PASS", "test.axpby") == 2, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "FAIL", "") == 0, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "UNSUP", "MUL_MAT") > 0, "%s", r.out);
     ck_assert_msg(strstr(r.out, "\ncustomop0: 2 passed, 0 failed, ") != NULL, "%s", r.out);
 
     run_check(&r, "", "--device customop0 --op CUSTOM");
@@ -439,36 +419,36 @@ END_TEST
 
 START_TEST(test_check_fails_a_custom_op_that_disagrees_with_its_reference)
 {
-    static struct cli_run r;
+    static struct check_run r;
     run_check(&r, "CUSTOMOP_TEST_BREAK=1", "--device customop0 --op CUSTOM");
     ck_assert_msg(r.rc == 1, "check exited %d:\n%s", r.rc, r.out);
-    ck_assert_msg(count_lines(r.out, "FAIL", "test.axpby") == 2, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "FAIL", "test.axpby") == 2, "%s", r.out);
     ck_assert_msg(strstr(r.out, "nmse") != NULL, "%s", r.out);
 }
 END_TEST
 
 START_TEST(test_check_skips_or_reports_each_broken_custom_op_description_and_goes_on)
 {
-    static struct cli_run r;
+    static struct check_run r;
     run_check(&r, "CUSTOMOP_TEST_BAD_LIST=1", "--device customop0 --op CUSTOM --verbose");
     /* One failing case (the reference that errors) makes exit 1; a crash
      * or an abort would not be an exit at all. */
     ck_assert_msg(r.rc == 1, "check exited %d:\n%s", r.rc, r.out);
-    ck_assert_msg(count_lines(r.out, "PASS", "test.axpby ") == 2, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "PASS", "test.axpby ") == 2, "%s", r.out);
     /* NULL entry, a description too short for this ABI, an invalid name. */
     ck_assert_msg(strstr(r.out, "custom op 1 of device customop0 is NULL; it is skipped") != NULL, "%s", r.out);
     ck_assert_msg(strstr(r.out, "custom op 2 of device customop0 has a size too small") != NULL, "%s", r.out);
     ck_assert_msg(strstr(r.out, "custom op 3 of device customop0 has no \"<vendor>.<op>\" name") != NULL,
                   "%s", r.out);
     /* Each unusable input set, by what is wrong with it. */
-    ck_assert_msg(count_lines(r.out, "backplane: check: case", "test.axpby_badcases on customop0 is skipped") == 4,
+    ck_assert_msg(cli_count_lines(r.out, "backplane: check: case", "test.axpby_badcases on customop0 is skipped") == 4,
                   "%s", r.out);
     ck_assert_msg(strstr(r.out, "n_src is outside 0..4") && strstr(r.out, "not f32, f16 or bf16") &&
                   strstr(r.out, "n_params is outside 0..8") && strstr(r.out, "max_nmse is not"), "%s", r.out);
-    ck_assert_msg(count_lines(r.out, "UNSUP", "test.axpby_noref") == 1, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "UNSUP", "test.axpby_noref") == 1, "%s", r.out);
     ck_assert_msg(strstr(r.out, "reference test.axpby_noref: its plugin gives no reference function"),
                   "%s", r.out);
-    ck_assert_msg(count_lines(r.out, "FAIL", "test.axpby_refails") == 1, "%s", r.out);
+    ck_assert_msg(cli_count_lines(r.out, "FAIL", "test.axpby_refails") == 1, "%s", r.out);
     ck_assert_msg(strstr(r.out, "returned BP_ERR_INTERNAL") != NULL, "%s", r.out);
     ck_assert_msg(strstr(r.out, "custom op 7 of device customop0 counts cases but its cases array is NULL"),
                   "%s", r.out);
@@ -498,10 +478,7 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int rc = run_suite(suite());
     bp_unload();
-    return failed ? 1 : 0;
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* test_devices.c — the device list and the default-device choice
  * (BACKPLANE_DEVICES), over the fault-injection plugins. */
 #include "loader_test_util.h"
+#include "suite_main.h"
 
 typedef const char *(*last_spec_fn)(void);
 

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "dist.h"
+#include "suite_main.h"
 
-#define CLI BP_TEST_BIN_DIR "/backplane"
 /* Root needs --allow-run-as-root; more ranks than cores --oversubscribe. */
 #define MPIRUN BP_TEST_MPIEXEC " --allow-run-as-root --oversubscribe"
 
@@ -37,34 +37,11 @@ static void remove_dir(void)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Run cmd; stdout+stderr into out; the exit status (-1: killed). */
-static int run(const char *cmd, char *out, size_t cap)
-{
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int count(const char *hay, const char *needle)
 {
     int n = 0;
     for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
     return n;
-}
-
-/* The "tokens" array of a JSON report, as text. */
-static void tokens_of(const char *json, char *buf, size_t cap)
-{
-    const char *t = strstr(json, "\"tokens\"");
-    ck_assert_msg(t != NULL, "no tokens in: %s", json);
-    const char *e = strchr(t, ']');
-    ck_assert_ptr_nonnull(e);
-    snprintf(buf, cap, "%.*s", (int)(e - t + 1), t);
 }
 
 static float *read_floats(const char *path, size_t *n)
@@ -126,15 +103,13 @@ static void check_run(const struct dist_run *run_as, const char *ref, const char
     snprintf(pb, sizeof pb, "%s/dist.bin", dir);
     const char *common = "--prompt-len 6 --n-gen 6 --threads 1 --json";
     snprintf(cmd, sizeof cmd, CLI " run %s %s --device %s --dump-logits %s", model, common, ref, pa);
-    ck_assert_msg(run(cmd, a, sizeof a) == 0, "%s", a);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, a, sizeof a) == 0, "%s", a);
     snprintf(cmd, sizeof cmd, "%s " MPIRUN " %s -np %d " CLI " run %s %s --device %s --dump-logits %s",
              run_as->env, mpi, np, model, common, run_as->device, pb);
-    ck_assert_msg(run(cmd, b, sizeof b) == 0, "%s: %s", cmd, b);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, b, sizeof b) == 0, "%s: %s", cmd, b);
     /* One report: rank 0's. */
     ck_assert_int_eq(count(b, "\"tokens\""), 1);
-    tokens_of(a, ta, sizeof ta);
-    tokens_of(b, tb, sizeof tb);
-    ck_assert_str_eq(ta, tb);
+    ck_assert_str_eq(cli_json_tokens(a, ta, sizeof ta), cli_json_tokens(b, tb, sizeof tb));
     double d = dump_diff(pa, pb);
     ck_assert_msg(d <= tol, "np=%d: logits differ by %g (tolerance %g)", np, d, tol);
     char comm[64];
@@ -207,7 +182,7 @@ START_TEST(test_dist_saved_gguf_matches_the_cpu_run)
     char cmd[1024], out[16384], model[256];
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type q8_0 --n-gen 1 --save %s/m.gguf",
              path);
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     snprintf(model, sizeof model, "--model %s/m.gguf", path);
     check_against_cpu(model, 2, "", 1e-3);
     snprintf(cmd, sizeof cmd, "rm -rf %s", path);
@@ -247,11 +222,11 @@ START_TEST(test_dist_pinned_wrong_device_path_changes_the_logits)
     char cmd[2048], out[32768];
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type f32 --prompt-len 6 --n-gen 1 --threads 1 "
              "--device cpu --dump-logits %s/cpu.bin", dir);
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     snprintf(cmd, sizeof cmd, "RANKCOMM_WRONG_RANK=1 BACKPLANE_META_ALLREDUCE=comm BACKPLANE_PLUGIN_PATH="
              BP_TEST_DIST_PLUGIN_DIR " " MPIRUN " -np 2 " CLI " run --model builtin:test --weight-type f32 "
              "--prompt-len 6 --n-gen 1 --threads 1 --device dist:rankcommcpu --dump-logits %s/dist.bin", dir);
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     char a[300], b[300];
     snprintf(a, sizeof a, "%s/cpu.bin", dir);
     snprintf(b, sizeof b, "%s/dist.bin", dir);
@@ -276,7 +251,7 @@ START_TEST(test_dist_vulkan_ranks_stage_through_host_memory)
     /* As test_vulkan does: a build with the plugin on a machine with no
      * Vulkan driver has nothing to run this on (it says so). */
     char out[16384];
-    run(CLI " devices", out, sizeof out);
+    cli_run(CLI " devices", CLI_OUT_AND_ERR, out, sizeof out);
     if (!strstr(out, "vulkan0")) {
         fprintf(stderr, "test_dist: no vulkan0 here; the staged host path is not tested.\n");
         return;
@@ -317,7 +292,7 @@ START_TEST(test_dist_rank_killed_mid_decode_ends_every_rank)
              " -np 2 " CLI " run --model builtin:test --device dist:cpu --n-gen 8 --threads 1 "
              "--dump-logits %s/x.bin",
              dir);
-    ck_assert_int_ne(run(cmd, out, sizeof out), 0);
+    ck_assert_int_ne(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_msg(strstr(out, "rank 1: BACKPLANE_DIST_TEST_DIE_AT: dying at step 3") != NULL, "%s", out);
     /* No output was printed as if the run had finished. */
     ck_assert_msg(strstr(out, "output:") == NULL, "%s", out);
@@ -333,7 +308,7 @@ START_TEST(test_dist_hung_rank_is_named_by_the_watchdog)
     snprintf(cmd, sizeof cmd, "BACKPLANE_DIST_TEST_DIE_AT=2:1:hang BACKPLANE_DIST_TIMEOUT=2 " MPIRUN
              " -np 2 " CLI " run --model builtin:test --device dist:cpu --n-gen 8 --threads 1 "
              "--dump-logits %s/x.bin", dir);
-    ck_assert_int_ne(run(cmd, out, sizeof out), 0);
+    ck_assert_int_ne(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_msg(strstr(out, "of step 2 did not complete within 2 s") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "rank 0: the all-reduce") != NULL, "%s", out);
     ck_assert_int_eq(processes_with(dir), 0);
@@ -346,7 +321,7 @@ START_TEST(test_dist_mismatched_models_stop_every_rank_with_one_sentence)
     char cmd[2048], out[32768];
     snprintf(cmd, sizeof cmd, MPIRUN " -np 1 " CLI " run --model builtin:test --device dist:cpu --weight-seed 1 : "
              "-np 1 " CLI " run --model builtin:test --device dist:cpu --weight-seed 2");
-    ck_assert_int_ne(run(cmd, out, sizeof out), 0);
+    ck_assert_int_ne(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_int_eq(count(out, "backplane: "), 1);
     ck_assert_msg(strstr(out, "backplane: rank 1: its model (builtin:test") != NULL, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "differs from rank 0's"));
@@ -359,7 +334,7 @@ START_TEST(test_dist_bad_model_path_on_one_rank_stops_all)
     char cmd[2048], out[32768];
     snprintf(cmd, sizeof cmd, MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:cpu : "
              "-np 1 " CLI " run --model /nonexistent/m.gguf --device dist:cpu");
-    ck_assert_int_ne(run(cmd, out, sizeof out), 0);
+    ck_assert_int_ne(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_int_eq(count(out, "backplane: "), 1);
     ck_assert_msg(strstr(out, "backplane: rank 2: /nonexistent/m.gguf") != NULL, "%s", out);
 }
@@ -368,8 +343,8 @@ END_TEST
 START_TEST(test_dist_unwritable_dump_on_rank_0_stops_all)
 {
     char out[32768];
-    ck_assert_int_ne(run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:cpu --dump-logits "
-                         "/nonexistent/x.bin", out, sizeof out), 0);
+    ck_assert_int_ne(cli_run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:cpu --dump-logits "
+                             "/nonexistent/x.bin", CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_int_eq(count(out, "backplane: "), 1);
     ck_assert_msg(strstr(out, "backplane: rank 0: cannot write '/nonexistent/x.bin'") != NULL, "%s", out);
 }
@@ -378,7 +353,7 @@ END_TEST
 START_TEST(test_dist_without_mpirun_says_to_use_it)
 {
     char out[8192];
-    ck_assert_int_eq(run(CLI " run --model builtin:test --device dist:cpu", out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --device dist:cpu", CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_int_eq(count(out, "\n"), 1);
     ck_assert_msg(strstr(out, "run under mpirun -np N") != NULL, "%s", out);
 }
@@ -387,8 +362,8 @@ END_TEST
 START_TEST(test_dist_without_the_mpi_plugin_names_the_packages)
 {
     char out[8192];
-    ck_assert_int_eq(run("BACKPLANE_BACKENDS=cpu,meta " CLI " run --model builtin:test --device dist:cpu", out,
-                         sizeof out), 1);
+    ck_assert_int_eq(cli_run("BACKPLANE_BACKENDS=cpu,meta " CLI " run --model builtin:test --device dist:cpu",
+                             CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_int_eq(count(out, "\n"), 1);
     ck_assert_msg(strstr(out, "needs the mpi plugin") && strstr(out, "openmpi-bin libopenmpi-dev"), "%s", out);
 }
@@ -397,8 +372,8 @@ END_TEST
 START_TEST(test_dist_nested_meta_is_refused_in_one_sentence)
 {
     char out[8192];
-    ck_assert_int_eq(run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:meta:cpu*2", out,
-                         sizeof out), 1);
+    ck_assert_int_eq(cli_run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:meta:cpu*2",
+                             CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_int_eq(count(out, "backplane: "), 1);
     ck_assert_msg(strstr(out, "nests tensor parallelism") != NULL, "%s", out);
 }
@@ -407,8 +382,8 @@ END_TEST
 START_TEST(test_dist_text_report_comes_from_rank_0_alone)
 {
     char out[32768];
-    ck_assert_int_eq(run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:cpu --threads 1 "
-                         "--n-gen 3", out, sizeof out), 0);
+    ck_assert_int_eq(cli_run(MPIRUN " -np 2 " CLI " run --model builtin:test --device dist:cpu --threads 1 "
+                             "--n-gen 3", CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_int_eq(count(out, "output:"), 1);
     ck_assert_msg(strstr(out, "ranks:   2, reducing through host") != NULL, "%s", out);
 }
@@ -455,14 +430,14 @@ START_TEST(test_dist_plan_has_a_row_per_rank_matching_the_run)
     char cmd[2048], plan[32768], real[32768];
     const char *args = "--model builtin:test --weight-type q8_0 --prompt-len 6 --n-gen 6 --threads 1 --json";
     snprintf(cmd, sizeof cmd, MPIRUN " -np 2 " CLI " run %s --device dist:cpu --plan", args);
-    ck_assert_msg(run(cmd, plan, sizeof plan) == 0, "%s: %s", cmd, plan);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, plan, sizeof plan) == 0, "%s: %s", cmd, plan);
     ck_assert_int_eq(count(plan, "\"sub_devices\""), 1);
     ck_assert_msg(strstr(plan, "\"fits\": true"), "%s", plan);
     const char *rows = strstr(plan, "\"sub_devices\"");
     unsigned long long planned[2], held[2];
     json_u64s(rows, "\"weights\"", planned, 2);
     snprintf(cmd, sizeof cmd, MPIRUN " -np 2 " CLI " run %s --device dist:cpu", args);
-    ck_assert_msg(run(cmd, real, sizeof real) == 0, "%s: %s", cmd, real);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, real, sizeof real) == 0, "%s: %s", cmd, real);
     const char *arr = strstr(real, "\"weight_bytes_per_rank\"");
     ck_assert_ptr_nonnull(arr);
     arr = strchr(arr, '[') + 1;
@@ -484,7 +459,7 @@ static int check_comm(const char *env, int np, const char *device, const char *f
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s BACKPLANE_DIST_TIMEOUT=60 " MPIRUN " -np %d " CLI " check --comm %s %s", env,
              np, device, flags);
-    return run(cmd, out, cap);
+    return cli_run(cmd, CLI_OUT_AND_ERR, out, cap);
 }
 
 START_TEST(test_dist_check_comm_cpu_host_path_is_right_at_every_size)
@@ -543,7 +518,7 @@ END_TEST
 START_TEST(test_dist_check_comm_without_mpirun_says_to_use_it)
 {
     char out[8192];
-    ck_assert_int_eq(run(CLI " check --comm dist:cpu", out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " check --comm dist:cpu", CLI_OUT_AND_ERR, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "run under mpirun -np N") != NULL, "%s", out);
 }
 END_TEST
@@ -592,9 +567,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

@@ -5,6 +5,7 @@
 
 #include "loader_internal.h"
 #include "loader_test_util.h"
+#include "suite_main.h"
 
 START_TEST(test_env_edit_distance_matches_hand_computed_values)
 {

@@ -4,6 +4,7 @@
  * compiled-in copy of log.c is not the library's log channel. */
 #include "loader_test_util.h"
 #include "log_capture.h"
+#include "suite_main.h"
 
 START_TEST(test_env_warns_about_unknown_variable_with_suggestion)
 {

@@ -13,6 +13,8 @@
 
 #include <backplane/backplane.h>
 
+#include "suite_main.h"
+
 #define N_THREADS 8
 
 struct seen {
@@ -129,10 +131,7 @@ int main(void)
     tcase_add_test(tc, test_last_error_belongs_to_the_thread_that_failed);
     tcase_add_test(tc, test_device_lists_are_read_from_many_threads_at_once);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int rc = run_suite(s);
     bp_unload();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rc;
 }

@@ -8,6 +8,7 @@
 #include <backplane/bp_meta.h>
 
 #include "loader_test_util.h"
+#include "suite_main.h"
 
 #define ID(f) FAULT "/identity/libbackplane-" f ".so"
 #define TWINS ID("idgpua") ":" ID("idgpub") ":" ID("idother")

@@ -5,14 +5,14 @@
  * a table exactly at its floor (ending at a PROT_NONE page) works, optional
  * fields left NULL fall back. The plugins are tests/fault_plugins/tables.
  */
-#include <sys/wait.h>
 
 #include <backplane/bp_meta.h>
 
+#include "cli_util.h"
 #include "loader_test_util.h"
+#include "suite_main.h"
 
 #define TABLES(f) FAULT "/tables/libbackplane-" f ".so"
-#define CLI BP_TEST_BIN_DIR "/backplane"
 
 /* ---- helpers ---- */
 
@@ -76,19 +76,9 @@ static int run_cli(const char *env, const char *args, char *out, size_t cap)
     char cmd[1024];
     /* Only the variables given here: a suite run without fork (valgrind)
      * has the earlier tests' BACKPLANE_* in its environment. */
-    snprintf(cmd, sizeof cmd,
-             "env -u BACKPLANE_BACKENDS -u BACKPLANE_DEVICES BACKPLANE_PLUGIN_PATH='%s' %s '%s' %s 2>&1",
+    snprintf(cmd, sizeof cmd, "env -u BACKPLANE_BACKENDS -u BACKPLANE_DEVICES BACKPLANE_PLUGIN_PATH='%s' %s '%s' %s",
              FAULT "/tables", env, CLI, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t len = 0, got;
-    while (len + 1 < cap && (got = fread(out + len, 1, cap - len - 1, p)) > 0) len += got;
-    out[len] = '\0';
-    char sink[4096];
-    while (fread(sink, 1, sizeof sink, p) > 0) {
-    }
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return cli_run(cmd, CLI_OUT_AND_ERR, out, cap);
 }
 
 /* ---- the host ---- */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "loader_test_util.h"
+#include "suite_main.h"
 
 typedef int (*init_count_fn)(void);
 typedef const struct bp_host_services *(*host_services_fn)(void);

@@ -14,6 +14,7 @@
 
 #include "meta_test_util.h"
 #include "log_capture.h"
+#include "suite_main.h"
 
 static void roundtrip(struct bp_device *m, enum bp_type ty, const int64_t ne[4], struct bp_meta_split split)
 {
@@ -352,9 +353,5 @@ int main(void)
     tcase_add_test(tc, test_meta_partial_leaf_reduction_is_idempotent);
     tcase_add_test(tc, test_meta_merges_two_partial_branches_into_one_reduction);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

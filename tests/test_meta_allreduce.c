@@ -12,13 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
+#include "cli_util.h"
 #include "device_gate.h"
 #include "log_capture.h"
+#include "suite_main.h"
 
 enum { SLOW, WRONG, DECLINES };
 
@@ -272,17 +273,12 @@ START_TEST(test_a_declining_fixed_path_falls_back_per_call)
 }
 END_TEST
 
-/* The CLI's output and exit status. */
+/* The CLI's output (stderr merged) and exit status. */
 static int cli(const char *args, char *text, size_t cap)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", BP_CLI_PATH, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(text, 1, cap - 1, p);
-    text[n] = '\0';
-    int rc = pclose(p);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    snprintf(cmd, sizeof cmd, "%s %s", CLI, args);
+    return cli_run(cmd, CLI_OUT_AND_ERR, text, cap);
 }
 
 /* The table line of path at the size printed as `size`, or NULL. */
@@ -394,9 +390,5 @@ int main(void)
     tcase_set_tags(vk, "vulkan0");
     tcase_add_test(vk, test_meta_cpu_vulkan_sums_right_at_every_size);
     suite_add_tcase(s, vk);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

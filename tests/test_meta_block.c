@@ -13,6 +13,7 @@
 #include <backplane/bp_quantize.h>
 
 #include "device_gate.h"
+#include "suite_main.h"
 
 enum { D = 64, NH = 4, NKV = 2, HD = 16, F = 96, NCTX = 8, T = 2, P0 = 3 };
 #define G (NH / NKV)
@@ -419,9 +420,5 @@ int main(void)
     tcase_set_tags(vk, "vulkan0");
     tcase_add_test(vk, test_meta_block_mixed_cpu_vulkan_matches_cpu);
     suite_add_tcase(s, vk);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -10,6 +10,8 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
+#include "suite_main.h"
+
 typedef void (*commtest_counts_fn)(unsigned long long *init, unsigned long long *calls,
                                    unsigned long long *declined, unsigned long long *summed,
                                    unsigned long long *freed);
@@ -124,10 +126,6 @@ int main(void)
     tcase_add_test(tc, test_meta_uses_registry_allreduce_and_falls_back_per_call);
     tcase_add_test(tc, test_meta_over_mixed_registries_uses_the_butterfly);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* counters are per process: keep the order */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    setenv("CK_FORK", "no", 1); /* counters are per process: keep the order */
+    return run_suite(s);
 }

@@ -13,7 +13,9 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
+#include "cli_util.h"
 #include "log_capture.h"
+#include "suite_main.h"
 
 static const char *feature(struct bp_device *dev, const char *name)
 {
@@ -89,12 +91,8 @@ END_TEST
 
 START_TEST(test_meta_info_cli_shows_sub_devices_ratios_and_allreduce)
 {
-    FILE *p = popen(BP_CLI_PATH " info meta0 2>&1", "r");
-    ck_assert_ptr_nonnull(p);
-    char text[16384] = {0};
-    size_t n = fread(text, 1, sizeof text - 1, p);
-    int rc = pclose(p);
-    text[n] = '\0';
+    char text[16384];
+    const int rc = cli_run(CLI " info meta0", CLI_OUT_AND_ERR, text, sizeof text);
     ck_assert_msg(rc == 0, "backplane info meta0 failed: %s", text);
     ck_assert_msg(strstr(text, "META"), "no device type in: %s", text);
     ck_assert_msg(strstr(text, "meta0.sub_devices") && strstr(text, "cpu,cpu,cpu,cpu"), "no sub-devices in: %s", text);
@@ -143,9 +141,5 @@ int main(void)
     tcase_add_test(tc, test_meta_info_cli_shows_sub_devices_ratios_and_allreduce);
     tcase_add_test(tc, test_meta_split_env_refuses_bad_values_in_one_sentence);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

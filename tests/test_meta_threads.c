@@ -10,6 +10,8 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
 
+#include "suite_main.h"
+
 #define N_THREADS 4
 
 static pthread_barrier_t start;
@@ -126,9 +128,5 @@ int main(void)
     tcase_add_test(tc, test_meta_threads_one_spec_is_one_device);
     tcase_add_test(tc, test_meta_threads_features_stay_whole_while_devices_are_added);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -14,6 +14,7 @@
 
 #include "meta_test_util.h"
 #include "log_capture.h"
+#include "suite_main.h"
 
 /* Compute g on a fresh backend of dev with the log lines captured into text. */
 static bp_status compute_capturing(struct bp_device *dev, struct bp_graph *g, char *text, size_t cap)
@@ -296,9 +297,5 @@ int main(void)
     tcase_add_test(tc, test_meta_binary_op_refuses_cutting_mirrored_operand_into_pieces);
     tcase_add_loop_test(tc, test_meta_set_rows_with_i32_ids_in_rebuilt_graphs, 1, 4);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

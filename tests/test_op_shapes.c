@@ -11,6 +11,8 @@
 
 #include <backplane/backplane.h>
 
+#include "suite_main.h"
+
 static struct bp_context *ctx;
 
 static void setup(void)
@@ -193,9 +195,5 @@ int main(void)
     tcase_add_loop_test(tc, test_each_broken_relation_fails, 0,
                         (int)(sizeof mutations / sizeof mutations[0]));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -16,6 +16,8 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_quantize.h>
 
+#include "suite_main.h"
+
 /* ---------------------------------------------------------------- helpers */
 
 static uint64_t rng_state;
@@ -872,10 +874,7 @@ static Suite *quant_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(quant_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    const int rc = run_suite(quant_suite());
     bp_unload();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rc;
 }

@@ -15,6 +15,7 @@
 #include <backplane/bp_quantize.h>
 
 #include "model.h"
+#include "suite_main.h"
 
 static struct bp_run_model *make_1b(enum bp_type t, int n_threads)
 {
@@ -139,9 +140,5 @@ int main(void)
     tcase_add_test(tc, test_builtin_1b_has_tinyllama_shape_and_reference_weights);
     tcase_add_test(tc, test_builtin_1b_same_bytes_from_one_thread_and_two);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -9,46 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#define CLI BP_TEST_BIN_DIR "/backplane"
-
-/* Run cmd; stdout+stderr into out (NUL-terminated); returns the exit status. */
-static int run(const char *cmd, char *out, size_t cap)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *tokens_of(char *json)
-{
-    char *t = strstr(json, "\"tokens\"");
-    ck_assert_ptr_nonnull(t);
-    char *e = strchr(t, ']');
-    ck_assert_ptr_nonnull(e);
-    e[1] = '\0';
-    return t;
-}
+#include "cli_util.h"
+#include "suite_main.h"
 
 START_TEST(test_run_cli_saved_gguf_gives_same_tokens_as_builtin)
 {
     char dir[] = "/tmp/bp_run_cli_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char cmd[1024], a[16384], b[16384];
+    char cmd[1024], a[16384], b[16384], ta[1024], tb[1024];
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type f32 --prompt-len 4 "
              "--n-gen 5 --json --save %s/m.gguf --dump-logits %s/a.bin", dir, dir);
-    ck_assert_msg(run(cmd, a, sizeof a) == 0, "%s", a);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, a, sizeof a) == 0, "%s", a);
     snprintf(cmd, sizeof cmd, CLI " run --model %s/m.gguf --prompt-len 4 --n-gen 5 --json "
              "--dump-logits %s/b.bin", dir, dir);
-    ck_assert_msg(run(cmd, b, sizeof b) == 0, "%s", b);
-    ck_assert_str_eq(tokens_of(a), tokens_of(b));
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, b, sizeof b) == 0, "%s", b);
+    ck_assert_str_eq(cli_json_tokens(a, ta, sizeof ta), cli_json_tokens(b, tb, sizeof tb));
     /* 4 prompt rows + 4 decode steps, 512 floats each. */
     char path[512];
     struct stat st;
@@ -70,13 +47,13 @@ START_TEST(test_run_cli_bad_file_is_one_sentence_and_exit_1)
     snprintf(cmd, sizeof cmd, "printf 'NOTAGGUFFILE' > %s/bad.gguf", dir);
     ck_assert_int_eq(system(cmd), 0);
     snprintf(cmd, sizeof cmd, CLI " run --model %s/bad.gguf", dir);
-    ck_assert_int_eq(run(cmd, out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "not a GGUF file"));
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n')); /* exactly one line */
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:nope");
-    ck_assert_int_eq(run(cmd, out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no built-in model 'nope'"));
-    ck_assert_int_eq(run(CLI " run --n-gen x", out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " run --n-gen x", CLI_OUT_AND_ERR, out, sizeof out), 2);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
 }
@@ -115,9 +92,9 @@ START_TEST(test_run_cli_profile_names_the_ops_and_sums_within_the_graph)
 {
     char out[16384];
     /* builtin:test: 2 layers of 7 MUL_MATs, and the output projection. */
-    ck_assert_msg(run("BACKPLANE_PROFILE=1 " CLI " run --device cpu --model builtin:test "
-                      "--weight-type q8_0 --prompt-len 4 --n-gen 3 --threads 2", out, sizeof out) == 0,
-                  "%s", out);
+    ck_assert_msg(cli_run("BACKPLANE_PROFILE=1 " CLI " run --device cpu --model builtin:test "
+                          "--weight-type q8_0 --prompt-len 4 --n-gen 3 --threads 2",
+                          CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     const struct { const char *head; } graphs[2] = { { "profile: prefill of 4 tokens, 1 graph," },
                                                      { "profile: decode steps, 2 graphs," } };
     for (int i = 0; i < 2; i++) {
@@ -135,15 +112,15 @@ END_TEST
 
 START_TEST(test_run_cli_prefill_runs_report_warm_and_keep_the_tokens)
 {
-    char a[16384], b[16384];
-    ck_assert_msg(run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
-                      "--n-gen 4 --json", a, sizeof a) == 0, "%s", a);
-    ck_assert_msg(run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
-                      "--n-gen 4 --json --prefill-runs 3", b, sizeof b) == 0, "%s", b);
+    char a[16384], b[16384], ta[1024], tb[1024];
+    ck_assert_msg(cli_run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
+                          "--n-gen 4 --json", CLI_OUT_AND_ERR, a, sizeof a) == 0, "%s", a);
+    ck_assert_msg(cli_run(CLI " run --device cpu --model builtin:test --weight-type q4_0 --prompt-len 6 "
+                          "--n-gen 4 --json --prefill-runs 3", CLI_OUT_AND_ERR, b, sizeof b) == 0, "%s", b);
     ck_assert_ptr_null(strstr(a, "prefill_warm_tokens_per_s"));
     ck_assert_ptr_nonnull(strstr(b, "\"prefill_warm_tokens_per_s\""));
-    ck_assert_str_eq(tokens_of(a), tokens_of(b));
-    ck_assert_int_eq(run(CLI " run --prefill-runs 0", a, sizeof a), 2);
+    ck_assert_str_eq(cli_json_tokens(a, ta, sizeof ta), cli_json_tokens(b, tb, sizeof tb));
+    ck_assert_int_eq(cli_run(CLI " run --prefill-runs 0", CLI_OUT_AND_ERR, a, sizeof a), 2);
 }
 END_TEST
 
@@ -157,10 +134,6 @@ int main(void)
     tcase_add_test(tc, test_run_cli_profile_names_the_ops_and_sums_within_the_graph);
     tcase_add_test(tc, test_run_cli_prefill_runs_report_warm_and_keep_the_tokens);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_set_fork_status(r, CK_NOFORK);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    setenv("CK_FORK", "no", 1);
+    return run_suite(s);
 }

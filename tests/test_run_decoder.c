@@ -22,6 +22,7 @@
 #include "model.h"
 #include "split.h"
 #include "device_gate.h"
+#include "suite_main.h"
 
 #define N_PROMPT 5
 #define N_DECODE 3
@@ -676,9 +677,5 @@ int main(void)
     tcase_add_test(vk, test_run_vulkan0_matches_cpu);
     tcase_add_test(vk, test_run_q4_K_M_mix_on_vulkan0_matches_reference_and_cpu);
     suite_add_tcase(s, vk);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

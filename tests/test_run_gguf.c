@@ -16,6 +16,7 @@
 #include "decoder.h"
 #include "gguf.h"
 #include "model.h"
+#include "suite_main.h"
 
 static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -459,9 +460,5 @@ int main(void)
     tcase_add_test(tc, test_gguf_refuses_tensor_offsets_outside_file_or_unaligned);
     tcase_add_test(tc, test_gguf_open_refuses_missing_and_empty_files_with_a_sentence);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -12,15 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <backplane/backplane.h>
 
+#include "cli_util.h"
 #include "llama_schema.h"
 #include "model.h"
-
-#define CLI BP_TEST_BIN_DIR "/backplane"
+#include "suite_main.h"
 
 /* The layers whose attn_v (or attn_qkv) and ffn_down are q6_K, worked out
  * by hand: 22 layers: n/8 = 2, 7n/8 = 19, between (i - 2) % 3 == 2;
@@ -202,34 +201,22 @@ START_TEST(test_mix_saved_gguf_keeps_per_tensor_types)
 }
 END_TEST
 
-/* Run cmd; stdout+stderr into out (NUL-terminated); returns the exit status. */
-static int run(const char *cmd, char *out, size_t cap)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(test_mix_cli_shows_the_per_tensor_types)
 {
     char out[16384];
-    ck_assert_msg(run(CLI " run --model builtin:test --weight-type q4_K_M --device cpu --prompt-len 4 "
-                      "--n-gen 2", out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(CLI " run --model builtin:test --weight-type q4_K_M --device cpu --prompt-len 4 "
+                          "--n-gen 2", CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "weights 13 q4_K + 3 q6_K (llama.cpp's q4_K_M mix)\n"), "%s", out);
-    ck_assert_msg(run(CLI " run --model builtin:test --weight-type Q4_K_M --device cpu --prompt-len 4 "
-                      "--n-gen 2 --json", out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(CLI " run --model builtin:test --weight-type Q4_K_M --device cpu --prompt-len 4 "
+                          "--n-gen 2 --json", CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     const char *wt = strstr(out, "\"weight_types\": {");
     ck_assert_msg(wt && strstr(wt, "\"q4_K\": 13,") && strstr(wt, "\"q6_K\": 3\n"), "%s", out);
     ck_assert_msg(strstr(out, "\"weight_mix\": \"q4_K_M\""), "%s", out);
-    ck_assert_msg(run(CLI " run --model builtin:test --weight-type q4_K --device cpu --prompt-len 4 "
-                      "--n-gen 2", out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(CLI " run --model builtin:test --weight-type q4_K --device cpu --prompt-len 4 "
+                          "--n-gen 2", CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "weights q4_K\n"), "%s", out);
-    ck_assert_int_eq(run(CLI " run --model builtin:test --weight-type q4_K_S", out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --weight-type q4_K_S", CLI_OUT_AND_ERR, out,
+                             sizeof out), 2);
     ck_assert_msg(strstr(out, "q4_K_M, not 'q4_K_S'"), "%s", out);
 }
 END_TEST
@@ -246,9 +233,5 @@ int main(void)
     tcase_add_test(tc, test_mix_saved_gguf_keeps_per_tensor_types);
     tcase_add_test(tc, test_mix_cli_shows_the_per_tensor_types);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -14,12 +14,13 @@
 
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
-#include <sys/wait.h>
 
+#include "cli_util.h"
 #include "decoder.h"
 #include "llama_schema.h"
 #include "model.h"
 #include "plan.h"
+#include "suite_main.h"
 
 #define N_PROMPT 8
 
@@ -209,28 +210,20 @@ END_TEST
  * the session with the sentence, and --plan --json says it does not fit. */
 START_TEST(test_run_refuses_before_allocating_when_the_plan_does_not_fit)
 {
-    char cmd[1024], out[8192] = "";
+    char cmd[1024], out[8192];
     snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH=%s/safe/libbackplane-fakegood.so "
-             "BACKPLANE_BACKENDS=fakegood,cpu %s/backplane run --model builtin:test --device fakegood0 "
-             "--n-gen 2 2>&1", BP_TEST_FAULT_DIR, BP_TEST_BIN_DIR);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s", st, out);
+             "BACKPLANE_BACKENDS=fakegood,cpu " CLI " run --model builtin:test --device fakegood0 "
+             "--n-gen 2", BP_TEST_FAULT_DIR);
+    int st = cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out);
+    ck_assert_msg(st == 1, "exit %d: %s", st, out);
     ck_assert_msg(strstr(out, "fakegood0 needs") && strstr(out, "1000 B free") &&
                   strstr(out, "--device meta:fakegood0,cpu"), "no refusal sentence: %s", out);
     ck_assert_msg(!strstr(out, "uploading"), "it allocated before refusing: %s", out);
     snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH=%s/safe/libbackplane-fakegood.so "
-             "BACKPLANE_BACKENDS=fakegood,cpu %s/backplane run --model builtin:test --device fakegood0 "
-             "--plan --json 2>/dev/null", BP_TEST_FAULT_DIR, BP_TEST_BIN_DIR);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    st = pclose(p);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, out);
+             "BACKPLANE_BACKENDS=fakegood,cpu " CLI " run --model builtin:test --device fakegood0 "
+             "--plan --json", BP_TEST_FAULT_DIR);
+    st = cli_run(cmd, CLI_OUT_ONLY, out, sizeof out);
+    ck_assert_msg(st == 0, "exit %d: %s", st, out);
     ck_assert_msg(strstr(out, "\"fits\": false") && strstr(out, "\"memory_free\": 1000"), "%s", out);
 }
 END_TEST
@@ -239,15 +232,10 @@ static int run_cli(const char *args, char *out, size_t cap)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "BACKPLANE_PLUGIN_PATH=%s/safe/libbackplane-fakegood.so "
-             "BACKPLANE_BACKENDS=fakegood,cpu,meta %s/backplane run --model builtin:test %s 2>&1",
-             BP_TEST_FAULT_DIR, BP_TEST_BIN_DIR, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    ck_assert_msg(WIFEXITED(st), "%s: %s", cmd, out);
-    return WEXITSTATUS(st);
+             "BACKPLANE_BACKENDS=fakegood,cpu,meta " CLI " run --model builtin:test %s", BP_TEST_FAULT_DIR, args);
+    const int st = cli_run(cmd, CLI_OUT_AND_ERR, out, cap);
+    ck_assert_msg(st >= 0, "%s: %s", cmd, out);
+    return st;
 }
 
 /* A meta device's plan has a row per sub-device, and a run refuses naming
@@ -319,9 +307,5 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "partial")) tcase_add_test(tc, test_plan_honours_strict);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

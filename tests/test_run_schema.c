@@ -21,6 +21,7 @@
 #include "llama_schema.h"
 #include "model.h"
 #include "split.h"
+#include "suite_main.h"
 
 /* builtin:test: n_embd 256, n_ff 512, 4 heads and 2 kv heads of 64,
  * vocabulary 512. The expectations below are written out, not computed. */
@@ -311,9 +312,5 @@ int main(void)
     tcase_add_loop_test(tc, test_schema_split_table_cuts_each_row_on_its_megatron_axis, 0, 2);
     tcase_add_test(tc, test_schema_mul_mat_only_weights_live_in_the_device_weight_layout);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -20,6 +20,7 @@
 #include "model.h"
 #include "split.h"
 #include "device_gate.h"
+#include "suite_main.h"
 
 #define N_PROMPT 5
 #define N_DECODE 3
@@ -189,9 +190,5 @@ int main(void)
     tcase_add_loop_test(vk, test_run_tied_q4_k_output_on_other_devices_matches_cpu,
                         N_OTHER_CPU_DEVICES, (int)(sizeof other_devices / sizeof other_devices[0]));
     suite_add_tcase(s, vk);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sampling.h"
+#include "suite_main.h"
 
 /* splitmix64 seeding xoshiro256** (Blackman and Vigna's reference code). */
 struct ref_rng { uint64_t s[4]; };
@@ -184,9 +185,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

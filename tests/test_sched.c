@@ -23,6 +23,8 @@
 
 #include <backplane/backplane.h>
 
+#include "suite_main.h"
+
 #define K 16
 #define N 8
 
@@ -557,9 +559,5 @@ int main(void)
     tcase_add_test(tc, test_repacked_cpu_weight_is_read_where_it_lives);
     tcase_add_test(tc, test_copy_between_async_backends_is_queued_behind_an_event);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -7,46 +7,22 @@
  * an unknown device in --sched is one sentence and exit 1.
  */
 #include <check.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
-#define CLI BP_TEST_BIN_DIR "/backplane"
+#include "cli_util.h"
+#include "suite_main.h"
+
 #define RUN CLI " run --model builtin:test --weight-type f32 --prompt-len 4 --n-gen 6 "
-
-/* Run cmd; stdout (and stderr when both) into out; returns the exit status. */
-static int run(const char *cmd, bool both, char *out, size_t cap)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s %s", cmd, both ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void tokens_of(const char *json, char *out, size_t cap)
-{
-    const char *t = strstr(json, "\"tokens\"");
-    ck_assert_ptr_nonnull(t);
-    const char *e = strchr(t, ']');
-    ck_assert_ptr_nonnull(e);
-    snprintf(out, cap, "%.*s", (int)(e - t + 1), t);
-}
 
 START_TEST(test_run_on_partial_device_gives_cpu_tokens_and_json_placement)
 {
     static char a[65536], b[65536];
     char ta[512], tb[512];
-    ck_assert_msg(run(RUN "--device partial0 --json", false, a, sizeof a) == 0, "%s", a);
-    ck_assert_msg(run(RUN "--device cpu --json", false, b, sizeof b) == 0, "%s", b);
-    tokens_of(a, ta, sizeof ta);
-    tokens_of(b, tb, sizeof tb);
-    ck_assert_str_eq(ta, tb);
+    ck_assert_msg(cli_run(RUN "--device partial0 --json", CLI_OUT_ONLY, a, sizeof a) == 0, "%s", a);
+    ck_assert_msg(cli_run(RUN "--device cpu --json", CLI_OUT_ONLY, b, sizeof b) == 0, "%s", b);
+    ck_assert_str_eq(cli_json_tokens(a, ta, sizeof ta), cli_json_tokens(b, tb, sizeof tb));
     const char *p = strstr(a, "\"placement\"");
     ck_assert_msg(p != NULL, "%s", a);
     ck_assert_msg(strstr(p, "\"GET_ROWS\": 1") && strstr(p, "\"ROPE\": 4") && strstr(p, "\"device\": \"partial0\""),
@@ -59,7 +35,7 @@ END_TEST
 START_TEST(test_log_info_prints_placement_once_per_new_graph)
 {
     static char out[65536];
-    ck_assert_int_eq(run("BACKPLANE_LOG=info " RUN "--device partial0", true, out, sizeof out), 0);
+    ck_assert_int_eq(cli_run("BACKPLANE_LOG=info " RUN "--device partial0", CLI_OUT_AND_ERR, out, sizeof out), 0);
     int n = 0;
     for (const char *p = out; (p = strstr(p, "sched: info: new graph")) != NULL; p++) n++;
     ck_assert_msg(n == 2, "%d placement lines in:\n%s", n, out);
@@ -70,7 +46,7 @@ END_TEST
 START_TEST(test_run_strict_refuses_naming_missing_ops)
 {
     static char out[65536];
-    ck_assert_int_eq(run(RUN "--device partial0 --strict", true, out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(RUN "--device partial0 --strict", CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_msg(strstr(out, "strict") && strstr(out, "GET_ROWS x1") && strstr(out, "SILU x2"), "%s", out);
 }
 END_TEST
@@ -78,11 +54,11 @@ END_TEST
 START_TEST(test_check_sched_passes_partial_and_names_unknown_devices)
 {
     static char out[65536];
-    ck_assert_msg(run(CLI " check --sched partial0,cpu", true, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(CLI " check --sched partial0,cpu", CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "7 passed, 0 failed") && strstr(out, "fell back: GET_ROWS x1"), "%s", out);
-    ck_assert_int_eq(run(CLI " check --sched nosuch0,cpu", true, out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(CLI " check --sched nosuch0,cpu", CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_msg(strstr(out, "nosuch0"), "%s", out);
-    ck_assert_int_eq(run(CLI " check --sched", true, out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " check --sched", CLI_OUT_AND_ERR, out, sizeof out), 2);
 }
 END_TEST
 
@@ -96,9 +72,5 @@ int main(void)
     tcase_add_test(tc, test_run_strict_refuses_naming_missing_ops);
     tcase_add_test(tc, test_check_sched_passes_partial_and_names_unknown_devices);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -15,6 +15,7 @@
 #include <backplane/bp_meta.h>
 
 #include "sched_run_util.h"
+#include "suite_main.h"
 
 START_TEST(test_partial_device_gives_cpu_tokens_and_counts_fallbacks)
 {
@@ -158,9 +159,5 @@ int main(void)
     tcase_add_test(tc, test_decode_after_first_step_plans_and_allocates_nothing);
     tcase_add_test(tc, test_cpu_alone_is_one_run_without_copies);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

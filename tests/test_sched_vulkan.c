@@ -11,6 +11,7 @@
 
 #include "sched_run_util.h"
 #include "device_gate.h"
+#include "suite_main.h"
 
 START_TEST(test_offload_one_layer_to_vulkan_gives_cpu_tokens_with_layer0_there_only)
 {
@@ -63,9 +64,5 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_offload_one_layer_to_vulkan_gives_cpu_tokens_with_layer0_there_only);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -9,6 +9,8 @@
 
 #include <backplane/backplane.h>
 
+#include "suite_main.h"
+
 static struct bp_context *ctx;
 
 static void setup(void)
@@ -824,9 +826,5 @@ static Suite *shapes_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(shapes_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(shapes_suite());
 }

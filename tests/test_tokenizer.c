@@ -15,6 +15,8 @@
 
 #include <backplane/bp_tokenizer.h>
 
+#include "suite_main.h"
+
 #define MAX_CASES 64
 
 struct tcase {
@@ -243,9 +245,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

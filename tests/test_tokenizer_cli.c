@@ -11,24 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "gguf.h"
-
-#define CLI BP_TEST_BIN_DIR "/backplane"
-
-static int run(const char *cmd, char *out, size_t cap)
-{
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#include "suite_main.h"
 
 static const char *vocab(const char *name)
 {
@@ -62,7 +49,7 @@ START_TEST(test_tokenize_cli_file_bytes_match_llama_cpp)
     ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
     close(fd);
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --file %s", vocab("llama3-llama-bpe"), path);
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     ref_ids("newlines_tabs", want, sizeof want);
     ck_assert_str_eq(out, want);
     /* --decode gives the text back (BOS skipped), plus the newline printed. */
@@ -71,7 +58,7 @@ START_TEST(test_tokenize_cli_file_bytes_match_llama_cpp)
     for (char *c = ids; *c; c++) if (*c == ' ') *c = ',';
     ids[strcspn(ids, "\n")] = 0;
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --decode %s", vocab("llama3-llama-bpe"), ids);
-    ck_assert_int_eq(run(cmd, out, sizeof out), 0);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_uint_eq(strlen(out), sizeof text);
     ck_assert(!memcmp(out, text, sizeof text - 1));
     unlink(path);
@@ -82,11 +69,11 @@ START_TEST(test_tokenize_cli_special_text_only_when_asked)
 {
     char cmd[4096], out[1 << 14];
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --text '<|eot_id|>'", vocab("llama3-llama-bpe"));
-    ck_assert_int_eq(run(cmd, out, sizeof out), 0);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_ptr_null(strstr(out, "128009"));
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --text '<|eot_id|>' --parse-special --json",
              vocab("llama3-llama-bpe"));
-    ck_assert_int_eq(run(cmd, out, sizeof out), 0);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "\"ids\""));
     ck_assert_ptr_nonnull(strstr(out, "128009"));
     ck_assert_ptr_nonnull(strstr(out, "\"piece\": \"<|eot_id|>\""));
@@ -96,13 +83,13 @@ END_TEST
 START_TEST(test_tokenize_cli_bad_input_is_one_sentence)
 {
     char cmd[4096], out[4096];
-    ck_assert_int_eq(run(CLI " tokenize --model /nonexistent.gguf --text x", out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(CLI " tokenize --model /nonexistent.gguf --text x", CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "/nonexistent.gguf"));
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --decode 1,128256", vocab("llama3-llama-bpe"));
-    ck_assert_int_eq(run(cmd, out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "'128256', which is not a token id"));
-    ck_assert_int_eq(run(CLI " tokenize --model builtin:test", out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " tokenize --model builtin:test", CLI_OUT_AND_ERR, out, sizeof out), 2);
 }
 END_TEST
 
@@ -111,40 +98,31 @@ START_TEST(test_bench_tokenize_reports_each_model)
     char cmd[4096], out[1 << 14];
     snprintf(cmd, sizeof cmd, CLI " bench tokenize --model builtin:test --model %s --rounds 1 --json",
              vocab("llama3-qwen2"));
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "\"pre\": \"qwen2\""));
     ck_assert_ptr_nonnull(strstr(out, "\"tokenizer\": \"llama\""));
     const char *m = strstr(out, "\"mb_per_s\"");
     ck_assert_ptr_nonnull(m);
     ck_assert(strtod(strchr(m, ':') + 1, NULL) > 0);
-    ck_assert_int_eq(run(CLI " bench tokenize --model /nonexistent.gguf --rounds 1", out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(CLI " bench tokenize --model /nonexistent.gguf --rounds 1", CLI_OUT_AND_ERR, out,
+                             sizeof out), 1);
 }
 END_TEST
 
-static char *tokens_of(char *json)
-{
-    char *t = strstr(json, "\"tokens\"");
-    ck_assert_ptr_nonnull(t);
-    char *e = strchr(t, ']');
-    ck_assert_ptr_nonnull(e);
-    e[1] = '\0';
-    return t;
-}
-
 START_TEST(test_run_cli_prompt_streams_text_and_seed_fixes_tokens)
 {
-    char out[1 << 16], a[1 << 16], b[1 << 16];
-    ck_assert_int_eq(run(CLI " run --model builtin:test --weight-type f32 --prompt 'Hello world' "
-                         "--n-gen 4", out, sizeof out), 0);
+    char out[1 << 16], a[1 << 16], b[1 << 16], ta[1024], tb[1024];
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --weight-type f32 --prompt 'Hello world' "
+                             "--n-gen 4", CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_msg(!strncmp(out, "Hello world", 11), "%s", out);
-    ck_assert_int_eq(run(CLI " run --model builtin:test --weight-type f32 --prompt 'Hello world' "
-                         "--n-gen 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 7 --threads 1 "
-                         "--ignore-eos --json", a, sizeof a), 0);
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --weight-type f32 --prompt 'Hello world' "
+                             "--n-gen 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 7 --threads 1 "
+                             "--ignore-eos --json", CLI_OUT_AND_ERR, a, sizeof a), 0);
     ck_assert_ptr_nonnull(strstr(a, "\"text\""));
-    ck_assert_int_eq(run(CLI " run --model builtin:test --weight-type f32 --prompt 'Hello world' "
-                         "--n-gen 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 7 --threads 2 "
-                         "--ignore-eos --json", b, sizeof b), 0);
-    ck_assert_str_eq(tokens_of(a), tokens_of(b));
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --weight-type f32 --prompt 'Hello world' "
+                             "--n-gen 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 7 --threads 2 "
+                             "--ignore-eos --json", CLI_OUT_AND_ERR, b, sizeof b), 0);
+    ck_assert_str_eq(cli_json_tokens(a, ta, sizeof ta), cli_json_tokens(b, tb, sizeof tb));
 }
 END_TEST
 
@@ -157,18 +135,19 @@ START_TEST(test_run_cli_text_refusals_are_one_sentence)
     ck_assert_int_eq(system(cmd), 0);
     /* A GGUF without tokenizer metadata: --prompt says to use token ids. */
     snprintf(cmd, sizeof cmd, CLI " run --model %s/m.gguf --prompt hi", dir);
-    ck_assert_int_eq(run(cmd, out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "--prompt-tokens"));
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));
-    ck_assert_int_eq(run(CLI " run --model builtin:test --prompt-tokens 1,512", out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --prompt-tokens 1,512", CLI_OUT_AND_ERR, out,
+                             sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "'512', which is not a token id"));
     /* builtin:test holds 256 positions. */
-    ck_assert_int_eq(run(CLI " run --model builtin:test --prompt \"$(printf 'a%.0s' $(seq 300))\"",
-                         out, sizeof out), 1);
+    ck_assert_int_eq(cli_run(CLI " run --model builtin:test --prompt \"$(printf 'a%.0s' $(seq 300))\"", CLI_OUT_AND_ERR,
+                             out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "positions but the model holds 256"));
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));
-    ck_assert_int_eq(run(CLI " run --prompt a --prompt-tokens 1", out, sizeof out), 2);
-    ck_assert_int_eq(run(CLI " run --top-p 2", out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " run --prompt a --prompt-tokens 1", CLI_OUT_AND_ERR, out, sizeof out), 2);
+    ck_assert_int_eq(cli_run(CLI " run --top-p 2", CLI_OUT_AND_ERR, out, sizeof out), 2);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
 }
@@ -270,12 +249,12 @@ START_TEST(test_run_cli_stops_at_eos_where_the_seed_says)
     write_zero_model(path);
     snprintf(cmd, sizeof cmd, CLI " run --model %s --prompt-tokens 1 --n-gen 60 --temp 1 --top-k 0 "
              "--top-p 1 --min-p 0 --seed %llu --json", path, (unsigned long long)seed);
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     int last = -1;
     ck_assert_int_eq(count_tokens(out, &last), at + 1);
     ck_assert_int_eq(last, 2);
     strcat(cmd, " --ignore-eos");
-    ck_assert_msg(run(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     ck_assert_int_eq(count_tokens(out, &last), 60);
     unlink(path);
 }
@@ -299,9 +278,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

@@ -12,6 +12,7 @@
 #include <backplane/bp_tokenizer.h>
 
 #include "gguf.h"
+#include "suite_main.h"
 
 #define SP "\xE2\x96\x81"   /* U+2581, SentencePiece's space */
 
@@ -194,9 +195,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(suite());
 }

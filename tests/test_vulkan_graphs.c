@@ -17,6 +17,7 @@
 
 #include "device_gate.h"
 #include "log_capture.h"
+#include "suite_main.h"
 
 static struct bp_device *vk0(void)
 {
@@ -325,9 +326,5 @@ int main(void)
     tcase_add_test(tc, test_vulkan_fused_qkv_on_packed_16bit_words_match_cpu_every_step);
     tcase_add_test(tc, test_vulkan_buffer_beyond_storage_range_binds_each_tensor);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

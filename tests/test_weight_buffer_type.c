@@ -21,6 +21,8 @@
 #include <backplane/bp_meta.h>
 #include <backplane/bp_quantize.h>
 
+#include "suite_main.h"
+
 static struct bp_device *cpu(void)
 {
     struct bp_device *d = bp_device_by_name("cpu");
@@ -163,9 +165,5 @@ int main(void)
     tcase_add_loop_test(tc, test_mul_mat_in_weight_buffer_type_matches_default_buffer_type, 0,
                         (int)(sizeof mm_types / sizeof mm_types[0]));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -26,7 +26,7 @@ function(bp__tokenizer_valgrind_fixture)
 endfunction()
 cmake_language(DEFER CALL cmake_language DEFER CALL bp__tokenizer_valgrind_fixture)
 bp_add_check_test(test_sampling SOURCES test_sampling.c LIBS backplane_run)
-bp_add_check_test(test_tokenizer_cli SOURCES test_tokenizer_cli.c LIBS backplane_run
+bp_add_check_test(test_tokenizer_cli SOURCES test_tokenizer_cli.c cli_util.c LIBS backplane_run
   ENV "BP_TOKENIZER_DATA=${BP_TOKENIZER_DATA}")
 set_tests_properties(test_tokenizer_cli PROPERTIES FIXTURES_REQUIRED tokenizer_vocabs)
 add_dependencies(test_tokenizer_cli backplane_cli bp_plugin_cpu)
