@@ -624,6 +624,10 @@ static int64_t fa_visible_end(const float *mask, int64_t kvp)
  * together, [n_kv / FA_KB][FA_DR][FA_KB]: p.v then finds a key's weights
  * for a block of rows at fixed offsets from one pointer. */
 #define FA_DTILE (FA_DR * FA_KB)
+/* How many keys ahead of the tile being scored fa_dec_item asks for K rows. */
+#ifndef FA_PF
+#define FA_PF 32
+#endif
 
 /* Row r's scores over keys [0, n) become the weights exp(x - max x),
  * x = scale * score + mask, over the whole row at once (no running maximum
@@ -655,6 +659,29 @@ static float fa_dec_softmax(float *s, int64_t r, const float *mask, int64_t n, f
     }
 #undef FA_DS
     return fa_reduce_add(sum);
+}
+
+/* Asks for rows [j0, j1) of x (KV head kh, batch b) ahead of their use,
+ * into L1 (locality 3) or only L2 (2), when they are dense. In decode the
+ * cache comes from memory, the weights streamed since the last step having
+ * evicted it: with K/V flushed a node took ~48 us instead of ~20 with them
+ * in cache (1B shape, 192 positions, 1 thread), ~41 with the next tile's K
+ * and this tile's V asked for while this tile is scored. */
+static void fa_prefetch_rows(const struct bp_tensor *x, int64_t j0, int64_t j1, int64_t kh,
+                             int64_t b, bool l1)
+{
+    const size_t bytes = (size_t)x->ne[0] * x->nb[0];
+    if (x->nb[0] != bp_type_size(x->type))
+        return;
+    for (int64_t j = j0; j < j1; j++) {
+        const char *row = cpu_at(x, 0, j, kh, b);
+        for (size_t o = 0; o < bytes; o += 64) {
+            if (l1)
+                __builtin_prefetch(row + o, 0, 3);
+            else
+                __builtin_prefetch(row + o, 0, 2);
+        }
+    }
 }
 
 /* o[r * ldo + c] = sum over keys j < n of w_r[j] * v[j][c] (weights w laid
@@ -706,6 +733,7 @@ static void fa_dec_item(const struct fa_tiles *tl, const struct fa_geom *g, stru
 {
     const struct bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
     const float scale = bp_op_param_f32(t, 0);
+    fa_prefetch_rows(k, 0, g->n_kv < FA_PF ? g->n_kv : FA_PF, kh, b, true);
     if (m)
         fa_widen(tl->dm, cpu_at(m, 0, iq, 0, b % m->ne[3]), m, g->n_kv);
     else
@@ -724,6 +752,9 @@ static void fa_dec_item(const struct fa_tiles *tl, const struct fa_geom *g, stru
                 memset(qr, 0, (size_t)g->D * sizeof(float));
         }
         for (int64_t j0 = 0; j0 < n; j0 += FA_KB) {
+            const int64_t j1 = j0 + FA_KB < n ? j0 + FA_KB : n;
+            fa_prefetch_rows(k, j0 + FA_PF, j1 + FA_PF < n ? j1 + FA_PF : n, kh, b, true);
+            fa_prefetch_rows(v, j0, j1, kh, b, false); /* for p.v, after the scores */
             fa_load_kt(tl, g, k, j0, n, kh, b);
             fa_qk(tl->q, tl->kt, g->D, nr, tl->ds + j0 / FA_KB * FA_DTILE, FA_KB);
         }
