@@ -671,8 +671,7 @@ static void fa_prefetch_rows(const struct bp_tensor *x, int64_t j0, int64_t j1, 
                              int64_t b, bool l1)
 {
     const size_t bytes = (size_t)x->ne[0] * x->nb[0];
-    if (x->nb[0] != bp_type_size(x->type))
-        return;
+    if (x->nb[0] != bp_type_size(x->type)) return;
     for (int64_t j = j0; j < j1; j++) {
         const char *row = cpu_at(x, 0, j, kh, b);
         for (size_t o = 0; o < bytes; o += 64) {
