@@ -729,7 +729,7 @@ static void fa_dec_pv(const float *w, const struct bp_tensor *v, int64_t n, int6
  * time. The 16 x 16 transposes that fa_load_kt does spent half as many
  * shuffles (port 5, one of the two FMA ports) per key as the q.k FMAs: a
  * decode-step node (1B shape, 192 positions, 1 thread, K/V in cache) took
- * ~0.92 of the time this way. */
+ * ~0.87 of the time this way. */
 #define FA_LANE_QK 1
 
 /* qp[p * 16 + 2i + t] = q[i * D + 2p + t] for rows i < 8. */
@@ -739,48 +739,33 @@ static void fa_lane_q(const float *q, int64_t D, float *qp)
         for (int i = 0; i < 8; i++) memcpy(qp + p * 16 + 2 * i, q + i * D + 2 * p, 8);
 }
 
-/* s[i * FA_KB + j - j0] = q[i] . k[j] for 8 rows and keys [j0, j0 + FA_KB)
- * of KV head kh, batch b (dense F16 or F32 rows, D a multiple of 16); keys
- * at or past n repeat key n - 1 (their scores are masked). F16 rows are
- * widened into kf [FA_KB][D] first. Not inlined: inside fa_dec_item GCC
- * kept the 8 row pointers in vector registers, a move per FMA. */
-static __attribute__((noinline)) void fa_lane_qk(const float *qp, const struct bp_tensor *k,
-                                                 int64_t D, int64_t j0, int64_t n, int64_t kh,
-                                                 int64_t b, float *kf, float *s)
+/* s[i * FA_KB + j] = q[i] . kf[j] for 8 rows and FA_LANE_KEYS keys of the
+ * widened tile kf [FA_KB][D]. Inlined with D a constant where the caller
+ * knows it (64, 128: Llama heads), so that every key's row is an offset
+ * from one pointer: with 16 pointers to keep, GCC ran out of registers. */
+#define FA_LANE_KEYS 16
+static inline __attribute__((always_inline)) void fa_lane_block(const float *qp, const float *kf,
+                                                                const int64_t D, float *s)
 {
-    const bool f16 = k->type == BP_TYPE_F16;
-    const float *rows[FA_KB];
-    for (int j = 0; j < FA_KB; j++) { /* the whole tile first: stores retire before the loads */
-        const char *src = cpu_at(k, 0, j0 + j < n ? j0 + j : n - 1, kh, b);
-        if (f16) {
-            float *dst = kf + j * D;
-            for (int64_t d = 0; d < D; d += 16)
-                _mm512_storeu_ps(dst + d, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                              (const __m256i *)(const void *)(src + 2 * d))));
-            rows[j] = dst;
-        } else {
-            rows[j] = (const float *)(const void *)src;
+    __m512 acc[FA_LANE_KEYS];
+    for (int i = 0; i < FA_LANE_KEYS; i++) acc[i] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < D / 2; p++) {
+        const __m512 qv = _mm512_loadu_ps(qp + p * 16);
+        for (int i = 0; i < FA_LANE_KEYS; i++) {
+            double x;
+            memcpy(&x, kf + i * D + 2 * p, 8);
+            acc[i] = _mm512_fmadd_ps(_mm512_castpd_ps(_mm512_set1_pd(x)), qv, acc[i]);
         }
     }
-    for (int jb = 0; jb < FA_KB; jb += 8) {
-        const float *const *row = rows + jb;
-        __m512 acc[8];
-        for (int i = 0; i < 8; i++) acc[i] = _mm512_setzero_ps();
-        for (int64_t p = 0; p < D / 2; p++) {
-            const __m512 qv = _mm512_loadu_ps(qp + p * 16);
-            for (int i = 0; i < 8; i++) {
-                double x;
-                memcpy(&x, row[i] + 2 * p, 8);
-                acc[i] = _mm512_fmadd_ps(_mm512_castpd_ps(_mm512_set1_pd(x)), qv, acc[i]);
-            }
-        }
+    for (int h = 0; h < FA_LANE_KEYS; h += 8) {
         /* c[m], 128-bit lane L: keys 2m, 2m + 1 of rows 2L, 2L + 1
          * ([k2m r2L, k2m r2L+1, k2m+1 r2L, k2m+1 r2L+1]), the lane pairs
          * summed; then e[g][t], lane L: keys 4g .. 4g + 3 of row 2L + t. */
+        const __m512 *a = acc + h;
         __m512 c[4];
         for (int m = 0; m < 4; m++)
-            c[m] = _mm512_add_ps(_mm512_shuffle_ps(acc[2 * m], acc[2 * m + 1], 0x88),
-                                 _mm512_shuffle_ps(acc[2 * m], acc[2 * m + 1], 0xDD));
+            c[m] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * m], a[2 * m + 1], 0x88),
+                                 _mm512_shuffle_ps(a[2 * m], a[2 * m + 1], 0xDD));
         float e[2][2][16];
         for (int g = 0; g < 2; g++) {
             _mm512_storeu_ps(e[g][0], _mm512_shuffle_ps(c[2 * g], c[2 * g + 1], 0x88));
@@ -788,7 +773,38 @@ static __attribute__((noinline)) void fa_lane_qk(const float *qp, const struct b
         }
         for (int i = 0; i < 8; i++)
             for (int g = 0; g < 2; g++)
-                memcpy(s + i * FA_KB + jb + 4 * g, &e[g][i % 2][4 * (i / 2)], 16);
+                memcpy(s + i * FA_KB + h + 4 * g, &e[g][i % 2][4 * (i / 2)], 16);
+    }
+}
+
+/* s[i * FA_KB + j - j0] = q[i] . k[j] for 8 rows and keys [j0, j0 + FA_KB)
+ * of KV head kh, batch b (dense F16 or F32 rows, D a multiple of 16); keys
+ * at or past n repeat key n - 1 (their scores are masked). The tile is
+ * widened (copied, for F32) into kf [FA_KB][D] first, whole: its stores
+ * then retire before the broadcasts read them. Not inlined: inside
+ * fa_dec_item GCC kept pointers in vector registers, a move per FMA. */
+static __attribute__((noinline)) void fa_lane_qk(const float *qp, const struct bp_tensor *k,
+                                                 int64_t D, int64_t j0, int64_t n, int64_t kh,
+                                                 int64_t b, float *kf, float *s)
+{
+    for (int j = 0; j < FA_KB; j++) {
+        const char *src = cpu_at(k, 0, j0 + j < n ? j0 + j : n - 1, kh, b);
+        float *dst = kf + j * D;
+        if (k->type == BP_TYPE_F16) {
+            for (int64_t d = 0; d < D; d += 16)
+                _mm512_storeu_ps(dst + d, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                              (const __m256i *)(const void *)(src + 2 * d))));
+        } else {
+            memcpy(dst, src, (size_t)D * sizeof(float));
+        }
+    }
+    for (int jb = 0; jb < FA_KB; jb += FA_LANE_KEYS) {
+        if (D == 64)
+            fa_lane_block(qp, kf + jb * D, 64, s + jb);
+        else if (D == 128)
+            fa_lane_block(qp, kf + jb * D, 128, s + jb);
+        else
+            fa_lane_block(qp, kf + jb * D, D, s + jb);
     }
 }
 #endif
