@@ -22,11 +22,12 @@
  *    unused tail of the decoder's cache) is skipped before it is read, and
  *    so are the keys of a tile past the last one some row sees.
  *    An item of one query token (decode: 8 rows, a few hundred keys)
- *    scores its keys the same way but keeps every score (FA_DR rows x the
- *    visible keys fit in scratch), takes each row's softmax whole, without
- *    the running maximum, and sums p.v straight off the F16 or F32 V rows
- *    (fa_dec_item): with so few rows the per-tile work cost more than the
- *    arithmetic.
+ *    scores its keys in the same tiles (on AVX-512 with its rows across
+ *    the lanes instead of K transposed, fa_lane_qk) but keeps every score
+ *    (FA_DR rows x the visible keys fit in scratch), takes each row's
+ *    softmax whole, without the running maximum, and sums p.v straight off
+ *    the F16 or F32 V rows (fa_dec_item): with so few rows the per-tile
+ *    work cost more than the arithmetic.
  *
  * Either way each output row is computed whole by one thread, in an order
  * fixed by the shapes alone, so results do not depend on the thread count.
