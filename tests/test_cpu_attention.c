@@ -9,11 +9,13 @@
  * caches viewed through a permute (heads inner) or a transpose (strided
  * rows), masks with -INFINITY and finite entries, fully masked rows; causal
  * prefill blocks at GQA ratios 1, 4 and 8; decode against a cache whose
- * unwritten tail every row masks. The SIMD variants accumulate in
- * float, so the bound is 1e-5 of the output's scale; fully masked rows
- * must be exact zeros, and 1, 2 and 3 threads must agree bit for bit.
+ * unwritten tail every row masks, at a Llama head (D = Dv = 64) and cache
+ * fills of 1 to 1000 positions. The SIMD variants accumulate in float, so
+ * the bound is float rounding's (fa_tolerance); fully masked rows must be
+ * exact zeros, and 1, 2 and 3 threads must agree bit for bit.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@
 #include "suite_main.h"
 
 enum kv_layout { KV_PLAIN, KV_PERMUTED, KV_TRANSPOSED };
-enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY, MASK_CAUSAL, MASK_CACHE_TAIL };
+enum mask_kind { MASK_NONE, MASK_SOME, MASK_ROW_EMPTY, MASK_CAUSAL, MASK_CACHE_TAIL, MASK_WRITTEN };
 
 struct fa_case {
     enum bp_type tkv;
@@ -33,9 +35,11 @@ struct fa_case {
     int64_t nq, nkv, B;
     int64_t dv;     /* 0: DV_DEFAULT */
     int64_t h, hkv; /* 0: H, HKV */
+    int64_t d;      /* 0: D_DEFAULT */
+    int64_t npos;   /* MASK_WRITTEN: cache positions written, the last query at npos - 1 */
 };
 
-enum { H_DEFAULT = 8, HKV_DEFAULT = 2, D = 68, DV_DEFAULT = 76 };
+enum { H_DEFAULT = 8, HKV_DEFAULT = 2, D_DEFAULT = 68, DV_DEFAULT = 76 };
 
 /* KV heads of the case being checked (kv_index and kv_base read it). */
 static int64_t HKV = HKV_DEFAULT;
@@ -81,6 +85,8 @@ static double mask_value(const struct fa_case *c, unsigned *seed, int64_t i, int
         return j <= c->nkv - c->nq + i ? 0.0 : -INFINITY;
     if (c->mask == MASK_CACHE_TAIL) /* a decoder's cache: the last 5/8 unwritten */
         return j <= c->nkv * 3 / 8 - c->nq + i ? 0.0 : -INFINITY;
+    if (c->mask == MASK_WRITTEN) /* npos positions written (0: the row sees nothing) */
+        return j <= c->npos - c->nq + i ? 0.0 : -INFINITY;
     if (c->mask == MASK_ROW_EMPTY && i == (c->nq > 1 ? 1 : 0))
         return -INFINITY;
     if (j == c->nkv - 1)
@@ -90,17 +96,44 @@ static double mask_value(const struct fa_case *c, unsigned *seed, int64_t i, int
 
 static bool row_empty(const struct fa_case *c, int64_t iq)
 {
-    return c->mask == MASK_ROW_EMPTY && iq == (c->nq > 1 ? 1 : 0);
+    return (c->mask == MASK_ROW_EMPTY && iq == (c->nq > 1 ? 1 : 0)) ||
+           (c->mask == MASK_WRITTEN && c->npos - c->nq + iq < 0);
+}
+
+static double max_abs(const double *x, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(x[i]) > m) m = fabs(x[i]);
+    return m;
+}
+
+/* What float rounding lets an output element be off by. A score is a
+ * float sum of D products: rounded D times, by up to u of its partial sums
+ * (at most a = max over rows and keys of |scale| sum_d |q_d k_d|); an
+ * absolute score error e scales a weight by ~1 + e. The weights' sum and
+ * the weighted sum of n_kv values round n_kv times, by up to u max|v| each.
+ * Roundings that are not correlated add like a random walk, sqrt(count)
+ * times one; 8 times that leaves room for the polynomial exp (1.3 ulp),
+ * the final division and F16 inputs (exact in float). */
+static double fa_tolerance(int64_t D, int64_t nkv, double a, double vmax)
+{
+    const double u = FLT_EPSILON / 2;
+    return 8.0 * u * vmax * (sqrt((double)D) * a + sqrt((double)nkv));
 }
 
 static void check_case(const struct fa_case *c)
 {
     char what[160];
-    snprintf(what, sizeof what, "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld, H %lld/%lld",
-             bp_type_name(c->tkv), (int)c->layout, (int)c->mask, (long long)c->nq,
-             (long long)c->nkv, (long long)c->B, (long long)(c->h ? c->h : H_DEFAULT),
-             (long long)(c->hkv ? c->hkv : HKV_DEFAULT));
+    snprintf(
+        what, sizeof what,
+        "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld, H %lld/%lld, D %lld, %lld written",
+        bp_type_name(c->tkv), (int)c->layout, (int)c->mask, (long long)c->nq, (long long)c->nkv,
+        (long long)c->B, (long long)(c->h ? c->h : H_DEFAULT),
+        (long long)(c->hkv ? c->hkv : HKV_DEFAULT), (long long)(c->d ? c->d : D_DEFAULT),
+        (long long)c->npos);
     const int64_t nq = c->nq, nkv = c->nkv, B = c->B, DV = c->dv ? c->dv : DV_DEFAULT;
+    const int64_t D = c->d ? c->d : D_DEFAULT;
     const int64_t H = c->h ? c->h : H_DEFAULT;
     HKV = c->hkv ? c->hkv : HKV_DEFAULT;
     struct fx f;
@@ -148,17 +181,21 @@ static void check_case(const struct fa_case *c)
 
     const int64_t n = DV * H * nq * B;
     double *want = calloc((size_t)n, sizeof *want), *s = malloc((size_t)nkv * sizeof *s);
-    double out_scale = 0.0;
+    double out_scale = 0.0, a_max = 0.0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t iq = 0; iq < nq; iq++) {
                 const int64_t kh = h / (H / HKV);
                 double mx = -INFINITY;
                 for (int64_t j = 0; j < nkv; j++) {
-                    double dot = 0.0;
-                    for (int64_t d = 0; d < D; d++)
-                        dot += qv[d + D * (iq + nq * (h + H * b))] *
-                               kv[kv_index(c->layout, D, d, j, kh, b, nkv)];
+                    double dot = 0.0, dot_abs = 0.0;
+                    for (int64_t d = 0; d < D; d++) {
+                        const double p = qv[d + D * (iq + nq * (h + H * b))] *
+                                         kv[kv_index(c->layout, D, d, j, kh, b, nkv)];
+                        dot += p;
+                        dot_abs += fabs(p);
+                    }
+                    if (dot_abs * scale > a_max) a_max = dot_abs * scale;
                     s[j] = dot * (double)scale + (mv ? mv[j + nkv * iq] : 0.0);
                     if (s[j] > mx) mx = s[j];
                 }
@@ -176,7 +213,7 @@ static void check_case(const struct fa_case *c)
                 }
             }
 
-    const double tol = 1e-5 * out_scale;
+    const double tol = fa_tolerance(D, nkv, a_max, max_abs(vv, bp_nelements(vb)));
     double worst = 0.0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t iq = (i / (DV * H)) % nq;
@@ -194,7 +231,7 @@ static void check_case(const struct fa_case *c)
         if (err > worst) worst = err;
     }
     if (getenv("BP_TEST_VERBOSE"))
-        printf("%s: max error %.3g of scale %.3g\n", what, worst, out_scale);
+        printf("%s: max error %.3g of scale %.3g, bound %.3g\n", what, worst, out_scale, tol);
     free(qv); free(kv); free(vv); free(mv); free(got1); free(got3); free(want); free(s);
     fx_free(&f);
 }
@@ -206,7 +243,8 @@ START_TEST(test_flash_attn_matches_double_reference_with_f32_kv)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
-        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0, 0 });
+        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0,
+                                      0, 0, 0 });
 }
 END_TEST
 
@@ -214,15 +252,18 @@ START_TEST(test_flash_attn_matches_double_reference_with_f16_kv)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
-        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0, 0 });
+        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0,
+                                      0, 0, 0 });
 }
 END_TEST
 
 START_TEST(test_flash_attn_gives_zeros_for_fully_masked_rows)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0, 0, 0 });
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0, 0, 0 });
+    check_case(
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0, 0, 0, 0, 0 });
+    check_case(
+        &(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0, 0, 0, 0, 0 });
 }
 END_TEST
 
@@ -230,14 +271,16 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 {
     const enum bp_type types[] = { BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
     for (int t = 0; t < 3; t++) {
-        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0, 0, 0 });
-        check_case(&(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0, 0, 0 });
+        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0, 0, 0, 0, 0 });
+        check_case(
+            &(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0, 0, 0, 0, 0 });
     }
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0, 0, 0, 0, 0 });
     /* Dv = 64, a Llama head: the value rows accumulated in registers. */
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64, 0, 0 });
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64, 0, 0 });
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64, 0, 0, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64, 0, 0, 0, 0 });
+    check_case(
+        &(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64, 0, 0, 0, 0 });
 }
 END_TEST
 
@@ -249,9 +292,38 @@ START_TEST(test_flash_attn_skips_the_unwritten_cache_tail)
 {
     static const int64_t nkvs[] = { 128, 256, 1024 }; /* 48, 96 and 384 keys visible */
     for (int s = 0; s < 3; s++) {
-        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CACHE_TAIL, 1, nkvs[s], 1, 64, 32, 4 });
-        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CACHE_TAIL, 3, nkvs[s] - 5, 2, 0, 8, 2 });
+        check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CACHE_TAIL, 1, nkvs[s], 1, 64,
+                                      32, 4, 0, 0 });
+        check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CACHE_TAIL, 3, nkvs[s] - 5, 2, 0,
+                                      8, 2, 0, 0 });
     }
+}
+END_TEST
+
+/* One query token (a decode step) against F16 caches at a Llama head
+ * (D = Dv = 64, GQA 8:1) with 1, 31, 33, 192 and 1000 positions written and
+ * the rest of the capacity masked: inside the first 32-key tile, around
+ * its edge, a decoder's usual fill and a long context; plus a cache of
+ * which no position is visible yet (zeros). Plain and permuted caches, 1
+ * and 2 batches; F32 caches and a head of 128; GQA 4:1 and 32:1. */
+START_TEST(test_flash_attn_decode_one_token_against_written_positions)
+{
+    static const int64_t written[][2] = {
+        { 1, 64 }, { 31, 64 }, { 33, 64 }, { 192, 256 }, { 1000, 1100 }, { 0, 40 }
+    }; /* written, capacity */
+    const int64_t npos = written[_i][0], nkv = written[_i][1];
+    check_case(
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 32, 4, 64, npos });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_WRITTEN, 1, nkv, 2, 64, 16, 2, 64,
+                                  npos });
+    check_case(
+        &(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 128, 8, 1, 128, npos });
+    /* GQA 4:1 (rows short of a register block) and 32:1 (more rows than
+     * share one pass over the keys) */
+    check_case(
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 8, 2, 64, npos });
+    check_case(
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 32, 1, 64, npos });
 }
 END_TEST
 
@@ -264,9 +336,9 @@ START_TEST(test_flash_attn_causal_prefill_at_gqa_ratios)
     static const int64_t shapes[][2] = { { 37, 37 }, { 70, 101 }, { 5, 64 } }; /* n_q, n_kv */
     for (int s = 0; s < 3; s++)
         check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CAUSAL, shapes[s][0],
-                                      shapes[s][1], 1, 64, heads[_i][0], heads[_i][1] });
+                                      shapes[s][1], 1, 64, heads[_i][0], heads[_i][1], 0, 0 });
     check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CAUSAL, 33, 40, 2, 0, heads[_i][0],
-                                  heads[_i][1] });
+                                  heads[_i][1], 0, 0 });
 }
 END_TEST
 
@@ -290,6 +362,7 @@ int main(void)
     tcase_add_test(tc, test_flash_attn_reads_permuted_and_transposed_caches);
     tcase_add_loop_test(tc, test_flash_attn_causal_prefill_at_gqa_ratios, 0, 3);
     tcase_add_test(tc, test_flash_attn_skips_the_unwritten_cache_tail);
+    tcase_add_loop_test(tc, test_flash_attn_decode_one_token_against_written_positions, 0, 6);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -69,9 +69,10 @@ static double at(const struct bp_tensor *t, int64_t i0, int64_t i1, int64_t i2, 
 }
 
 /* One case: D, Dv with SIMD tails, grouped-query heads, a mask with a fully
- * masked query row and scattered -INFINITY keys. */
+ * masked query row (when n_q > 1), scattered -INFINITY keys and, from key
+ * `written` on, the unwritten tail of a decoder's cache. */
 static int run_case(enum bp_type kv_type, int64_t D, int64_t Dv, int64_t n_kv, int64_t H,
-                    int64_t H_kv, int64_t n_q)
+                    int64_t H_kv, int64_t n_q, int64_t written)
 {
     struct bp_tensor q, k, v, m, out;
     make(&q, BP_TYPE_F32, D, n_q, H, 1);
@@ -85,7 +86,8 @@ static int run_case(enum bp_type kv_type, int64_t D, int64_t Dv, int64_t n_kv, i
     for (int64_t i = 0; i < n_q; i++)
         for (int64_t j = 0; j < n_kv; j++) {
             float mv = (float)(0.5 * uniform());
-            if (i == 1 || (j * 7 + i) % 5 == 0) mv = -INFINITY; /* row 1 entirely masked */
+            if (i == 1 || ((j * 7 + i) % 5 == 0 && j != written - 1) || j >= written)
+                mv = -INFINITY; /* row 1 entirely masked, key written - 1 seen by the rest */
             memcpy((char *)m.data + 4 * (i * n_kv + j), &mv, 4);
         }
     const float scale = 1.0f / sqrtf((float)D);
@@ -140,10 +142,15 @@ done:
 int main(void)
 {
     int failures = 0;
-    failures += run_case(BP_TYPE_F32, 64, 64, 37, 4, 2, 3);
-    failures += run_case(BP_TYPE_F16, 64, 64, 37, 4, 2, 3);
-    failures += run_case(BP_TYPE_F16, 70, 43, 19, 6, 3, 4);  /* tails of every width */
-    failures += run_case(BP_TYPE_F32, 5, 3, 9, 2, 1, 2);     /* shorter than one vector */
+    failures += run_case(BP_TYPE_F32, 64, 64, 37, 4, 2, 3, 37);
+    failures += run_case(BP_TYPE_F16, 64, 64, 37, 4, 2, 3, 37);
+    failures += run_case(BP_TYPE_F16, 70, 43, 19, 6, 3, 4, 19); /* tails of every width */
+    failures += run_case(BP_TYPE_F32, 5, 3, 9, 2, 1, 2, 9);     /* shorter than one vector */
+    /* decode: one token, GQA 8:1, a cache written up to 1, 33 and 192 */
+    failures += run_case(BP_TYPE_F16, 64, 64, 64, 16, 2, 1, 1);
+    failures += run_case(BP_TYPE_F16, 64, 64, 64, 16, 2, 1, 33);
+    failures += run_case(BP_TYPE_F16, 64, 64, 256, 32, 4, 1, 192);
+    failures += run_case(BP_TYPE_F32, 64, 64, 100, 8, 1, 1, 70);
     if (failures) {
         printf("%d attention failures\n", failures);
         return 1;
