@@ -111,9 +111,12 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * products of at most 15 * 128, so the low half's sums fit in int16, and
  * the high half's, shifted left by 12, land as int16 in the upper word:
  * one blend packs the pair and one vpdpwssd with the two sub-block scales
- * (int16 pairs) adds both to the int32 sums. The same integers as a
- * vpmulld (10 cycles, 2 uops) per sub-block; from L2 this kernel is 1.26x
- * as fast as that one. Q6_K's int16 sums (vpmaddubsw) would cost more
+ * (int16 pairs) adds both to the int32 sums: the same integers as a
+ * vpmulld (10 cycles, 2 uops) per sub-block. With the unrolled prefetch
+ * (simd.h) it came to a fifth fewer uops per block; from L2 1.26x as fast
+ * (1.46x with the per-piece prefetch), from 512 MiB 1.21x (one activation
+ * row, one thread, against the previous kernel, alternating, under a load
+ * of 5 from other sessions). Q6_K's int16 sums (vpmaddubsw) would cost more
  * here: the high nibbles in place saturate int16 (2 * 240 * 127), so they
  * would need a shift and a mask per piece. Each 64-byte piece asks for the
  * bytes one prefetch distance ahead as it is read (not all of a block's
