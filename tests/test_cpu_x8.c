@@ -115,6 +115,52 @@ static void dequant_act(enum bp_type vdt, const unsigned char *y, float *yf, int
     for (int64_t i = 0; i < n; i++) yf[i] = b[i / 256].d * b[i / 256].qs[i % 256];
 }
 
+#if defined(__AVX2__)
+/* The x86 x8 Q4_K kernels' own arithmetic, in scalar C: each row keeps
+ * `lanes` float accumulators (AVX-512: two, the sums of bytes 0..3 and
+ * 4..7 of every 8 quant bytes and of the mins of sub-blocks 0, 1, 4, 5 and
+ * 2, 3, 6, 7; AVX2: one), and per super-block each lane gets its exact
+ * integers sumi and summ by acc = fma(sumi, d * d_y, acc) then
+ * acc = fma(-summ, dmin * d_y, acc); the lanes add at the end. The kernels
+ * must match it to the bit, so a change to their integer path that is not
+ * exact (an int16 sum that saturates, a scale taken from the wrong
+ * sub-block with a small effect) shows here, not only beyond a tolerance. */
+static float q4_K_x8_exact(const struct bp_block_q4_K *x, const struct bp_block_q8_K *y, int64_t nb)
+{
+#if defined(__AVX512F__)
+    enum { lanes = 2 };
+#else
+    enum { lanes = 1 };
+#endif
+    float acc[lanes] = { 0 };
+    for (int64_t b = 0; b < nb; b++) {
+        const float dd = bp_f16_to_f32(x[b].d) * y[b].d, dm = bp_f16_to_f32(x[b].dmin) * y[b].d;
+        for (int lane = 0; lane < lanes; lane++) {
+            int32_t sumi = 0, summ = 0;
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, m;
+                bp_q4_K_scale_min(j, x[b].scales, &sc, &m);
+                int32_t dot = 0;
+                for (int l = 0; l < 32; l++) {
+                    if (lanes == 2 && (l % 8) / 4 != lane)
+                        continue;
+                    const uint8_t q = x[b].qs[32 * (j / 2) + l];
+                    dot += y[b].qs[32 * j + l] * (j % 2 ? q >> 4 : q & 0xF);
+                }
+                sumi += sc * dot;
+                if (lanes == 1 || (j / 2) % 2 == lane)
+                    summ += m * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+            }
+            acc[lane] = fmaf((float)sumi, dd, acc[lane]);
+            acc[lane] = fmaf(-(float)summ, dm, acc[lane]);
+        }
+    }
+    float sum = acc[0];
+    for (int lane = 1; lane < lanes; lane++) sum += acc[lane];
+    return sum;
+}
+#endif
+
 static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill fx)
 {
     const struct cpu_type_kernels *k = cpu_kernels_for(t);
@@ -148,6 +194,20 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
             }
             const double tol = 1e-5 * mag + 1e-6;
             const float got = out[(size_t)c * bs + (size_t)r];
+#if defined(__AVX2__)
+            if (t == BP_TYPE_Q4_K) {
+                const float exact = q4_K_x8_exact((const void *)(w + (size_t)r * rs),
+                                                  (const void *)(y + (size_t)c * ys), nb);
+                checks++;
+                if (memcmp(&got, &exact, sizeof got) != 0) {
+                    failures++;
+                    printf("FAIL q4_K x8 %s weights, %s activations, %lld blocks, row %d col %d of "
+                           "%d: %s kernel %.9g, its scalar arithmetic %.9g\n",
+                           fw == EXTREME ? "extreme" : "random", fx == EXTREME ? "+-1" : "long-tailed",
+                           (long long)nb, r, c, ncols, cpu_kernels_isa(), got, exact);
+                }
+            }
+#endif
             checks++;
             if (!(fabs((double)got - want) <= tol)) {
                 failures++;

@@ -77,20 +77,27 @@ typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, co
  * unless the build defines them, to let an experiment try other distances.
  *
  * CPU_X8_KQUANT_PREFETCH_BYTES: the Q4_K and Q6_K kernels (VNNI and AVX2),
- * which stream the weights at decode. Measured on the Intel Xeon (AMX,
- * 2 vCPUs) test VM, each kernel alone at ncols = 1 on 1 and 2 threads, 1 GiB
- * of weights in huge pages, thread CPU time against a plain read of the
- * same bytes in the same run, distances alternated: Q6_K 0.72 of the read
- * without the prefetch, 0.94 at 1.5-2 KiB, 0.89 at 2.5 KiB, 0.80 at 4 and
- * 16 KiB; Q4_K 0.94, 0.97-0.99, 0.98, 0.90, 0.89 (the AVX2 kernels alike:
- * Q6_K 0.72 at 16 KiB, 0.87 at 2 KiB); the kernels of one decode token of
- * the 1B q4_K_M model in sequence 0.84-0.86 at 16 KiB, 0.89-0.91 at 2 KiB.
- * The loss sets in where the prefetch reaches about 4 KiB past the block
- * being read: far prefetches miss to memory and hold a fill buffer each,
- * which the demand loads then wait for; near ones mostly meet lines the L2
- * streamer has asked for already. (On the Zen 4 VM of the first
- * measurement 4-32 KiB were indistinguishable and no prefetch cost Q6_K a
- * quarter; 2 KiB was not measured there.)
+ * which stream the weights at decode. They ask for one line per 64-byte
+ * piece as they first read it, this far ahead, so the requests come spread
+ * over the block instead of a burst of 18 (Q6_K 27) at its start. On the
+ * Intel Xeon (AMX, 2 vCPUs) test VM, each kernel alone at ncols = 1, one
+ * thread, 512 MiB of weights in huge pages, thread CPU time alternating
+ * with a plain read of the same bytes, while other sessions kept the load
+ * at 3-6: per piece at 2 KiB, Q4_K streamed 1.02x as fast as per block
+ * (the burst unrolled), Q6_K 1.07x (the burst a loop); per piece, 4 KiB
+ * against 2 KiB made Q4_K 1.12x and Q6_K 1.16x as fast (1.5 KiB 0.93x,
+ * 8 KiB 1.14x and 1.18x), and one decode token of the 1B q4_K_M model took
+ * 72 ms instead of 102 (median of 4 alternated runs; 8 KiB 75 ms). The
+ * AVX2 kernels per piece at 4 KiB against per block at 2 KiB: Q4_K 1.13x,
+ * Q6_K 1.19x.
+ * Per block, the earlier measurement (same VM, quiet, 1 GiB, 1 and 2
+ * threads) had found 2 KiB best: Q6_K 0.72 of the read without the
+ * prefetch, 0.94 at 1.5-2 KiB, 0.89 at 2.5 KiB, 0.80 at 4 and 16 KiB; Q4_K
+ * 0.94, 0.97-0.99, 0.98, 0.90, 0.89; the kernels of one decode token in
+ * sequence 0.84-0.86 at 16 KiB, 0.89-0.91 at 2 KiB. A burst reaching past
+ * about 4 KiB missed to memory and held the fill buffers the demand loads
+ * then waited for. (On the Zen 4 VM of the first measurement 4-32 KiB were
+ * indistinguishable and no prefetch cost Q6_K a quarter.)
  *
  * CPU_X8_PREFETCH_BYTES: the Q4_0 and Q8_0 kernels and the AMX prefill
  * kernels (gemm_amx.c). Q4_0 and Q8_0 alone streamed at 1.0-1.15 of the
@@ -98,7 +105,7 @@ typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, co
  * 1B model in sequence at 0.91 with 2 KiB and 0.99 with 16 KiB (Q8_0 1.03
  * either way). */
 #ifndef CPU_X8_KQUANT_PREFETCH_BYTES
-#define CPU_X8_KQUANT_PREFETCH_BYTES 2048
+#define CPU_X8_KQUANT_PREFETCH_BYTES 4096
 #endif
 #ifndef CPU_X8_PREFETCH_BYTES
 #define CPU_X8_PREFETCH_BYTES 16384
