@@ -80,9 +80,10 @@ typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, co
  * which stream the weights at decode. They ask for one line per 64-byte
  * piece as they first read it, this far ahead, so the requests come spread
  * over the block instead of a burst of 18 (Q6_K 27) at its start. On the
- * Intel Xeon (AMX, 2 vCPUs) test VM, each kernel alone at ncols = 1, one
- * thread, 512 MiB of weights in huge pages, thread CPU time alternating
- * with a plain read of the same bytes, while other sessions kept the load
+ * Intel Xeon (Emerald Rapids, AMX not exposed, 2 vCPUs) test VM of session
+ * 7, each kernel alone at ncols = 1, one thread, 512 MiB of weights in
+ * huge pages, thread CPU time alternating with a plain read of the same
+ * bytes, while other sessions kept the load
  * at 3-6: per piece at 2 KiB, Q4_K streamed 1.02x as fast as per block
  * (the burst unrolled), Q6_K 1.07x (the burst a loop); per piece, 4 KiB
  * against 2 KiB made Q4_K 1.12x and Q6_K 1.16x as fast (1.5 KiB 0.93x,
