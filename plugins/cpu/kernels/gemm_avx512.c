@@ -13,7 +13,10 @@
 
 #if defined(CPU_HAVE_X86_GEMM)
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <string.h>
+
+#include "../cpu_features.h"
 
 static inline __m512i bcast8(const int8_t *p)
 {
@@ -66,16 +69,47 @@ static inline void x8_offsets(int32_t *off, const char *yr, int64_t nb, int64_t 
     _mm512_store_si512(off, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sy, shift)));
 }
 
+/* The high nibble of every byte in its low 4 bits. With GFNI one
+ * vgf2p8affineqb (its bit matrix moves bits 4..7 to 0..3) does what a
+ * 16-bit shift (port 0 only at 512 bits) and a mask do. Inline assembly:
+ * GCC does not inline the GFNI intrinsic into code built without -mgfni,
+ * and this build also runs where there is no GFNI (Cascade Lake). */
+static inline __attribute__((always_inline)) __m512i hi_nibbles(__m512i v, const int gfni)
+{
+    if (!gfni)
+        return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+    const __m512i shr4 = _mm512_set1_epi64(0x1020408000000000ll);
+    __m512i h;
+    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(h) : "v"(v), "v"(shr4));
+    return h;
+}
+
+static atomic_int gfni_state; /* 0 not probed, 1 in use, 2 not */
+
+bool cpu_x8_gfni_use(bool on)
+{
+    struct cpu_isa isa;
+    cpu_isa_detect(&isa);
+    atomic_store_explicit(&gfni_state, on && isa.gfni ? 1 : 2, memory_order_relaxed);
+    return on && isa.gfni;
+}
+
+static bool gfni_in_use(void)
+{
+    const int st = atomic_load_explicit(&gfni_state, memory_order_relaxed);
+    return st ? st == 1 : cpu_x8_gfni_use(true);
+}
+
 /* One x8 block of Q4_0 (at xb, block b of the rows; dw its row scales)
  * against ncols activation rows. */
 static inline __attribute__((always_inline)) void
 q4_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
-              const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols)
+              const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i v0 = _mm512_loadu_si512(xb + 16), v1 = _mm512_loadu_si512(xb + 80);
-    const __m512i l0 = _mm512_and_si512(v0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
-    const __m512i l1 = _mm512_and_si512(v1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+    const __m512i l0 = _mm512_and_si512(v0, m4), h0 = hi_nibbles(v0, gfni);
+    const __m512i l1 = _mm512_and_si512(v1, m4), h1 = hi_nibbles(v1, gfni);
     for (int c = 0; c < ncols; c++) {
         const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
         /* each of a row's two lanes carries half of the -8 * sum */
@@ -91,7 +125,8 @@ q4_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
 }
 
 static inline __attribute__((always_inline)) void
-q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
 {
     const int64_t nb = n / BP_QK4_0;
     const size_t xs = CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0);
@@ -110,13 +145,13 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, 2 * xs);
             __m512 dw0, dw1;
             row_scales2(xb, xs, &dw0, &dw1);
-            q4_0_x8_block(xb, dw0, yr, nb, b, off, acc, ncols);
-            q4_0_x8_block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols);
+            q4_0_x8_block(xb, dw0, yr, nb, b, off, acc, ncols, gfni);
+            q4_0_x8_block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols, gfni);
         }
         if (b < e) {
             const uint8_t *xb = x + (size_t)b * xs;
             cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
-            q4_0_x8_block(xb, row_scales(xb), yr, nb, b, off, acc, ncols);
+            q4_0_x8_block(xb, row_scales(xb), yr, nb, b, off, acc, ncols, gfni);
         }
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
@@ -360,7 +395,24 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-CPU_X8_DISPATCH(q4_0, x86)
+static inline __attribute__((always_inline)) void
+q4_0_shift_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q4_0_x8(n, s, bs, w, y, ys, ncols, 0);
+}
+static inline __attribute__((always_inline)) void
+q4_0_gfni_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q4_0_x8(n, s, bs, w, y, ys, ncols, 1);
+}
+static CPU_X8_DISPATCH(q4_0_shift, x86)
+static CPU_X8_DISPATCH(q4_0_gfni, x86)
+
+void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    (gfni_in_use() ? cpu_gemm_q4_0_gfni_x8_x86 : cpu_gemm_q4_0_shift_x8_x86)(n, s, bs, w, y, ys, ncols);
+}
 CPU_X8_DISPATCH(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
 CPU_X8_DISPATCH(q6_K, x86)
