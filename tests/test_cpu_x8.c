@@ -19,7 +19,9 @@
  *  - long rows (up to 65 blocks, K = 16640 for the K-quants) and every
  *    ncols 1..4;
  *  - an output stride bs > 8, with guard values that must stay untouched;
- *  - each column equal to the bit to the same column computed alone.
+ *  - each column equal to the bit to the same column computed alone;
+ *  - where GFNI takes the Q4_0 high nibbles (avx512 build), the output
+ *    equal to the bit to the shift-and-mask path's.
  *
  * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
  * the AMX tile kernels (kernels/gemm_amx.h) get the same edges: 16 weight
@@ -35,6 +37,7 @@
 
 #include "kernels/gemm_amx.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 #include "cpu_features.h"
 
 static unsigned long long seed = 0x9E3779B97F4A7C15ull;
@@ -183,6 +186,21 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     }
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
     k->gemm_x8(n, out, bs, x8, y, ys, ncols);
+#if defined(CPU_HAVE_X86_GEMM)
+    if (t == BP_TYPE_Q4_0 && cpu_x8_gfni_use(true)) {
+        float shift[sizeof out / sizeof out[0]];
+        memcpy(shift, out, sizeof out);
+        cpu_x8_gfni_use(false);
+        k->gemm_x8(n, shift, bs, x8, y, ys, ncols);
+        cpu_x8_gfni_use(true);
+        checks++;
+        if (memcmp(shift, out, sizeof out) != 0) {
+            failures++;
+            printf("FAIL q4_0 x8 %lld blocks, ncols %d: the GFNI and the shift-and-mask high nibbles "
+                   "give different outputs\n", (long long)nb, ncols);
+        }
+    }
+#endif
     for (int c = 0; c < ncols; c++) {
         dequant_act(vdt, y + (size_t)c * ys, yf, n);
         for (int r = 0; r < 8; r++) {

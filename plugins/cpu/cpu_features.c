@@ -45,6 +45,7 @@ void cpu_isa_detect(struct cpu_isa *isa)
         isa->avx512bw = b & (1u << 30);
         isa->avx512vl = b & (1u << 31);
         isa->avx512_vnni = c & (1u << 11);
+        isa->gfni = c & (1u << 8);
         isa->amx_bf16 = d & (1u << 22);
         isa->amx_tile = d & (1u << 24);
         isa->amx_int8 = d & (1u << 25);

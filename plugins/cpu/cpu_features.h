@@ -11,6 +11,7 @@
 struct cpu_isa {
     bool sse2, avx, avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx512_bf16;
+    bool gfni; /* not required by any variant: kernels ask for it at run time */
     bool os_avx;     /* XCR0 saves YMM state: the OS lets us use AVX */
     bool os_avx512;  /* XCR0 saves opmask and ZMM state */
     bool amx_tile, amx_int8, amx_bf16;

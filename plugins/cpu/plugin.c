@@ -391,6 +391,7 @@ static void fill_features(struct cpu_plugin *pl)
     ISA("cpu.AVX512VL", isa.avx512vl);
     ISA("cpu.AVX512_VNNI", isa.avx512_vnni);
     ISA("cpu.AVX512_BF16", isa.avx512_bf16);
+    ISA("cpu.GFNI", isa.gfni);
     ISA("os.AVX (XCR0 YMM)", isa.os_avx);
     ISA("os.AVX512 (XCR0 ZMM)", isa.os_avx512);
     ISA("cpu.AMX_TILE", isa.amx_tile);

@@ -64,16 +64,32 @@ static inline __m256i join16(__m256i lo, __m256i hi)
 
 /* Q4_0 x8: byte j of group c holds element 8c + j (low nibble) and
  * 16 + 8c + j (high nibble); the -8 offset comes out as 8 * the activation
- * block's quant sum. */
+ * block's quant sum. Those terms are made 16 blocks at a time per
+ * activation row (Q4_0_CHUNK) and wait on the stack, so a block subtracts
+ * a broadcast load (no ALU uop) instead of a term moved from a GPR and
+ * broadcast (two port-5 uops). */
+#define Q4_0_CHUNK 16
 static inline __attribute__((always_inline)) void
 q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK4_0;
     const uint8_t *x = w;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    _Alignas(32) int32_t off[CPU_GEMM_MAX_COLS][Q4_0_CHUNK];
     __m256 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
+        if (b % Q4_0_CHUNK == 0)
+            for (int c = 0; c < ncols; c++) {
+                const char *sums = (const char *)y + (size_t)c * ys + cpu_q8_0_aux_offset(nb) + 4 * nb;
+                for (int h = 0; h < Q4_0_CHUNK; h += 8) {
+                    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                    /* lanes past the last block are not read */
+                    const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nb - b - h)), lane);
+                    const __m256i sy = _mm256_maskload_epi32((const int *)(const void *)(sums + 4 * (b + h)), in);
+                    _mm256_store_si256((__m256i *)(void *)&off[c][h], _mm256_slli_epi32(sy, 3));
+                }
+            }
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         const __m256i v0a = load256(xb + 16), v0b = load256(xb + 48);
@@ -98,7 +114,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             float dy;
             int32_t sy;
             cpu_q8_0_aux(yr, nb, b, &dy, &sy);
-            const __m256i p = _mm256_sub_epi32(join16(sa, sb), _mm256_set1_epi32(8 * sy));
+            const __m256i p = _mm256_sub_epi32(join16(sa, sb), _mm256_set1_epi32(off[c][b % Q4_0_CHUNK]));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_set1_ps(dy)),
                                      acc[c]);
         }
