@@ -112,7 +112,10 @@ struct bw_job {
  * against the best plain read, never against a slow one. */
 #define BW_PREFETCH_BYTES 4096
 
-static uint64_t read_words_plain(const uint64_t *p, size_t n)
+/* Always inlined, so that each target-specific wrapper below compiles its
+ * own copy for its ISA (a call would run the baseline SSE2 code). */
+static inline __attribute__((always_inline)) uint64_t
+read_words_plain_body(const uint64_t *p, size_t n)
 {
     uint64_t a[8] = { 0 };
     for (size_t i = 0; i + 8 <= n; i += 8)
@@ -120,7 +123,8 @@ static uint64_t read_words_plain(const uint64_t *p, size_t n)
     return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
 }
 
-static uint64_t read_words_prefetch(const uint64_t *p, size_t n)
+static inline __attribute__((always_inline)) uint64_t
+read_words_prefetch_body(const uint64_t *p, size_t n)
 {
     uint64_t a[8] = { 0 };
     for (size_t i = 0; i + 8 <= n; i += 8) {
@@ -134,13 +138,13 @@ static uint64_t read_words_prefetch(const uint64_t *p, size_t n)
 __attribute__((target("avx2")))
 static uint64_t read_words_avx2(const uint64_t *p, size_t n)
 {
-    return read_words_plain(p, n);
+    return read_words_plain_body(p, n);
 }
 
 __attribute__((target("avx2")))
 static uint64_t read_words_avx2_prefetch(const uint64_t *p, size_t n)
 {
-    return read_words_prefetch(p, n);
+    return read_words_prefetch_body(p, n);
 }
 
 /* Four lines per iteration, one 512-bit load each (the buffer is 64-byte
@@ -182,6 +186,16 @@ static int baseline(void) { return !have_avx2(); }
 #else
 static int baseline(void) { return 1; }
 #endif
+
+static uint64_t read_words_plain(const uint64_t *p, size_t n)
+{
+    return read_words_plain_body(p, n);
+}
+
+static uint64_t read_words_prefetch(const uint64_t *p, size_t n)
+{
+    return read_words_prefetch_body(p, n);
+}
 
 static const struct bw_reader {
     uint64_t (*read)(const uint64_t *p, size_t n);
