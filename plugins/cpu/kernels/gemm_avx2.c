@@ -81,7 +81,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int64_t b = 0; b < nb; b++) {
         if (b % Q4_0_CHUNK == 0)
             for (int c = 0; c < ncols; c++) {
-                const char *sums = (const char *)y + (size_t)c * ys + cpu_q8_0_aux_offset(nb) + 4 * nb;
+                const char *sums = (const char *)y + (size_t)c * ys + cpu_q8_0_aux_sums_offset(nb);
                 for (int h = 0; h < Q4_0_CHUNK; h += 8) {
                     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
                     /* lanes past the last block are not read */
@@ -111,9 +111,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             const __m256i sb = _mm256_add_epi16(
                 _mm256_add_epi16(_mm256_maddubs_epi16(l0b, y0), _mm256_maddubs_epi16(l1b, y1)),
                 _mm256_add_epi16(_mm256_maddubs_epi16(h0b, y2), _mm256_maddubs_epi16(h1b, y3)));
-            float dy;
-            int32_t sy;
-            cpu_q8_0_aux(yr, nb, b, &dy, &sy);
+            const float dy = cpu_q8_0_aux_d(yr, nb, b);
             const __m256i p = _mm256_sub_epi32(join16(sa, sb), _mm256_set1_epi32(off[c][b % Q4_0_CHUNK]));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_set1_ps(dy)),
                                      acc[c]);
@@ -160,9 +158,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             }
         }
         for (int c = 0; c < ncols; c++) {
-            float dy;
-            int32_t sy;
-            cpu_q8_0_aux((const char *)y + (size_t)c * ys, nb, b, &dy, &sy);
+            const float dy = cpu_q8_0_aux_d((const char *)y + (size_t)c * ys, nb, b);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(pa[c], pb[c])),
                                      _mm256_mul_ps(dw, _mm256_set1_ps(dy)), acc[c]);
         }

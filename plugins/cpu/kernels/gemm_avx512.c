@@ -65,7 +65,7 @@ static inline void x8_offsets(int32_t *off, const char *yr, int64_t nb, int64_t 
                               const int shift)
 {
     const __mmask16 m = (__mmask16)((1u << cnt) - 1);
-    const __m512i sy = _mm512_maskz_loadu_epi32(m, yr + cpu_q8_0_aux_offset(nb) + 4 * nb + 4 * b0);
+    const __m512i sy = _mm512_maskz_loadu_epi32(m, yr + cpu_q8_0_aux_sums_offset(nb) + 4 * b0);
     _mm512_store_si512(off, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sy, shift)));
 }
 
@@ -117,54 +117,17 @@ q4_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
         p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
         p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
         p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
-        float dy;
-        int32_t sy;
-        cpu_q8_0_aux(yr[c], nb, b, &dy, &sy);
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dy)), acc[c]);
+        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
     }
 }
 
-static inline __attribute__((always_inline)) void
-q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
-        const int gfni)
-{
-    const int64_t nb = n / BP_QK4_0;
-    const size_t xs = CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0);
-    const uint8_t *x = w;
-    const char *yr[CPU_GEMM_MAX_COLS];
-    _Alignas(64) int32_t off[CPU_GEMM_MAX_COLS][X8_CHUNK];
-    __m512 acc[CPU_GEMM_MAX_COLS];
-    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
-    for (int c = 0; c < ncols; c++) yr[c] = (const char *)y + (size_t)c * ys;
-    for (int64_t b0 = 0; b0 < nb; b0 += X8_CHUNK) {
-        const int64_t e = nb - b0 < X8_CHUNK ? nb : b0 + X8_CHUNK;
-        for (int c = 0; c < ncols; c++) x8_offsets(off[c], yr[c], nb, b0, e - b0, 2);
-        int64_t b = b0;
-        for (; b + 2 <= e; b += 2) {
-            const uint8_t *xb = x + (size_t)b * xs;
-            __m512 dw0, dw1;
-            row_scales2(xb, xs, &dw0, &dw1);
-            /* one block's prefetches before each block: the 5 (Q4_0) or 9
-             * of a pair at once streamed 3-8% slower from memory */
-            cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
-            q4_0_x8_block(xb, dw0, yr, nb, b, off, acc, ncols, gfni);
-            cpu_x8_prefetch(xb + xs + CPU_X8_PREFETCH_BYTES, xs);
-            q4_0_x8_block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols, gfni);
-        }
-        if (b < e) {
-            const uint8_t *xb = x + (size_t)b * xs;
-            cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
-            q4_0_x8_block(xb, row_scales(xb), yr, nb, b, off, acc, ncols, gfni);
-        }
-    }
-    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
-}
-
-/* One x8 block of Q8_0, as q4_0_x8_block. */
+/* One x8 block of Q8_0, as q4_0_x8_block (there is no GFNI step). */
 static inline __attribute__((always_inline)) void
 q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
-              const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols)
+              const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
+    (void)gfni;
     __m512i v[4];
     for (int k = 0; k < 4; k++)
         v[k] = _mm512_xor_si512(_mm512_loadu_si512(xb + 16 + 64 * k), _mm512_set1_epi8((char)0x80));
@@ -173,18 +136,24 @@ q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
         /* weights read +128: half of -128 * sum per lane */
         __m512i p = _mm512_set1_epi32(off[c][b % X8_CHUNK]);
         for (int k = 0; k < 4; k++) p = _mm512_dpbusd_epi32(p, v[k], bcast8(q + 8 * k));
-        float dy;
-        int32_t sy;
-        cpu_q8_0_aux(yr[c], nb, b, &dy, &sy);
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_set1_ps(dy)), acc[c]);
+        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
     }
 }
 
+typedef void (*x8_0_block_fn)(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb,
+                              int64_t b, const int32_t (*off)[X8_CHUNK], __m512 *acc, int ncols,
+                              int gfni);
+
+/* The Q4_0 and Q8_0 kernels' walk over the blocks (xs bytes each, weight
+ * offsets shifted by `shift`): chunks of X8_CHUNK blocks whose offset terms
+ * are made first, then blocks in pairs that share one scale conversion.
+ * Always inlined with a constant `block`, which GCC then inlines too (no
+ * indirect call is left: see the disassembly). */
 static inline __attribute__((always_inline)) void
-q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+x8_0_walk(int64_t nb, size_t xs, const int shift, const x8_0_block_fn block, float *s, size_t bs,
+          const void *w, const void *y, size_t ys, const int ncols, const int gfni)
 {
-    const int64_t nb = n / BP_QK8_0;
-    const size_t xs = CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0);
     const uint8_t *x = w;
     const char *yr[CPU_GEMM_MAX_COLS];
     _Alignas(64) int32_t off[CPU_GEMM_MAX_COLS][X8_CHUNK];
@@ -193,7 +162,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) yr[c] = (const char *)y + (size_t)c * ys;
     for (int64_t b0 = 0; b0 < nb; b0 += X8_CHUNK) {
         const int64_t e = nb - b0 < X8_CHUNK ? nb : b0 + X8_CHUNK;
-        for (int c = 0; c < ncols; c++) x8_offsets(off[c], yr[c], nb, b0, e - b0, 6);
+        for (int c = 0; c < ncols; c++) x8_offsets(off[c], yr[c], nb, b0, e - b0, shift);
         int64_t b = b0;
         for (; b + 2 <= e; b += 2) {
             const uint8_t *xb = x + (size_t)b * xs;
@@ -202,17 +171,32 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             /* one block's prefetches before each block: the 5 (Q4_0) or 9
              * of a pair at once streamed 3-8% slower from memory */
             cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
-            q8_0_x8_block(xb, dw0, yr, nb, b, off, acc, ncols);
+            block(xb, dw0, yr, nb, b, off, acc, ncols, gfni);
             cpu_x8_prefetch(xb + xs + CPU_X8_PREFETCH_BYTES, xs);
-            q8_0_x8_block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols);
+            block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols, gfni);
         }
         if (b < e) {
             const uint8_t *xb = x + (size_t)b * xs;
             cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
-            q8_0_x8_block(xb, row_scales(xb), yr, nb, b, off, acc, ncols);
+            block(xb, row_scales(xb), yr, nb, b, off, acc, ncols, gfni);
         }
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+static inline __attribute__((always_inline)) void
+q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
+{
+    x8_0_walk(n / BP_QK4_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0), 2, q4_0_x8_block, s, bs,
+              w, y, ys, ncols, gfni);
+}
+
+static inline __attribute__((always_inline)) void
+q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    x8_0_walk(n / BP_QK8_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0), 6, q8_0_x8_block, s, bs,
+              w, y, ys, ncols, 0);
 }
 
 /* Q4_K x8: the 6-bit scales and mins of 8 rows come out of three 256-bit

@@ -104,13 +104,13 @@ void cpu_q8_0_fill_aux(void *row, int64_t n)
 {
     const int64_t nb = n / BP_QK8_0;
     const struct bp_block_q8_0 *q = row;
-    char *aux = (char *)row + cpu_q8_0_aux_offset(nb);
+    char *d_at = (char *)row + cpu_q8_0_aux_offset(nb), *sum_at = (char *)row + cpu_q8_0_aux_sums_offset(nb);
     for (int64_t b = 0; b < nb; b++) {
         const float d = bp_f16_to_f32(q[b].d);
         int32_t sum = 0;
         for (int j = 0; j < BP_QK8_0; j++) sum += q[b].qs[j];
-        memcpy(aux + 4 * b, &d, 4);
-        memcpy(aux + 4 * nb + 4 * b, &sum, 4);
+        memcpy(d_at + 4 * b, &d, 4);
+        memcpy(sum_at + 4 * b, &sum, 4);
     }
 }
 

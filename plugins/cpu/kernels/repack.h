@@ -128,17 +128,23 @@ static inline size_t cpu_q8_0_aux_offset(int64_t nb)
 {
     return ((size_t)nb * sizeof(struct bp_block_q8_0) + 63) & ~(size_t)63;
 }
+/* Where its int32 quant sums start: after the nb float scales. */
+static inline size_t cpu_q8_0_aux_sums_offset(int64_t nb)
+{
+    return cpu_q8_0_aux_offset(nb) + (size_t)nb * 4;
+}
 static inline size_t cpu_q8_0_aux_row_size(int64_t nb)
 {
-    return cpu_q8_0_aux_offset(nb) + (size_t)nb * 8;
+    return cpu_q8_0_aux_sums_offset(nb) + (size_t)nb * 4;
 }
-/* Block b's aux data of a Q8_0 row of nb blocks: its scale as a float and
- * the sum of its quants (what the x8 kernels take weight offsets out with). */
-static inline void cpu_q8_0_aux(const char *row, int64_t nb, int64_t b, float *d, int32_t *sum)
+/* Block b's scale, as a float, from the aux data of a Q8_0 row of nb
+ * blocks (its quant sum, what the x8 kernels take weight offsets out with,
+ * is the int32 at cpu_q8_0_aux_sums_offset(nb) + 4 b). */
+static inline float cpu_q8_0_aux_d(const char *row, int64_t nb, int64_t b)
 {
-    const char *aux = row + cpu_q8_0_aux_offset(nb);
-    memcpy(d, aux + 4 * b, 4);
-    memcpy(sum, aux + 4 * nb + 4 * b, 4);
+    float d;
+    memcpy(&d, row + cpu_q8_0_aux_offset(nb) + 4 * b, 4);
+    return d;
 }
 /* Fill the aux data (scale as float, sum of quants) of a Q8_0 row. */
 void cpu_q8_0_fill_aux(void *row, int64_t n);
