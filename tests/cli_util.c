@@ -5,9 +5,11 @@
 #include "cli_util.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -133,4 +135,31 @@ const char *cli_json_tokens(const char *json, char *out, size_t cap)
     memcpy(out, t, len);
     out[len] = '\0';
     return out;
+}
+
+const char *cli_tempdir(const char *name, char *dir, size_t cap)
+{
+    const int n = snprintf(dir, cap, "/tmp/bp_%s_XXXXXX", name);
+    if (n < 0 || (size_t)n >= cap || !mkdtemp(dir)) {
+        fprintf(stderr, "cli_util: cannot make a directory for %s under /tmp (%s); free space there and "
+                "rerun the test.\n", name, n < 0 || (size_t)n >= cap ? "name too long" : strerror(errno));
+        return NULL;
+    }
+    return dir;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) == 0) return 0;
+    fprintf(stderr, "cli_util: cannot remove %s (%s).\n", path, strerror(errno));
+    return -1;
+}
+
+int cli_tempdir_remove(const char *dir)
+{
+    /* depth first, so a directory is empty when its turn comes */
+    return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }

@@ -39,4 +39,13 @@ int cli_count_lines(const char *text, const char *prefix, const char *needle);
  * has none or it does not fit in cap bytes. */
 const char *cli_json_tokens(const char *json, char *out, size_t cap);
 
+/* A new empty directory /tmp/bp_<name>_XXXXXX, its path written into dir
+ * (cap bytes; 64 is enough for a short name). Returns dir, or NULL with a
+ * sentence on stderr when it cannot be made. */
+const char *cli_tempdir(const char *name, char *dir, size_t cap);
+
+/* Removes dir and everything in it (a cli_tempdir). Returns 0, or -1 with a
+ * sentence on stderr for what could not be removed. */
+int cli_tempdir_remove(const char *dir);
+
 #endif

@@ -6,8 +6,10 @@
  * -1, and the readers of the output count lines and find the tokens array.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "suite_main.h"
@@ -84,6 +86,27 @@ START_TEST(test_cli_count_lines_matches_the_prefix_and_the_needle_within_a_line)
     ck_assert_int_eq(cli_count_lines(text, "FAIL", "mul"), 0); /* on the next line only */
     ck_assert_int_eq(cli_count_lines(text, "PASS", "PASS"), 3);
     ck_assert_int_eq(cli_count_lines("", "PASS", NULL), 0);
+    /* every line, with or without a newline at the end */
+    ck_assert_int_eq(cli_count_lines("one sentence.\n", "", NULL), 1);
+    ck_assert_int_eq(cli_count_lines("one sentence.", "", NULL), 1);
+    ck_assert_int_eq(cli_count_lines("one.\ntwo.\n", "", NULL), 2);
+}
+END_TEST
+
+START_TEST(test_cli_tempdir_is_new_and_goes_with_all_inside)
+{
+    char a[64], b[64], cmd[256], small[12];
+    ck_assert_ptr_eq(cli_tempdir("cli_util", a, sizeof a), a);
+    ck_assert_ptr_nonnull(cli_tempdir("cli_util", b, sizeof b));
+    ck_assert_str_ne(a, b);
+    ck_assert_ptr_nonnull(strstr(a, "/tmp/bp_cli_util_"));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/x/y && echo hi > %s/x/y/f && echo hi > %s/g", a, a, a);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_tempdir_remove(a), 0);
+    ck_assert_int_eq(access(a, F_OK), -1);
+    ck_assert_int_eq(cli_tempdir_remove(b), 0);
+    ck_assert_int_eq(cli_tempdir_remove(b), -1); /* already gone: said, not crashed */
+    ck_assert_ptr_null(cli_tempdir("cli_util", small, sizeof small)); /* the name does not fit */
 }
 END_TEST
 
@@ -110,6 +133,7 @@ int main(void)
     tcase_add_test(tc, test_cli_run_all_keeps_every_byte);
     tcase_add_test(tc, test_cli_count_lines_matches_the_prefix_and_the_needle_within_a_line);
     tcase_add_test(tc, test_cli_json_tokens_copies_the_array_or_says_why_not);
+    tcase_add_test(tc, test_cli_tempdir_is_new_and_goes_with_all_inside);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -26,15 +26,12 @@ static char dir[64];
 
 static void make_dir(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/bp_dist_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_ptr_nonnull(cli_tempdir("dist", dir, sizeof dir));
 }
 
 static void remove_dir(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_tempdir_remove(dir), 0);
 }
 
 static int count(const char *hay, const char *needle)
@@ -177,16 +174,15 @@ END_TEST
 
 START_TEST(test_dist_saved_gguf_matches_the_cpu_run)
 {
-    char path[] = "/tmp/bp_dist_gguf_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(path));
+    char path[64];
+    ck_assert_ptr_nonnull(cli_tempdir("dist_gguf", path, sizeof path));
     char cmd[1024], out[16384], model[256];
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type q8_0 --n-gen 1 --save %s/m.gguf",
              path);
     ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
     snprintf(model, sizeof model, "--model %s/m.gguf", path);
     check_against_cpu(model, 2, "", 1e-3);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", path);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_tempdir_remove(path), 0);
 }
 END_TEST
 

@@ -16,8 +16,8 @@
 
 START_TEST(test_run_cli_saved_gguf_gives_same_tokens_as_builtin)
 {
-    char dir[] = "/tmp/bp_run_cli_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char dir[64];
+    ck_assert_ptr_nonnull(cli_tempdir("run_cli", dir, sizeof dir));
     char cmd[1024], a[16384], b[16384], ta[1024], tb[1024];
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --weight-type f32 --prompt-len 4 "
              "--n-gen 5 --json --save %s/m.gguf --dump-logits %s/a.bin", dir, dir);
@@ -34,28 +34,26 @@ START_TEST(test_run_cli_saved_gguf_gives_same_tokens_as_builtin)
     ck_assert_int_eq(st.st_size, 8 * 512 * 4);
     snprintf(cmd, sizeof cmd, "cmp -s %s/a.bin %s/b.bin", dir, dir);
     ck_assert_int_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_tempdir_remove(dir), 0);
 }
 END_TEST
 
 START_TEST(test_run_cli_bad_file_is_one_sentence_and_exit_1)
 {
-    char dir[] = "/tmp/bp_run_cli_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char dir[64];
+    ck_assert_ptr_nonnull(cli_tempdir("run_cli", dir, sizeof dir));
     char cmd[1024], out[4096];
     snprintf(cmd, sizeof cmd, "printf 'NOTAGGUFFILE' > %s/bad.gguf", dir);
     ck_assert_int_eq(system(cmd), 0);
     snprintf(cmd, sizeof cmd, CLI " run --model %s/bad.gguf", dir);
     ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "not a GGUF file"));
-    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n')); /* exactly one line */
+    ck_assert_int_eq(cli_count_lines(out, "", NULL), 1);
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:nope");
     ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "no built-in model 'nope'"));
     ck_assert_int_eq(cli_run(CLI " run --n-gen x", CLI_OUT_AND_ERR, out, sizeof out), 2);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_tempdir_remove(dir), 0);
 }
 END_TEST
 
@@ -72,7 +70,10 @@ static void profile_table(const char *out, const char *head, const char *op, dou
     *graph_ms = atof(per);
     *nodes = -1;
     *ms = *share = 0;
-    const char *l = strchr(strchr(h, '\n') + 1, '\n') + 1;   /* past the column names */
+    const char *l = strchr(h, '\n');
+    l = l ? strchr(l + 1, '\n') : NULL;
+    ck_assert_msg(l != NULL, "no column names under '%s' in:\n%s", head, out);
+    l++; /* past the column names */
     char name[64];
     double n, t, sh;
     int rows = 0;

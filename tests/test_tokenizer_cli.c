@@ -85,7 +85,7 @@ START_TEST(test_tokenize_cli_bad_input_is_one_sentence)
     char cmd[4096], out[4096];
     ck_assert_int_eq(cli_run(CLI " tokenize --model /nonexistent.gguf --text x", CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "/nonexistent.gguf"));
-    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));
+    ck_assert_int_eq(cli_count_lines(out, "", NULL), 1);
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --decode 1,128256", vocab("llama3-llama-bpe"));
     ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "'128256', which is not a token id"));
@@ -128,8 +128,8 @@ END_TEST
 
 START_TEST(test_run_cli_text_refusals_are_one_sentence)
 {
-    char dir[] = "/tmp/bp_tok_run_XXXXXX", cmd[4096], out[4096];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char dir[64], cmd[4096], out[4096];
+    ck_assert_ptr_nonnull(cli_tempdir("tok_run", dir, sizeof dir));
     snprintf(cmd, sizeof cmd, CLI " run --model builtin:test --n-gen 1 --save %s/m.gguf --json "
              ">/dev/null", dir);
     ck_assert_int_eq(system(cmd), 0);
@@ -137,7 +137,7 @@ START_TEST(test_run_cli_text_refusals_are_one_sentence)
     snprintf(cmd, sizeof cmd, CLI " run --model %s/m.gguf --prompt hi", dir);
     ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "--prompt-tokens"));
-    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));
+    ck_assert_int_eq(cli_count_lines(out, "", NULL), 1);
     ck_assert_int_eq(cli_run(CLI " run --model builtin:test --prompt-tokens 1,512", CLI_OUT_AND_ERR, out,
                              sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "'512', which is not a token id"));
@@ -145,11 +145,10 @@ START_TEST(test_run_cli_text_refusals_are_one_sentence)
     ck_assert_int_eq(cli_run(CLI " run --model builtin:test --prompt \"$(printf 'a%.0s' $(seq 300))\"", CLI_OUT_AND_ERR,
                              out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "positions but the model holds 256"));
-    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));
+    ck_assert_int_eq(cli_count_lines(out, "", NULL), 1);
     ck_assert_int_eq(cli_run(CLI " run --prompt a --prompt-tokens 1", CLI_OUT_AND_ERR, out, sizeof out), 2);
     ck_assert_int_eq(cli_run(CLI " run --top-p 2", CLI_OUT_AND_ERR, out, sizeof out), 2);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cli_tempdir_remove(dir), 0);
 }
 END_TEST
 
