@@ -5,6 +5,7 @@
  * BACKPLANE_PROFILE=1 prints each graph's op table.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,45 @@ START_TEST(test_run_cli_prefill_runs_report_warm_and_keep_the_tokens)
 }
 END_TEST
 
+/* The number after "key": in a run --json report; NAN when it is absent. */
+static double json_key(const char *json, const char *key)
+{
+    char k[128];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    return p ? strtod(p + strlen(k), NULL) : NAN;
+}
+
+/* 39 decode steps: probes before, after steps 16 and 32, and at the end, so
+ * three windows (16, 16, 7 steps), each held against its own edges. --json
+ * alone probes before and after: one window. */
+START_TEST(test_run_cli_bandwidth_windows_each_against_their_probes)
+{
+    char out[16384];
+    ck_assert_msg(cli_run(CLI " run --device cpu --model builtin:test --n-gen 40 --json --bandwidth",
+                          CLI_OUT_ONLY, out, sizeof out) == 0, "%s", out);
+    ck_assert_double_eq(json_key(out, "decode_bandwidth_windows"), 3);
+    const double f = json_key(out, "decode_bandwidth_fraction");
+    ck_assert_msg(f > 0 && json_key(out, "decode_bandwidth_fraction_min") <= f &&
+                  f <= json_key(out, "decode_bandwidth_fraction_max"), "%s", out);
+    ck_assert_msg(json_key(out, "read_bandwidth_bytes_per_s") > 1e8, "%s", out);
+    ck_assert_msg(cli_run(CLI " run --device cpu --model builtin:test --n-gen 40 --json", CLI_OUT_ONLY, out,
+                          sizeof out) == 0, "%s", out);
+    ck_assert_double_eq(json_key(out, "decode_bandwidth_windows"), 1);
+    ck_assert_double_eq(json_key(out, "decode_bandwidth_fraction_min"),
+                        json_key(out, "decode_bandwidth_fraction_max"));
+    ck_assert_msg(cli_run(CLI " run --device cpu --model builtin:test --n-gen 40 --bandwidth", CLI_OUT_ONLY,
+                          out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(cli_count_lines(out, "         median step ", "% of the measured read bandwidth") == 1 &&
+                  cli_count_lines(out, "         (the median of 3 windows of up to 16 steps", NULL) == 1,
+                  "%s", out);
+    /* one step: nothing to hold against the probes, no fraction claimed */
+    ck_assert_msg(cli_run(CLI " run --device cpu --model builtin:test --n-gen 1 --json", CLI_OUT_ONLY, out,
+                          sizeof out) == 0, "%s", out);
+    ck_assert(isnan(json_key(out, "decode_bandwidth_fraction")));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run_cli");
@@ -134,6 +174,7 @@ int main(void)
     tcase_add_test(tc, test_run_cli_bad_file_is_one_sentence_and_exit_1);
     tcase_add_test(tc, test_run_cli_profile_names_the_ops_and_sums_within_the_graph);
     tcase_add_test(tc, test_run_cli_prefill_runs_report_warm_and_keep_the_tokens);
+    tcase_add_test(tc, test_run_cli_bandwidth_windows_each_against_their_probes);
     suite_add_tcase(s, tc);
     setenv("CK_FORK", "no", 1);
     return run_suite(s);

@@ -70,9 +70,11 @@ static void help(void)
          "  --dump-logits FILE   raw little-endian f32, n_vocab per evaluated position\n"
          "                       (prompt positions, then one row per decode step)\n"
          "  --save FILE          write the model as a GGUF file (v3) and continue\n"
-         "  --bandwidth          measure the read bandwidth (before and after decoding)\n"
-         "                       and report the median decode step's weight streaming\n"
-         "                       as a fraction of it (implied by --json on a CPU)\n"
+         "  --bandwidth          measure the read bandwidth before and after decoding and\n"
+         "                       between windows of 16 steps, and report the decode's\n"
+         "                       weight streaming as a fraction of it: each window's\n"
+         "                       median step against the probes at its edges (--json on\n"
+         "                       a CPU probes before and after only)\n"
          "  --prefill-runs N     prefill the prompt N times (the cache emptied between)\n"
          "                       and report the first (cold) and the median of the\n"
          "                       others (warm); the prefill is planned at load time\n"
@@ -319,12 +321,20 @@ static void compare_rows(struct cmp *c, const float *a, const float *b, int64_t 
     }
 }
 
+/* With --bandwidth the decode is cut into windows of BW_WINDOW steps with a
+ * probe pass between them, and each window's streaming is held against the
+ * probe passes on either side: on a shared VM the read bandwidth drifts by
+ * 10-30 % within a minute, which one probe before and one after the whole
+ * decode cannot follow. */
+#define BW_WINDOW 16
+#define BW_MAX_EDGES 64
+
 struct result {
     int32_t *gen;
     int64_t n_gen, n_prompt;
     double t_prefill, t_decode, bandwidth;
     double t_prefill_warm;    /* median of the prefills after the first (--prefill-runs) */
-    double *step_sec;    /* each decode step's seconds (sorted once decoding is done) */
+    double *step_sec;    /* each decode step's seconds, in step order */
     double t_step_median;
     size_t output_copy_bytes;  /* a tied output's copy in the device's weight layout */
     const char *text;          /* the generated text, when the model has a tokenizer */
@@ -337,6 +347,15 @@ struct result {
     uint64_t dist_reductions, dist_bytes;             /* over the decode steps */
     bool profiled;
     struct bp_run_profile prof_prefill, prof_decode;
+    /* The read-bandwidth reference (--bandwidth; --json on a cpu device):
+     * probe passes at the window edges, bw[k] after decode step edge[k]. */
+    struct bench_probe *probe;
+    int probe_threads, window;   /* window: decode steps between probes (0: one window) */
+    double bw[BW_MAX_EDGES];
+    int64_t edge[BW_MAX_EDGES];
+    int n_edges;
+    double frac, frac_lo, frac_hi; /* streaming / read bandwidth: median window, range */
+    int n_windows;
 };
 
 static bool dump_rows(FILE *f, const float *rows, int64_t n, int64_t n_vocab)
@@ -370,6 +389,43 @@ static bp_status eval_main(const struct opts *o, struct bp_run_session *s, int64
     if (st == BP_OK && o->dist && (st = bp_run_dist_gather(o->dist, lg, (size_t)((all ? n : 1) * V))) != BP_OK)
         snprintf(err, cap, "gathering the logits across ranks failed.");
     return st;
+}
+
+/* The median of n values, v left as it is; 0 when there is no memory. */
+static double median_of(const double *v, int64_t n)
+{
+    double *c = n > 0 ? malloc((size_t)n * sizeof *c) : NULL;
+    if (!c) return 0.0;
+    memcpy(c, v, (size_t)n * sizeof *c);
+    const double med = bench_median(c, (int)n);
+    free(c);
+    return med;
+}
+
+/* Each window's weight streaming (its median step) against the mean of the
+ * probe passes at its two edges; their median and range, and the median
+ * probe, go to res. */
+static void bw_windows(const struct bp_run_model *m, struct result *res)
+{
+    const int64_t steps = res->n_gen - 1;
+    double frac[BW_MAX_EDGES];
+    int n = 0;
+    for (int k = 0; k + 1 < res->n_edges; k++) {
+        /* steps edge[k]+1 .. edge[k+1], at step_sec[edge[k]] .. [edge[k+1]-1] */
+        const int64_t a = res->edge[k], b = res->edge[k + 1] < steps ? res->edge[k + 1] : steps;
+        const double step = b > a ? median_of(res->step_sec + a, b - a) : 0.0;
+        if (step > 0 && res->bw[k] > 0 && res->bw[k + 1] > 0)
+            frac[n++] = (double)bp_run_model_decode_bytes(m) / step / (0.5 * (res->bw[k] + res->bw[k + 1]));
+    }
+    if (n == 0) return;
+    res->frac = bench_median(frac, n); /* sorts frac */
+    res->frac_lo = frac[0], res->frac_hi = frac[n - 1];
+    res->n_windows = n;
+    double bw[BW_MAX_EDGES];
+    int nb = 0;
+    for (int k = 0; k < res->n_edges; k++)
+        if (res->bw[k] > 0) bw[nb++] = res->bw[k];
+    res->bandwidth = median_of(bw, nb);
 }
 
 static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct bp_run_session *s,
@@ -456,6 +512,12 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
         res->gen[i] = run_gen_next(g, lg);
         res->n_gen = i + 1;
         stop = run_gen_emit(g, res->gen[i]);
+        if (res->probe && res->window > 0 && i % res->window == 0 && i + 1 < o->n_gen && !stop &&
+            res->n_edges + 1 < BW_MAX_EDGES) {
+            /* one pass of each read loop: short, between two steps */
+            res->edge[res->n_edges] = i;
+            res->bw[res->n_edges++] = bench_probe_run(res->probe, res->probe_threads, 1);
+        }
     }
     (void)t0;
     if (o->dist) {
@@ -464,7 +526,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     }
     /* The median step, not the mean: one step that the OS preempted on a
      * shared machine should not decide the streaming figure. */
-    if (res->n_gen > 1) res->t_step_median = bench_median(res->step_sec, (int)(res->n_gen - 1));
+    if (res->n_gen > 1) res->t_step_median = median_of(res->step_sec, res->n_gen - 1);
     progress_done(pr);
     rc = CLI_EXIT_OK;
 out:
@@ -539,10 +601,15 @@ static void print_text(const struct opts *o, const struct bp_run_model *m, struc
                "token\n", tps, r->n_gen - 1, r->t_decode,
                bp_format_bytes(bp_run_model_decode_bytes(m), db, sizeof db));
         const double stream = (double)bp_run_model_decode_bytes(m) / r->t_step_median;
-        if (r->bandwidth > 0 && r->t_step_median > 0)
+        if (r->n_windows > 0 && r->t_step_median > 0)
             printf("         median step %.3f ms: weight streaming %.2f GB/s = %.0f%% of the "
                    "measured read bandwidth %.2f GB/s\n", r->t_step_median * 1e3, stream / 1e9,
-                   100.0 * stream / r->bandwidth, r->bandwidth / 1e9);
+                   100.0 * r->frac, r->bandwidth / 1e9);
+        if (r->n_windows > 1)
+            printf("         (the median of %d windows of up to %d steps, each against the probe "
+                   "passes at its edges, from %.0f%% to %.0f%%; the bandwidth is the median of "
+                   "%d probes)\n", r->n_windows, BW_WINDOW, 100.0 * r->frac_lo, 100.0 * r->frac_hi,
+                   r->n_edges);
     }
     if (r->have_place) {
         char line[1024];
@@ -641,9 +708,12 @@ static void print_json(const struct opts *o, const struct bp_run_model *m, struc
     const double stream = r->t_step_median > 0
                           ? (double)bp_run_model_decode_bytes(m) / r->t_step_median : 0.0;
     json_double(&w, "decode_weight_bytes_per_s", stream);
-    if (r->bandwidth > 0 && stream > 0) {
+    if (r->n_windows > 0 && stream > 0) {
         json_double(&w, "read_bandwidth_bytes_per_s", r->bandwidth);
-        json_double(&w, "decode_bandwidth_fraction", stream / r->bandwidth);
+        json_double(&w, "decode_bandwidth_fraction", r->frac);
+        json_double(&w, "decode_bandwidth_fraction_min", r->frac_lo);
+        json_double(&w, "decode_bandwidth_fraction_max", r->frac_hi);
+        json_int(&w, "decode_bandwidth_windows", r->n_windows);
     }
     if (r->have_place) print_json_placement(&w, &r->place, r->copies);
     if (r->have_cmp) {
@@ -816,17 +886,20 @@ int cmd_run(int argc, char **argv)
         if (out && out != bp_run_session_weight(s, "token_embd.weight"))
             res.output_copy_bytes = bp_nbytes(out);
     }
-    /* The bandwidth reference is measured just before and just after
-     * decoding (the CPU issue's probe, 512 MB so no cache holds it), and
-     * the two medians averaged: the machine's bandwidth drifts. */
-    const int probe_threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    double bw_before = 0;
+    /* The bandwidth reference (the CPU issue's probe, 512 MB so no cache
+     * holds it) is measured just before and just after decoding, and with
+     * --bandwidth between windows of BW_WINDOW steps too (see BW_WINDOW). */
     if (o.bandwidth || (o.json && bp_device_type(dev) == BP_DEVICE_TYPE_CPU)) {
         progress_line(&pr, "measuring read bandwidth");
         if (!(probe = bench_probe_new((size_t)512 << 20)))
             fprintf(stderr, "backplane: no memory for the 512 MB read-bandwidth probe; "
                     "reporting no bandwidth fraction.\n");
-        bw_before = bench_probe_run(probe, probe_threads, 3);
+        res.probe = probe;
+        res.probe_threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        res.window = o.bandwidth ? BW_WINDOW : 0;
+        res.edge[0] = 0;
+        res.bw[0] = bench_probe_run(probe, res.probe_threads, 3);
+        res.n_edges = 1;
         progress_done(&pr);
     }
     /* A dist: job streams its text from rank 0 alone. */
@@ -845,8 +918,9 @@ int cmd_run(int argc, char **argv)
     res.copies = rs.copies;
     if (probe) {
         progress_line(&pr, "measuring read bandwidth");
-        const double bw_after = bench_probe_run(probe, probe_threads, 3);
-        res.bandwidth = bw_before > 0 && bw_after > 0 ? 0.5 * (bw_before + bw_after) : 0.0;
+        res.edge[res.n_edges] = res.n_gen - 1;
+        res.bw[res.n_edges++] = bench_probe_run(probe, res.probe_threads, 3);
+        bw_windows(m, &res);
         progress_done(&pr);
     }
     if (o.json && o.root) print_json(&o, m, dev, cdev, prompt, &res);
