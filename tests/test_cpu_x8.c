@@ -20,8 +20,8 @@
  *    ncols 1..4;
  *  - an output stride bs > 8, with guard values that must stay untouched;
  *  - each column equal to the bit to the same column computed alone;
- *  - where GFNI takes the Q4_0 high nibbles (avx512 build), the output
- *    equal to the bit to the shift-and-mask path's.
+ *  - where GFNI takes the Q4_0 and Q6_K high nibbles (avx512 build), the
+ *    output equal to the bit to the shift-and-mask path's.
  *
  * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
  * the AMX tile kernels (kernels/gemm_amx.h) get the same edges: 16 weight
@@ -187,7 +187,7 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
     k->gemm_x8(n, out, bs, x8, y, ys, ncols);
 #if defined(CPU_HAVE_X86_GEMM)
-    if (t == BP_TYPE_Q4_0 && cpu_x8_gfni_use(true)) {
+    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q6_K) && cpu_x8_gfni_use(true)) {
         float shift[sizeof out / sizeof out[0]];
         memcpy(shift, out, sizeof out);
         cpu_x8_gfni_use(false);
@@ -196,8 +196,8 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
         checks++;
         if (memcmp(shift, out, sizeof out) != 0) {
             failures++;
-            printf("FAIL q4_0 x8 %lld blocks, ncols %d: the GFNI and the shift-and-mask high nibbles "
-                   "give different outputs\n", (long long)nb, ncols);
+            printf("FAIL %s x8 %lld blocks, ncols %d: the GFNI and the shift-and-mask high nibbles "
+                   "give different outputs\n", bp_type_name(t), (long long)nb, ncols);
         }
     }
 #endif

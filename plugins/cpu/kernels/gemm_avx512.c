@@ -69,19 +69,27 @@ static inline void x8_offsets(int32_t *off, const char *yr, int64_t nb, int64_t 
     _mm512_store_si512(off, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sy, shift)));
 }
 
-/* The high nibble of every byte in its low 4 bits. With GFNI one
- * vgf2p8affineqb (its bit matrix moves bits 4..7 to 0..3) does what a
- * 16-bit shift (port 0 only at 512 bits) and a mask do. Inline assembly:
+/* vgf2p8affineqb (GFNI) with imm8 0: for every byte x of v, result bit
+ * i = parity(matrix.byte[7 - i] & x), the same 64-bit matrix in every
+ * qword. One uop moves any bits of a byte to any others, where a 16-bit
+ * shift (port 0 only at 512 bits) and a mask take two. Inline assembly:
  * GCC does not inline the GFNI intrinsic into code built without -mgfni,
- * and this build also runs where there is no GFNI (Cascade Lake). */
+ * and this build also runs where there is no GFNI (Cascade Lake): callers
+ * take this path only when gfni_in_use(). */
+static inline __attribute__((always_inline)) __m512i gf_affine(__m512i v, long long matrix)
+{
+    const __m512i a = _mm512_set1_epi64(matrix);
+    __m512i r;
+    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(v), "v"(a));
+    return r;
+}
+
+/* The high nibble of every byte in its low 4 bits. */
 static inline __attribute__((always_inline)) __m512i hi_nibbles(__m512i v, const int gfni)
 {
     if (!gfni)
         return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
-    const __m512i shr4 = _mm512_set1_epi64(0x1020408000000000ll);
-    __m512i h;
-    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(h) : "v"(v), "v"(shr4));
-    return h;
+    return gf_affine(v, 0x1020408000000000ll); /* bits 4..7 to 0..3 */
 }
 
 static atomic_int gfni_state; /* 0 not probed, 1 in use, 2 not */
@@ -295,30 +303,51 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * against the broadcast bsums. One step (half h, low/high ql piece ab,
  * sub-block pair s) reads ql and qh pieces k = 2s, 2s+1: the low nibbles
  * make sub-block 8h + 2ab + s, the high nibbles that + 4, each with its 2
- * high bits moved to bits 4..5 of qh by one shift and one mask. vpmaddubsw
- * multiplies each piece by the activation into int16 pairs, the two pieces
- * of a sub-block add in int16 (at most 4 * 63 * 128 = 32256: exact, no
- * saturation), and one vpmaddwd with the sub-block's scale (int16, copied
- * to its row's 4 words by one vpermw) makes the int32 sums. Against
- * vpdpbusd + vpmulld per sub-block this streams 512 MiB at 0.96 of a plain
- * read instead of 0.92 (one activation row, one thread); vpdpwssd in place
- * of vpmaddwd + add chains every sub-block through one accumulator and
- * streamed at 0.88. Every step is written out with constant offsets (the
- * compiler does not unroll the loops, and then builds the permute indices
- * at run time). */
+ * high bits moved to bits 4..5 of qh. With GFNI (gfni_in_use) one
+ * vgf2p8affineqb moves the low nibbles' qh bits and, for ab = 1, the high
+ * nibbles' (ab = 0: they are at 4..5 already), and one more takes the high
+ * nibble of ql down (hi_nibbles): 4 (ab = 0) or 5 (ab = 1) ALU uops per
+ * 64-byte piece and no shift, where shifts and masks took 6 or 7, 2-3 of
+ * them 512-bit shifts (port 0 only). Without GFNI the shift path makes the
+ * same bytes. vpmaddubsw multiplies each piece by the activation into
+ * int16 pairs, the two pieces of a sub-block add in int16 (at most
+ * 4 * 63 * 128 = 32256: exact, no saturation), and one vpdpwssd with the
+ * sub-block's scale (int16, copied to its row's 4 words by one vpshufb:
+ * they are one qword) adds it to the int32 sums, the low nibbles'
+ * sub-blocks into one accumulator and the high nibbles' into another,
+ * added once per block.
+ * Earlier, with vpmaddwd + vpaddd per sub-block, this streamed 512 MiB at
+ * 0.96 of a plain read against 0.92 with vpdpbusd + vpmulld (one
+ * activation row, one thread), and one vpdpwssd accumulator for all 16
+ * sub-blocks at 0.88.
+ * On the Granite Rapids-class VM of session 8 (2 vCPUs shared with other
+ * work; one thread, alternating pairs, from L2 at one activation row
+ * unless said): GFNI against shifts 1.22x (31.0-32.2 GB/s against
+ * 25.4-26.3); then two vpdpwssd accumulators against vpmaddwd + vpaddd
+ * 1.03x (8 of 8 pairs faster; at four activation rows 1.01-1.08x); then
+ * vpshufb against vpermw for the scales 1.025x (12 of 12; 4 of 4 at four
+ * rows). All three against the previous kernel: 1.26-1.31x (34.4-35.5
+ * GB/s against 26.5-28.3), at four rows 1.12-1.15x, from DRAM 0.79-0.85
+ * of the read bandwidth against 0.76-0.80. No gain: the scale words
+ * widened once per block for both uses; a shift and a ternlog for the ab = 1
+ * high nibbles' bits in place of vgf2p8affineqb + or was 0.88x.
+ * Every step is written out with constant offsets (the compiler does not
+ * unroll the loops, and then builds the shuffle indices at run time). */
 static inline __attribute__((always_inline)) void
 q6_K_x8_step(const uint8_t *half, __m512i sc_lo, __m512i sc_hi,
              const struct bp_block_q8_K *const *yb, int yoff, __m512i *sumi, const int ncols,
-             const int ab, const int s)
+             const int ab, const int s, const int gfni)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     const short j = (short)(2 * ab + s);
-#define Q6_ROW(r) (short)(4 * (r) + j), (short)(4 * (r) + j), (short)(4 * (r) + j), (short)(4 * (r) + j)
-    const __m512i idx = _mm512_set_epi16(Q6_ROW(7), Q6_ROW(6), Q6_ROW(5), Q6_ROW(4),
-                                         Q6_ROW(3), Q6_ROW(2), Q6_ROW(1), Q6_ROW(0));
-#undef Q6_ROW
-    const __m512i slo = _mm512_permutexvar_epi16(idx, sc_lo);
-    const __m512i shi = _mm512_permutexvar_epi16(idx, sc_hi);
+    /* row r's words are qword r: word j of each qword copied to its 4 words
+     * stays inside the 128-bit lanes */
+    const char b0 = (char)(2 * j), b1 = (char)(2 * j + 1);
+    const char b8 = (char)(8 + 2 * j), b9 = (char)(9 + 2 * j);
+    const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1,
+                                                             b8, b9, b8, b9, b8, b9, b8, b9));
+    const __m512i slo = _mm512_shuffle_epi8(sc_lo, idx);
+    const __m512i shi = _mm512_shuffle_epi8(sc_hi, idx);
     __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
     for (int k = 2 * s; k < 2 * s + 2; k++) {
         const int lo_off = ab ? 512 + 64 * k : 128 * k;
@@ -329,12 +358,24 @@ q6_K_x8_step(const uint8_t *half, __m512i sc_lo, __m512i sc_hi,
             _mm_prefetch((const char *)half + CPU_X8_KQUANT_PREFETCH_BYTES + 128 * k + 64, _MM_HINT_T1);
         const __m512i l = _mm512_loadu_si512(half + lo_off);
         const __m512i hb = _mm512_loadu_si512(half + 128 * k + 64);
-        /* qh bits 2ab..2ab+1 (low nibbles) and 4+2ab.. (high) to bits 4..5 */
-        const __m512i hl = _mm512_and_si512(ab ? _mm512_slli_epi16(hb, 2) : _mm512_slli_epi16(hb, 4), m30);
-        const __m512i hh = _mm512_and_si512(ab ? _mm512_srli_epi16(hb, 2) : hb, m30);
-        /* 0xEC: (a & c) | b */
-        const __m512i lo = _mm512_ternarylogic_epi32(l, hl, m4, 0xEC);
-        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hh, m4, 0xEC);
+        /* qh bits 2ab..2ab+1 (low nibbles) and 4+2ab.. (high) to bits 4..5;
+         * 0xEC: (a & c) | b */
+        __m512i lo, hi;
+        if (gfni) {
+            /* bits 0..1 (ab = 1: 2..3) to 4..5, all else 0 */
+            const __m512i hl = gf_affine(hb, ab ? 0x04080000ll : 0x01020000ll);
+            lo = _mm512_ternarylogic_epi32(l, hl, m4, 0xEC);
+            if (ab) /* bits 6..7 to 4..5 */
+                hi = _mm512_or_si512(hi_nibbles(l, 1), gf_affine(hb, 0x40800000ll));
+            else
+                hi = _mm512_ternarylogic_epi32(hb, hi_nibbles(l, 1), m30, 0xEC);
+        } else {
+            const __m512i hl =
+                _mm512_and_si512(ab ? _mm512_slli_epi16(hb, 2) : _mm512_slli_epi16(hb, 4), m30);
+            const __m512i hh = _mm512_and_si512(ab ? _mm512_srli_epi16(hb, 2) : hb, m30);
+            lo = _mm512_ternarylogic_epi32(l, hl, m4, 0xEC);
+            hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hh, m4, 0xEC);
+        }
         for (int c = 0; c < ncols; c++) {
             const int8_t *q = yb[c]->qs + yoff + 32 * ab + 8 * k;
             const __m512i pl = _mm512_maddubs_epi16(lo, bcast8(q));
@@ -343,13 +384,15 @@ q6_K_x8_step(const uint8_t *half, __m512i sc_lo, __m512i sc_hi,
             phi[c] = k == 2 * s ? ph : _mm512_add_epi16(phi[c], ph);
         }
     }
-    for (int c = 0; c < ncols; c++)
-        sumi[c] = _mm512_add_epi32(sumi[c], _mm512_add_epi32(_mm512_madd_epi16(plo[c], slo),
-                                                             _mm512_madd_epi16(phi[c], shi)));
+    for (int c = 0; c < ncols; c++) {
+        sumi[2 * c] = _mm512_dpwssd_epi32(sumi[2 * c], plo[c], slo);
+        sumi[2 * c + 1] = _mm512_dpwssd_epi32(sumi[2 * c + 1], phi[c], shi);
+    }
 }
 
 static inline __attribute__((always_inline)) void
-q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
@@ -359,7 +402,7 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
         cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES, 144);
         const __m512 dw = row_scales(xb);
-        __m512i sumi[CPU_GEMM_MAX_COLS];
+        __m512i sumi[2 * CPU_GEMM_MAX_COLS];
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
         for (int c = 0; c < ncols; c++) {
             yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
@@ -371,7 +414,8 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 corr = _mm512_add_epi32(corr, _mm512_madd_epi16(_mm512_cvtepi8_epi16(sw),
                                                                 _mm512_set1_epi64(b4)));
             }
-            sumi[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
+            sumi[2 * c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 5));
+            sumi[2 * c + 1] = _mm512_setzero_si512();
         }
         for (int h = 0; h < 2; h++) {
             /* scale words 2h (sub-blocks 8h..8h+3) and 2h+1, all 8 rows, as
@@ -380,14 +424,16 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             const __m512i lo = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)sq));
             const __m512i hi = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(sq + 32)));
             const uint8_t *half = xb + 144 + 768 * h;
-            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 0, 0);
-            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 0, 1);
-            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 1, 0);
-            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 1, 1);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 0, 0, gfni);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 0, 1, gfni);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 1, 0, gfni);
+            q6_K_x8_step(half, lo, hi, yb, 128 * h, sumi, ncols, 1, 1, gfni);
         }
-        for (int c = 0; c < ncols; c++)
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d)), acc[c]);
+        for (int c = 0; c < ncols; c++) {
+            const __m512i si = _mm512_add_epi32(sumi[2 * c], sumi[2 * c + 1]);
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(si), d, acc[c]);
+        }
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
@@ -402,17 +448,33 @@ q4_0_gfni_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_
 {
     q4_0_x8(n, s, bs, w, y, ys, ncols, 1);
 }
+static inline __attribute__((always_inline)) void
+q6_K_shift_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q6_K_x8(n, s, bs, w, y, ys, ncols, 0);
+}
+static inline __attribute__((always_inline)) void
+q6_K_gfni_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q6_K_x8(n, s, bs, w, y, ys, ncols, 1);
+}
 static CPU_X8_DISPATCH(q4_0_shift, x86)
 static CPU_X8_DISPATCH(q4_0_gfni, x86)
+static CPU_X8_DISPATCH(q6_K_shift, x86)
+static CPU_X8_DISPATCH(q6_K_gfni, x86)
 
 void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                           int ncols)
 {
     (gfni_in_use() ? cpu_gemm_q4_0_gfni_x8_x86 : cpu_gemm_q4_0_shift_x8_x86)(n, s, bs, w, y, ys, ncols);
 }
+void cpu_gemm_q6_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+                          int ncols)
+{
+    (gfni_in_use() ? cpu_gemm_q6_K_gfni_x8_x86 : cpu_gemm_q6_K_shift_x8_x86)(n, s, bs, w, y, ys, ncols);
+}
 CPU_X8_DISPATCH(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
-CPU_X8_DISPATCH(q6_K, x86)
 #else
 typedef int cpu_gemm_avx512_not_built; /* ISO C forbids an empty translation unit */
 #endif

@@ -57,9 +57,10 @@ void cpu_gemm_q4_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const v
                           int ncols);
 void cpu_gemm_q6_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                           int ncols);
-/* Whether cpu_gemm_q4_0_x8_x86 takes the high nibbles with GFNI: where the
- * CPU has it, unless turned off here (tests compare both paths). Returns
- * the state after the call. */
+/* Whether cpu_gemm_q4_0_x8_x86 and cpu_gemm_q6_K_x8_x86 take their high
+ * nibbles (Q6_K also its high bits) with GFNI: where the CPU has it, unless
+ * turned off here (tests compare both paths). Returns the state after the
+ * call. */
 bool cpu_x8_gfni_use(bool on);
 #endif
 
