@@ -374,9 +374,25 @@ static struct mm_shape mm_shape_of(const struct cpu_compute_params *p, struct bp
     };
 }
 
+/* Weight rows per chunk at decode (one activation row): nr0 / (4 nth),
+ * within [MM_DECODE_CHUNK_MIN, MM_DECODE_CHUNK_MAX]. Each thread owns a
+ * contiguous range of chunks (task_claim.h), so their size only sets how
+ * finely an idle thread can take over a late one's rows, while every chunk
+ * costs its claim, grid and dispatch work: with 64-row chunks the Q4_0 x8
+ * kernel ran from L2 at 34.2-34.4 GB/s, with 1024-row ones at 36.0-37.2
+ * (1 thread, K = 2048, alternating). Four chunks a thread keep the
+ * take-over fine enough; the minimum keeps K and V's 256 rows in four. */
+#define MM_DECODE_CHUNK_MIN 64
+#define MM_DECODE_CHUNK_MAX 1024
+static int64_t mm_decode_chunk(int64_t nr0, int nth)
+{
+    const int64_t c = nr0 / (4 * (int64_t)nth);
+    return c < MM_DECODE_CHUNK_MIN ? MM_DECODE_CHUNK_MIN : c > MM_DECODE_CHUNK_MAX ? MM_DECODE_CHUNK_MAX : c;
+}
+
 static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
 {
-    const int64_t chunk = (s->nr0 == 1 || s->nr1 == 1) ? 64 : 16;
+    const int64_t chunk = s->nr1 == 1 ? mm_decode_chunk(s->nr0, nth) : s->nr0 == 1 ? 64 : 16;
     const int64_t chunk1 = s->gemm_float ? MM_FLOAT_ROWS : s->gemm_x8 ? MM_X8_ROWS : chunk;
     int64_t nchunk0 = (s->nr0 + chunk - 1) / chunk;
     int64_t nchunk1 = (s->nr1 + chunk1 - 1) / chunk1;
