@@ -438,41 +438,33 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-static inline __attribute__((always_inline)) void
-q4_0_shift_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q4_0_x8(n, s, bs, w, y, ys, ncols, 0);
-}
-static inline __attribute__((always_inline)) void
-q4_0_gfni_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q4_0_x8(n, s, bs, w, y, ys, ncols, 1);
-}
-static inline __attribute__((always_inline)) void
-q6_K_shift_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q6_K_x8(n, s, bs, w, y, ys, ncols, 0);
-}
-static inline __attribute__((always_inline)) void
-q6_K_gfni_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q6_K_x8(n, s, bs, w, y, ys, ncols, 1);
-}
-static CPU_X8_DISPATCH(q4_0_shift, x86)
-static CPU_X8_DISPATCH(q4_0_gfni, x86)
-static CPU_X8_DISPATCH(q6_K_shift, x86)
-static CPU_X8_DISPATCH(q6_K_gfni, x86)
+/* A kernel T##_x8 with a GFNI step, as cpu_gemm_T_x8_x86: its shift and its
+ * GFNI copy (each with the ncols copies of CPU_X8_DISPATCH), chosen per call
+ * by gfni_in_use(). */
+#define X8_GFNI_DISPATCH(T)                                                                    \
+    static inline __attribute__((always_inline)) void                                         \
+    T##_shift_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,      \
+                 const int ncols)                                                             \
+    {                                                                                         \
+        T##_x8(n, s, bs, w, y, ys, ncols, 0);                                                 \
+    }                                                                                         \
+    static inline __attribute__((always_inline)) void                                         \
+    T##_gfni_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,       \
+                const int ncols)                                                              \
+    {                                                                                         \
+        T##_x8(n, s, bs, w, y, ys, ncols, 1);                                                 \
+    }                                                                                         \
+    static CPU_X8_DISPATCH(T##_shift, x86)                                                    \
+    static CPU_X8_DISPATCH(T##_gfni, x86)                                                     \
+    void cpu_gemm_##T##_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y,  \
+                               size_t ys, int ncols)                                          \
+    {                                                                                         \
+        (gfni_in_use() ? cpu_gemm_##T##_gfni_x8_x86 : cpu_gemm_##T##_shift_x8_x86)(           \
+            n, s, bs, w, y, ys, ncols);                                                       \
+    }
 
-void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    (gfni_in_use() ? cpu_gemm_q4_0_gfni_x8_x86 : cpu_gemm_q4_0_shift_x8_x86)(n, s, bs, w, y, ys, ncols);
-}
-void cpu_gemm_q6_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
-{
-    (gfni_in_use() ? cpu_gemm_q6_K_gfni_x8_x86 : cpu_gemm_q6_K_shift_x8_x86)(n, s, bs, w, y, ys, ncols);
-}
+X8_GFNI_DISPATCH(q4_0)
+X8_GFNI_DISPATCH(q6_K)
 CPU_X8_DISPATCH(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
 #else
