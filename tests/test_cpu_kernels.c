@@ -132,8 +132,8 @@ static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
             cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
     }
     float got[CPU_GEMM_MAX_COLS * 8], ref[CPU_GEMM_MAX_COLS * 8];
-    k->gemm_x8(n, got, 8, x8, y, ys, ncols);
-    r->gemm_x8(n, ref, 8, x8, y, ys, ncols);
+    k->gemm_x8(n, got, 8, x8, 0, 1, y, ys, ncols);
+    r->gemm_x8(n, ref, 8, x8, 0, 1, y, ys, ncols);
     for (int c = 0; c < ncols; c++) {
         if (vdt == BP_TYPE_Q8_0) {
             cpu_dequantize_row_q8_0(y + (size_t)c * ys, yf, n);

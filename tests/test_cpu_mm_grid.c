@@ -95,18 +95,21 @@ static void rec_dot(int64_t k, float *s, const void *w, const void *x)
     *s = record(weight_row(w, m), m, K_DOT);
 }
 
-static void rec_x8(int64_t k, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                   int ncols)
+static void rec_x8(int64_t k, float *s, size_t bs, const void *w, size_t gs, int64_t ng,
+                   const void *y, size_t ys, int ncols)
 {
     (void)k;
     if (ncols < 1 || ncols > CPU_GEMM_MAX_COLS)
         bad("gemm_x8 was called with ncols out of range", ncols, CPU_GEMM_MAX_COLS);
-    for (int c = 0; c < ncols; c++) {
-        const int64_t m = act_row((const char *)y + (size_t)c * ys);
-        const int64_t n0 = weight_row(w, m);
-        for (int r = 0; r < CPU_REPACK_ROWS; r++)
-            s[(size_t)c * bs + (size_t)r] = record(n0 + r, m, K_X8);
-    }
+    if (ng < 1)
+        bad("gemm_x8 was called with no x8 group", ng, 1);
+    for (int64_t g = 0; g < ng; g++)
+        for (int c = 0; c < ncols; c++) {
+            const int64_t m = act_row((const char *)y + (size_t)c * ys);
+            const int64_t n0 = weight_row((const char *)w + (size_t)g * gs, m);
+            for (int r = 0; r < CPU_REPACK_ROWS; r++)
+                s[(size_t)c * bs + (size_t)(8 * g + r)] = record(n0 + r, m, K_X8);
+        }
 }
 
 static void rec_amx(int64_t k, float *s, const void *w, size_t gs, const void *y, size_t ys,

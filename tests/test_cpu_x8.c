@@ -185,13 +185,13 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
             cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
     }
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
-    k->gemm_x8(n, out, bs, x8, y, ys, ncols);
+    k->gemm_x8(n, out, bs, x8, 0, 1, y, ys, ncols);
 #if defined(CPU_HAVE_X86_GEMM)
     if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q6_K) && cpu_x8_gfni_use(true)) {
         float shift[sizeof out / sizeof out[0]];
         memcpy(shift, out, sizeof out);
         cpu_x8_gfni_use(false);
-        k->gemm_x8(n, shift, bs, x8, y, ys, ncols);
+        k->gemm_x8(n, shift, bs, x8, 0, 1, y, ys, ncols);
         cpu_x8_gfni_use(true);
         checks++;
         if (memcmp(shift, out, sizeof out) != 0) {
@@ -236,11 +236,24 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
             }
         }
     }
+    /* One call over several x8 groups (here the same group twice, gs = 0)
+     * gives each group's rows at 8 g in every column, to the bit. */
+    float two[CPU_GEMM_MAX_COLS * 16];
+    k->gemm_x8(n, two, 16, x8, 0, 2, y, ys, ncols);
+    for (int c = 0; c < ncols; c++)
+        for (int g = 0; g < 2; g++) {
+            checks++;
+            if (memcmp(two + 16 * c + 8 * g, out + (size_t)c * bs, 8 * sizeof(float)) != 0) {
+                failures++;
+                printf("FAIL %s x8 %lld blocks, ncols %d: column %d, group %d of a two-group call "
+                       "differs from the one-group call\n", bp_type_name(t), (long long)nb, ncols, c, g);
+            }
+        }
     /* MUL_MAT groups activation rows by chunk, and chunks follow the thread
      * count: a column must come out the same to the bit in any group. */
     for (int c = 0; c < ncols; c++) {
         float alone[8];
-        k->gemm_x8(n, alone, 8, x8, y + (size_t)c * ys, ys, 1);
+        k->gemm_x8(n, alone, 8, x8, 0, 1, y + (size_t)c * ys, ys, 1);
         checks++;
         if (memcmp(alone, out + (size_t)c * bs, sizeof alone) != 0) {
             failures++;
@@ -330,8 +343,19 @@ static void check_amx(enum bp_type t, int64_t nb, int nt, enum fill fw, enum fil
     amx(n, out, x8, gs, y, ys, nt);
     for (int c = 0; c < rows; c++) {
         dequant_act(vdt, y + (size_t)c * ys, yf, n);
-        for (int g = 0; g < 2; g++)
-            k->gemm_x8(n, vnni + 8 * g, 8, x8 + g * gs, y + (size_t)c * ys, ys, 1);
+        /* both groups in one call (gs apart, a gap between them), and each
+         * alone: the same bits */
+        k->gemm_x8(n, vnni, 16, x8, gs, 2, y + (size_t)c * ys, ys, 1);
+        for (int g = 0; g < 2; g++) {
+            float alone[8];
+            k->gemm_x8(n, alone, 8, x8 + g * gs, gs, 1, y + (size_t)c * ys, ys, 1);
+            checks++;
+            if (memcmp(alone, vnni + 8 * g, sizeof alone) != 0) {
+                failures++;
+                printf("FAIL %s x8 %lld blocks: group %d of a two-group call differs from the group "
+                       "alone\n", bp_type_name(t), (long long)nb, g);
+            }
+        }
         for (int r = 0; r < 16; r++) {
             const float *wr = wf + (size_t)r * (size_t)n;
             double want = 0, mag = 0;

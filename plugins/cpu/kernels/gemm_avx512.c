@@ -456,11 +456,10 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     }                                                                                         \
     static CPU_X8_DISPATCH(T##_shift, x86)                                                    \
     static CPU_X8_DISPATCH(T##_gfni, x86)                                                     \
-    void cpu_gemm_##T##_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y,  \
-                               size_t ys, int ncols)                                          \
+    void cpu_gemm_##T##_x8_x86(CPU_GEMM_X8_PARAMS)                                            \
     {                                                                                         \
         (gfni_in_use() ? cpu_gemm_##T##_gfni_x8_x86 : cpu_gemm_##T##_shift_x8_x86)(           \
-            n, s, bs, w, y, ys, ncols);                                                       \
+            n, s, bs, w, gs, ng, y, ys, ncols);                                               \
     }
 
 X8_GFNI_DISPATCH(q4_0)

@@ -24,10 +24,9 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 /* Builds without an 8-row kernel for a type still read the x8 layout: a
  * gemm that walks it through the variant's vec_dot, one block at a time. */
 #define GEMM_VIA(name, type, dot)                                                        \
-    static void name(int64_t n, float *s, size_t bs, const void *w, const void *y,      \
-                     size_t ys, int ncols)                                               \
+    static void name(CPU_GEMM_X8_PARAMS)                                                 \
     {                                                                                    \
-        cpu_gemm_x8_via_dot(type, dot, n, s, bs, w, y, ys, ncols);                       \
+        cpu_gemm_x8_via_dot(type, dot, n, s, bs, w, gs, ng, y, ys, ncols);               \
     }
 
 #if defined(CPU_HAVE_X86_SIMD)

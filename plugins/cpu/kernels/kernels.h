@@ -78,8 +78,7 @@ void cpu_vec_dot_bf16_ref(int64_t n, float *s, const void *a, const void *b);
 
 /* The x8 dot through a plain vec_dot, one block at a time (the reference,
  * and the builds without x8 kernels). */
-void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
-                         const void *w, const void *y, size_t ys, int ncols);
+void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, CPU_GEMM_X8_PARAMS);
 
 /* f16 <-> f32 exactly as the ABI helpers do, without a branch per call site. */
 static inline float cpu_fp16(uint16_t h)

@@ -118,8 +118,8 @@ void cpu_q8_0_fill_aux(void *row, int64_t n)
  * of that block; the per-block results are added in the plain reference's
  * order (its sum starts at 0 and adds one term per block), so the result is
  * the plain reference's to the bit. */
-void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
-                         const void *w, const void *y, size_t ys, int ncols)
+static void via_dot_group(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
+                          const void *w, const void *y, size_t ys, int ncols)
 {
     const size_t bsz = bp_type_size(t), xsz = CPU_REPACK_ROWS * bsz;
     const int64_t qk = bp_type_block_size(t), nb = n / qk;
@@ -142,26 +142,29 @@ void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s
         for (int r = 0; r < CPU_REPACK_ROWS; r++) s[(size_t)c * bs + (size_t)r] = sum[c][r];
 }
 
-void cpu_gemm_q4_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
+void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, CPU_GEMM_X8_PARAMS)
 {
-    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_ref, n, s, bs, w, y, ys, ncols);
+    for (int64_t g = 0; g < ng; g++)
+        via_dot_group(t, dot, n, s + (size_t)8 * g, bs, (const uint8_t *)w + (size_t)g * gs, y, ys,
+                      ncols);
 }
 
-void cpu_gemm_q8_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
+void cpu_gemm_q4_0_x8_ref(CPU_GEMM_X8_PARAMS)
 {
-    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_ref, n, s, bs, w, y, ys, ncols);
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_0, cpu_vec_dot_q4_0_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
 }
 
-void cpu_gemm_q4_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
+void cpu_gemm_q8_0_x8_ref(CPU_GEMM_X8_PARAMS)
 {
-    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_ref, n, s, bs, w, y, ys, ncols);
+    cpu_gemm_x8_via_dot(BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
 }
 
-void cpu_gemm_q6_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols)
+void cpu_gemm_q4_K_x8_ref(CPU_GEMM_X8_PARAMS)
 {
-    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_ref, n, s, bs, w, y, ys, ncols);
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
 }

@@ -49,24 +49,31 @@
 
 #define CPU_REPACK_ROWS 8
 
-/* out[c * bs + r] = dot(row r of the x8 group w, activation row c), for
- * r < 8, c < ncols (<= CPU_GEMM_MAX_COLS); y rows ys bytes apart. */
+/* out[c * bs + 8 g + r] = dot(row r of x8 group g, activation row c), for
+ * r < 8, g < ng, c < ncols (<= CPU_GEMM_MAX_COLS): group g at w + g gs
+ * (consecutive groups of one weight: gs = 8 row sizes), y rows ys bytes
+ * apart. One call walks a chunk's groups: a call per group cost its two
+ * indirect calls and the copy out of a scratch row. */
 #define CPU_GEMM_MAX_COLS 4
-typedef void (*cpu_gemm_x8_fn)(int64_t n, float *s, size_t bs, const void *w, const void *y,
-                               size_t ys, int ncols);
+#define CPU_GEMM_X8_PARAMS                                                               \
+    int64_t n, float *s, size_t bs, const void *w, size_t gs, int64_t ng, const void *y, \
+        size_t ys, int ncols
+typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
 
 /* cpu_gemm_<T>_x8_<ISA> over an always-inline T##_x8(..., const int ncols)
  * with ncols a constant in each copy: the per-column accumulators stay in
  * registers instead of a stack array indexed at run time. */
+#define CPU_X8_GROUPS(T, NC)                                                             \
+    for (int64_t g_ = 0; g_ < ng; g_++)                                                  \
+    T##_x8(n, s + (size_t)8 * g_, bs, (const uint8_t *)w + (size_t)g_ * gs, y, ys, NC)
 #define CPU_X8_DISPATCH(T, ISA)                                                          \
-    void cpu_gemm_##T##_x8_##ISA(int64_t n, float *s, size_t bs, const void *w,           \
-                                 const void *y, size_t ys, int ncols)                     \
+    void cpu_gemm_##T##_x8_##ISA(CPU_GEMM_X8_PARAMS)                                     \
     {                                                                                    \
         switch (ncols) {                                                                 \
-        case 1: T##_x8(n, s, bs, w, y, ys, 1); break;                                    \
-        case 2: T##_x8(n, s, bs, w, y, ys, 2); break;                                    \
-        case 3: T##_x8(n, s, bs, w, y, ys, 3); break;                                    \
-        default: T##_x8(n, s, bs, w, y, ys, 4); break;                                   \
+        case 1: CPU_X8_GROUPS(T, 1); break;                                              \
+        case 2: CPU_X8_GROUPS(T, 2); break;                                              \
+        case 3: CPU_X8_GROUPS(T, 3); break;                                              \
+        default: CPU_X8_GROUPS(T, 4); break;                                             \
         }                                                                                \
     }
 
@@ -151,15 +158,11 @@ void cpu_q8_0_fill_aux(void *row, int64_t n);
 
 /* The reference: row by row through the scalar vec_dot of each block,
  * adding the per-block terms in the plain reference's order. */
-void cpu_gemm_q4_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
-void cpu_gemm_q8_0_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
+void cpu_gemm_q4_0_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q8_0_x8_ref(CPU_GEMM_X8_PARAMS);
 /* The K-quants take Q8_K activation rows as they are (their bsums carry the
  * min / -32 terms): no aux data. */
-void cpu_gemm_q4_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
-void cpu_gemm_q6_K_x8_ref(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
+void cpu_gemm_q4_K_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS);
 
 #endif

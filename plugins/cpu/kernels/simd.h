@@ -49,14 +49,10 @@ void cpu_gemm_bf16_x86(int64_t n, const void *w, size_t ws, int64_t nw, const fl
 #if defined(CPU_HAVE_X86_SIMD) && defined(__AVX512F__) && defined(__AVX512BW__) && \
     defined(__AVX512VNNI__)
 #define CPU_HAVE_X86_GEMM 1
-void cpu_gemm_q4_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
-void cpu_gemm_q8_0_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
-void cpu_gemm_q4_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
-void cpu_gemm_q6_K_x8_x86(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
-                          int ncols);
+void cpu_gemm_q4_0_x8_x86(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q8_0_x8_x86(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q4_K_x8_x86(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q6_K_x8_x86(CPU_GEMM_X8_PARAMS);
 /* Whether cpu_gemm_q4_0_x8_x86 and cpu_gemm_q6_K_x8_x86 take their high
  * nibbles (Q6_K also its high bits) with GFNI: where the CPU has it, unless
  * turned off here (tests compare both paths). Returns the state after the
@@ -67,14 +63,10 @@ bool cpu_x8_gfni_use(bool on);
 /* The avx2 variant's x8 kernels (gemm_avx2.c): maddubs, 256-bit. */
 #if defined(CPU_HAVE_X86_SIMD) && !defined(CPU_HAVE_X86_GEMM)
 #define CPU_HAVE_X86_GEMM_AVX2 1
-void cpu_gemm_q4_0_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
-                           size_t ys, int ncols);
-void cpu_gemm_q8_0_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
-                           size_t ys, int ncols);
-void cpu_gemm_q4_K_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
-                           size_t ys, int ncols);
-void cpu_gemm_q6_K_x8_avx2(int64_t n, float *s, size_t bs, const void *w, const void *y,
-                           size_t ys, int ncols);
+void cpu_gemm_q4_0_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q8_0_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q4_K_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q6_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 #endif
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
