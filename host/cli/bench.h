@@ -66,6 +66,9 @@ double bench_run_together(int n, void (*work)(void *), void *args, size_t arg_si
 double bench_now(void);
 /* Median of n values (sorts v). */
 double bench_median(double *v, int n);
+/* The median of v[0..n), v left as it is (a copy is sorted); 0 when n < 1
+ * or there is no memory for the copy. */
+double bench_median_of(const double *v, int n);
 /* GFLOP/s of OpenBLAS cblas_sgemm (loaded at run time) for C[MxN] = A[MxK] B^T,
  * 0 when OpenBLAS is not installed. */
 double bench_blas_sgemm_gflops(int64_t M, int64_t N, int64_t K, int threads, int reps);

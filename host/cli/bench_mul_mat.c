@@ -327,13 +327,6 @@ out:
     return speed;
 }
 
-static double median_of(const double *v, int n)
-{
-    double tmp[BENCH_MAX_ROUNDS];
-    memcpy(tmp, v, (size_t)n * sizeof *v);
-    return bench_median(tmp, n);
-}
-
 int bench_mul_mat(const struct bench_opts *o)
 {
     struct bp_device *dev = cli_find_device(o->device);
@@ -412,11 +405,11 @@ int bench_mul_mat(const struct bench_opts *o)
                               ? (mm_bench_free(&b), mm_copies_free(&copies), time_scalar(o)) : 0.0;
 
     const double flops = 2.0 * (double)o->K * (double)o->N * (double)o->M;
-    const double sec = median_of(ser.sec, rounds), best = min_of(ser.sec, rounds);
+    const double sec = bench_median_of(ser.sec, rounds), best = min_of(ser.sec, rounds);
     const double gflops = flops / sec * 1e-9, wgbs = (double)wbytes / sec * 1e-9;
-    const double bw1 = median_of(ser.bw1, rounds), bwn = median_of(ser.bwn, rounds);
-    const double ratio = median_of(ser.ratio, rounds);
-    const double speedup = scaling ? median_of(ser.speedup, rounds) : 0.0;
+    const double bw1 = bench_median_of(ser.bw1, rounds), bwn = bench_median_of(ser.bwn, rounds);
+    const double ratio = bench_median_of(ser.ratio, rounds);
+    const double speedup = scaling ? bench_median_of(ser.speedup, rounds) : 0.0;
     if (o->json) {
         struct json_writer jw;
         json_init(&jw, stdout);
@@ -444,20 +437,20 @@ int bench_mul_mat(const struct bench_opts *o)
         json_double(&jw, "weights_over_read_bandwidth_min", min_of(ser.ratio, rounds));
         json_double(&jw, "weights_over_read_bandwidth_max", max_of(ser.ratio, rounds));
         if (scaling) {
-            json_double(&jw, "seconds_1_thread", median_of(ser.sec1, rounds));
+            json_double(&jw, "seconds_1_thread", bench_median_of(ser.sec1, rounds));
             json_double(&jw, "speedup_over_1_thread", speedup);
             json_double(&jw, "speedup_over_1_thread_min", min_of(ser.speedup, rounds));
             json_double(&jw, "speedup_over_1_thread_max", max_of(ser.speedup, rounds));
-            json_double(&jw, "seconds_1_thread_copy_at_once", median_of(ser.sec_copy, rounds));
-            json_double(&jw, "over_1_thread_copies_at_once", median_of(ser.over_copies, rounds));
+            json_double(&jw, "seconds_1_thread_copy_at_once", bench_median_of(ser.sec_copy, rounds));
+            json_double(&jw, "over_1_thread_copies_at_once", bench_median_of(ser.over_copies, rounds));
         }
         if (blas > 0) {
             json_double(&jw, "openblas_gflops", blas);
             json_double(&jw, "over_openblas", gflops / blas);
         }
         if (set_amx) {
-            json_double(&jw, "noamx_seconds", median_of(ser.sec_noamx, rounds));
-            json_double(&jw, "amx_speedup", median_of(ser.amx_speedup, rounds));
+            json_double(&jw, "noamx_seconds", bench_median_of(ser.sec_noamx, rounds));
+            json_double(&jw, "amx_speedup", bench_median_of(ser.amx_speedup, rounds));
             json_double(&jw, "amx_speedup_min", min_of(ser.amx_speedup, rounds));
             json_double(&jw, "amx_speedup_max", max_of(ser.amx_speedup, rounds));
         }
@@ -488,16 +481,16 @@ int bench_mul_mat(const struct bench_opts *o)
     }
     if (set_amx)
         printf("  AMX off     %.4f ms (%.1f GFLOP/s); AMX on / off: %.2fx (rounds %.2f to %.2f)\n",
-               median_of(ser.sec_noamx, rounds) * 1e3,
-               flops / median_of(ser.sec_noamx, rounds) * 1e-9, median_of(ser.amx_speedup, rounds),
+               bench_median_of(ser.sec_noamx, rounds) * 1e3,
+               flops / bench_median_of(ser.sec_noamx, rounds) * 1e-9, bench_median_of(ser.amx_speedup, rounds),
                min_of(ser.amx_speedup, rounds), max_of(ser.amx_speedup, rounds));
     if (scaling) {
         printf("  1 thread    %.4f ms; %d threads / 1 thread: %.2fx (rounds %.2f to %.2f)\n",
-               median_of(ser.sec1, rounds) * 1e3, nth, speedup, min_of(ser.speedup, rounds),
+               bench_median_of(ser.sec1, rounds) * 1e3, nth, speedup, min_of(ser.speedup, rounds),
                max_of(ser.speedup, rounds));
         printf("  %d copies    of 1 thread at once: %.4f ms each; %d threads / their summed "
-               "speed: %.2f (rounds %.2f to %.2f)\n", nth, median_of(ser.sec_copy, rounds) * 1e3,
-               nth, median_of(ser.over_copies, rounds), min_of(ser.over_copies, rounds),
+               "speed: %.2f (rounds %.2f to %.2f)\n", nth, bench_median_of(ser.sec_copy, rounds) * 1e3,
+               nth, bench_median_of(ser.over_copies, rounds), min_of(ser.over_copies, rounds),
                max_of(ser.over_copies, rounds));
     }
     if (blas > 0)

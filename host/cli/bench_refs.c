@@ -35,6 +35,16 @@ double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double bench_median_of(const double *v, int n)
+{
+    double *c = n > 0 ? malloc((size_t)n * sizeof *c) : NULL;
+    if (!c) return 0.0;
+    memcpy(c, v, (size_t)n * sizeof *c);
+    const double med = bench_median(c, n);
+    free(c);
+    return med;
+}
+
 /* The threads meet at a gate: every one is running before the clock
  * starts, and a run whose threads could not all be started is called off
  * (go < 0) instead of leaving threads blocked. */

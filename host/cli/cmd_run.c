@@ -391,17 +391,6 @@ static bp_status eval_main(const struct opts *o, struct bp_run_session *s, int64
     return st;
 }
 
-/* The median of n values, v left as it is; 0 when there is no memory. */
-static double median_of(const double *v, int64_t n)
-{
-    double *c = n > 0 ? malloc((size_t)n * sizeof *c) : NULL;
-    if (!c) return 0.0;
-    memcpy(c, v, (size_t)n * sizeof *c);
-    const double med = bench_median(c, (int)n);
-    free(c);
-    return med;
-}
-
 /* Each window's weight streaming (its median step) against the mean of the
  * probe passes at its two edges; their median and range, and the median
  * probe, go to res. */
@@ -413,7 +402,7 @@ static void bw_windows(const struct bp_run_model *m, struct result *res)
     for (int k = 0; k + 1 < res->n_edges; k++) {
         /* steps edge[k]+1 .. edge[k+1], at step_sec[edge[k]] .. [edge[k+1]-1] */
         const int64_t a = res->edge[k], b = res->edge[k + 1] < steps ? res->edge[k + 1] : steps;
-        const double step = b > a ? median_of(res->step_sec + a, b - a) : 0.0;
+        const double step = b > a ? bench_median_of(res->step_sec + a, (int)(b - a)) : 0.0;
         if (step > 0 && res->bw[k] > 0 && res->bw[k + 1] > 0)
             frac[n++] = (double)bp_run_model_decode_bytes(m) / step / (0.5 * (res->bw[k] + res->bw[k + 1]));
     }
@@ -425,7 +414,7 @@ static void bw_windows(const struct bp_run_model *m, struct result *res)
     int nb = 0;
     for (int k = 0; k < res->n_edges; k++)
         if (res->bw[k] > 0) bw[nb++] = res->bw[k];
-    res->bandwidth = median_of(bw, nb);
+    res->bandwidth = bench_median_of(bw, nb);
 }
 
 static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct bp_run_session *s,
@@ -526,7 +515,7 @@ static int run_tokens(const struct opts *o, const struct bp_run_model *m, struct
     }
     /* The median step, not the mean: one step that the OS preempted on a
      * shared machine should not decide the streaming figure. */
-    if (res->n_gen > 1) res->t_step_median = median_of(res->step_sec, res->n_gen - 1);
+    if (res->n_gen > 1) res->t_step_median = bench_median_of(res->step_sec, (int)(res->n_gen - 1));
     progress_done(pr);
     rc = CLI_EXIT_OK;
 out:
