@@ -8,6 +8,9 @@
 #                   threads: cpu, meta, loader (ctest -L tsan; tests/tsan.cmake)
 #   5. build-fuzz/  clang + libFuzzer: the fuzz harnesses (tests/fuzz/) and a
 #                   bounded smoke run of each over generated seeds (ctest -L fuzz)
+#   6. build-release/  Release (-O3) build of everything, warnings as errors:
+#                   the optimiser's inlining finds warnings (format truncation)
+#                   that the -O2 trees never see, and users do build Release
 # Every stage runs even when an earlier one failed; the last line says which
 # failed and the exit status is non-zero if any did. BP_JOBS overrides -j;
 # BP_CMAKE_ARGS adds configure options to both builds (e.g. -DBP_WERROR=OFF).
@@ -99,6 +102,14 @@ if timed "build (build-fuzz/)" fuzz_build; then
 else
     skipped+=("fuzz smoke (build-fuzz/)")
 fi
+
+# Built only (about a minute on 2 cores): its code is the code the trees above test.
+release_build() {
+    cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release "${extra_args[@]}" -DBP_SANITIZE=OFF \
+        -DBP_VALGRIND=OFF &&
+        cmake --build build-release -j"$jobs"
+}
+timed "build Release (build-release/)" release_build
 
 elapsed=$((SECONDS - start))
 wall=$(printf '%dm%02ds' $((elapsed / 60)) $((elapsed % 60)))

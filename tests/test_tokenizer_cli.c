@@ -67,7 +67,7 @@ END_TEST
 
 START_TEST(test_tokenize_cli_special_text_only_when_asked)
 {
-    char cmd[4096], out[1 << 14];
+    char cmd[1 << 14], out[1 << 14];
     snprintf(cmd, sizeof cmd, CLI " tokenize --model %s --text '<|eot_id|>'", vocab("llama3-llama-bpe"));
     ck_assert_int_eq(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out), 0);
     ck_assert_ptr_null(strstr(out, "128009"));
@@ -82,7 +82,7 @@ END_TEST
 
 START_TEST(test_tokenize_cli_bad_input_is_one_sentence)
 {
-    char cmd[4096], out[4096];
+    char cmd[1 << 14], out[4096];
     ck_assert_int_eq(cli_run(CLI " tokenize --model /nonexistent.gguf --text x", CLI_OUT_AND_ERR, out, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "/nonexistent.gguf"));
     ck_assert_int_eq(cli_count_lines(out, "", NULL), 1);
@@ -95,7 +95,7 @@ END_TEST
 
 START_TEST(test_bench_tokenize_reports_each_model)
 {
-    char cmd[4096], out[1 << 14];
+    char cmd[1 << 14], out[1 << 14];
     snprintf(cmd, sizeof cmd, CLI " bench tokenize --model builtin:test --model %s --rounds 1 --json",
              vocab("llama3-qwen2"));
     ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);

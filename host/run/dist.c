@@ -148,7 +148,9 @@ bool bp_run_dist_agree(struct bp_run_dist *d, bool ok, char *err, size_t cap)
         return false;
     }
     if (first < 0) return true;
-    snprintf(err, cap, "rank %d: %s", (int)first, msg);
+    /* A long sentence from the failing rank is clipped, and says so. */
+    const int w = snprintf(err, cap, "rank %d: %s", (int)first, msg);
+    if (w >= 0 && (size_t)w >= cap && cap > 4) memcpy(err + cap - 4, "...", 4);
     return false;
 }
 
