@@ -3,7 +3,8 @@
 # plugins/cpu/kernels/simd.h). GCC 12 once deleted every one of those
 # prefetches as dead code without a word (it judged the non-inlined helper
 # "const"), and only a disassembly showed it. This fails when a SIMD build
-# of the CPU plugin carries no prefetcht1 at all.
+# of the CPU plugin carries too few prefetcht1 (the L2 requests) or
+# prefetcht0 (the L1 requests, cpu_x8_prefetch_l1).
 set -euo pipefail
 objdump=${OBJDUMP:-objdump}
 if ! command -v "$objdump" >/dev/null; then
@@ -12,12 +13,15 @@ if ! command -v "$objdump" >/dev/null; then
 fi
 status=0
 for so in "$@"; do
-    n=$("$objdump" -d "$so" | grep -c prefetcht1 || true)
-    if (( n < 4 )); then
-        echo "cpu_prefetch_check: $so has $n prefetcht1 instructions; the x8 kernels' prefetches were compiled out" >&2
-        status=1
-    else
-        echo "cpu_prefetch_check: $(basename "$so"): $n prefetcht1"
-    fi
+    dis=$("$objdump" -d "$so")
+    for insn in prefetcht1 prefetcht0; do
+        n=$(grep -c "$insn" <<<"$dis" || true)
+        if (( n < 4 )); then
+            echo "cpu_prefetch_check: $so has $n $insn instructions; the x8 kernels' prefetches were compiled out" >&2
+            status=1
+        else
+            echo "cpu_prefetch_check: $(basename "$so"): $n $insn"
+        fi
+    done
 done
 exit $status

@@ -28,6 +28,15 @@
 
 #include "../cpu_features.h"
 
+/* How far ahead the prefill tiles ask for weight bytes (into L2; see
+ * CPU_X8_L2_PREFETCH_BYTES in repack.h for the decode kernels). Each
+ * weight block here meets a whole tile of activation rows, so the stream
+ * is slow and the distance matters little; 16 KiB is what the x8 kernels
+ * used when these were written. */
+#ifndef CPU_AMX_PREFETCH_BYTES
+#define CPU_AMX_PREFETCH_BYTES 16384
+#endif
+
 #if defined(CPU_HAVE_X86_GEMM) && defined(__x86_64__) && \
     (defined(__clang__) || __GNUC__ >= 11)
 #define CPU_HAVE_AMX 1
@@ -148,8 +157,8 @@ gemm_0_amx(int64_t n, float *s, const void *w, size_t gs, const void *y, size_t 
         const int nseg = nb - b0 < AMX_SEG ? (int)(nb - b0) : AMX_SEG;
         for (int j = 0; j < nseg; j++) {
             const uint8_t *x0 = w0 + (size_t)(b0 + j) * xbs, *x1 = w1 + (size_t)(b0 + j) * xbs;
-            cpu_x8_prefetch(x0 + CPU_X8_PREFETCH_BYTES, xbs);
-            cpu_x8_prefetch(x1 + CPU_X8_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x0 + CPU_AMX_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x1 + CPU_AMX_PREFETCH_BYTES, xbs);
             panel_0_block(&pn, j, x0, x1, q4);
         }
         AMX_MEMORY_BARRIER();
@@ -309,8 +318,8 @@ AMX_FN static void gemm_q4_K_amx(int64_t n, float *s, const void *w, size_t gs, 
         const int nseg = nb - b0 < AMX_SEG_K ? (int)(nb - b0) : AMX_SEG_K;
         for (int e = 0; e < nseg; e++) {
             const uint8_t *x0 = w0 + (size_t)(b0 + e) * xbs, *x1 = w1 + (size_t)(b0 + e) * xbs;
-            cpu_x8_prefetch(x0 + CPU_X8_PREFETCH_BYTES, xbs);
-            cpu_x8_prefetch(x1 + CPU_X8_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x0 + CPU_AMX_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x1 + CPU_AMX_PREFETCH_BYTES, xbs);
             panel_K_block(&pn, e, x0, x1);
         }
         AMX_MEMORY_BARRIER();
@@ -496,8 +505,8 @@ AMX_FN static void gemm_q6_K_amx(int64_t n, float *s, const void *w, size_t gs, 
         const int nseg = nb - b0 < AMX_SEG_6 ? (int)(nb - b0) : AMX_SEG_6;
         for (int e = 0; e < nseg; e++) {
             const uint8_t *x0 = w0 + (size_t)(b0 + e) * xbs, *x1 = w1 + (size_t)(b0 + e) * xbs;
-            cpu_x8_prefetch(x0 + CPU_X8_PREFETCH_BYTES, xbs);
-            cpu_x8_prefetch(x1 + CPU_X8_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x0 + CPU_AMX_PREFETCH_BYTES, xbs);
+            cpu_x8_prefetch(x1 + CPU_AMX_PREFETCH_BYTES, xbs);
             panel_6_block(&pn, e, x0, x1);
         }
         AMX_MEMORY_BARRIER();

@@ -91,7 +91,8 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 }
             }
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
-        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         const __m256i v0a = load256(xb + 16), v0b = load256(xb + 48);
         const __m256i v1a = load256(xb + 80), v1b = load256(xb + 112);
         const __m256i l0a = _mm256_and_si256(v0a, m4), l0b = _mm256_and_si256(v0b, m4);
@@ -136,7 +137,8 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
-        cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
         const __m256 dw = row_scales(xb);
         const int8_t *q[CPU_GEMM_MAX_COLS];
         __m256i pa[CPU_GEMM_MAX_COLS], pb[CPU_GEMM_MAX_COLS];
@@ -196,7 +198,8 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES, 128); /* d, dmin, scales */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 128); /* d, dmin, scales */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 128);
         const uint8_t *qs = xb + 128;
         const __m256i u0 = load256(xb + 32), u1 = load256(xb + 64), u2 = load256(xb + 96);
         /* lane r: bytes j = scale (min) of sub-block j (lo) and 4 + j (hi) of row r */
@@ -232,8 +235,10 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 UNROLL
                 for (int k = 0; k < 4; k++) {
                     const uint8_t *piece = qs + 64 * (4 * (j / 2) + k);
-                    if (h == 0 && j % 2 == 0) /* rows 0-3 meet each piece first */
-                        _mm_prefetch((const char *)piece + CPU_X8_KQUANT_PREFETCH_BYTES, _MM_HINT_T1);
+                    if (h == 0 && j % 2 == 0) { /* rows 0-3 meet each piece first */
+                        _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
+                        _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
+                    }
                     const __m256i v = load256(piece + 32 * h);
                     const __m256i q4 = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
                     for (int c = 0; c < ncols; c++)
@@ -292,7 +297,8 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES, 144); /* d, scales */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 144); /* d, scales */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 144);
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
         __m256i sumi[2][CPU_GEMM_MAX_COLS];
         for (int c = 0; c < ncols; c++)
@@ -326,10 +332,14 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                         UNROLL
                         for (int k = 2 * t; k < 2 * t + 2; k++) {
                             if (hr == 0 && part == 0) { /* rows 0-3 meet each piece first */
-                                const int ahead = CPU_X8_KQUANT_PREFETCH_BYTES;
+                                const int ahead = CPU_X8_L2_PREFETCH_BYTES;
+                                const int near = CPU_X8_L1_PREFETCH_BYTES;
                                 _mm_prefetch((const char *)q6_K_ql(xb, h, k) + ahead, _MM_HINT_T1);
-                                if (k < 4)
+                                _mm_prefetch((const char *)q6_K_ql(xb, h, k) + near, _MM_HINT_T0);
+                                if (k < 4) {
                                     _mm_prefetch((const char *)q6_K_qh(xb, h, k) + ahead, _MM_HINT_T1);
+                                    _mm_prefetch((const char *)q6_K_qh(xb, h, k) + near, _MM_HINT_T0);
+                                }
                             }
                             const __m256i l = load256(q6_K_ql(xb, h, k) + 32 * hr);
                             const __m256i hb = load256(q6_K_qh(xb, h, k) + 32 * hr);

@@ -178,14 +178,17 @@ x8_0_walk(int64_t nb, size_t xs, const int shift, const x8_0_block_fn block, flo
             row_scales2(xb, xs, &dw0, &dw1);
             /* one block's prefetches before each block: the 5 (Q4_0) or 9
              * of a pair at once streamed 3-8% slower from memory */
-            cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, xs);
             block(xb, dw0, yr, nb, b, off, acc, ncols, gfni);
-            cpu_x8_prefetch(xb + xs + CPU_X8_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch(xb + xs + CPU_X8_L2_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch_l1(xb + xs + CPU_X8_L1_PREFETCH_BYTES, xs);
             block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols, gfni);
         }
         if (b < e) {
             const uint8_t *xb = x + (size_t)b * xs;
-            cpu_x8_prefetch(xb + CPU_X8_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, xs);
             block(xb, row_scales(xb), yr, nb, b, off, acc, ncols, gfni);
         }
     }
@@ -224,7 +227,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * here: the high nibbles in place saturate int16 (2 * 240 * 127), so they
  * would need a shift and a mask per piece. Each 64-byte piece asks for the
  * bytes one prefetch distance ahead as it is read (not all of a block's
- * at once: see CPU_X8_KQUANT_PREFETCH_BYTES in repack.h).
+ * at once: see CPU_X8_L2_PREFETCH_BYTES in repack.h).
  * The min term is dmin * sum_j m[j] (bsums[2j] + bsums[2j+1]): one
  * madd of the widened mins against broadcast bsum pairs, which lands in the
  * same two-lanes-per-row shape as the quant sums. */
@@ -240,7 +243,8 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES, 128); /* d, dmin, scales */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 128); /* d, dmin, scales */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 128);
         const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
         const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
         const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 64));
@@ -269,7 +273,8 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             for (int c = 0; c < ncols; c++) plo[c] = phi[c] = _mm512_setzero_si512();
             for (int k = 0; k < 4; k++) {
                 const uint8_t *piece = xb + 128 + 64 * (4 * g + k);
-                _mm_prefetch((const char *)piece + CPU_X8_KQUANT_PREFETCH_BYTES, _MM_HINT_T1);
+                _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
+                _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
                 const __m512i v = _mm512_loadu_si512(piece);
                 const __m512i lo = _mm512_and_si512(v, m4);
                 const __m512i hi = _mm512_andnot_si512(m4, v);
@@ -353,9 +358,12 @@ q6_K_x8_step(const uint8_t *half, __m512i sc_lo, __m512i sc_hi,
         const int lo_off = ab ? 512 + 64 * k : 128 * k;
         /* each piece read for the first time asks for the bytes one
          * prefetch distance further */
-        _mm_prefetch((const char *)half + CPU_X8_KQUANT_PREFETCH_BYTES + lo_off, _MM_HINT_T1);
-        if (!ab)
-            _mm_prefetch((const char *)half + CPU_X8_KQUANT_PREFETCH_BYTES + 128 * k + 64, _MM_HINT_T1);
+        _mm_prefetch((const char *)half + CPU_X8_L2_PREFETCH_BYTES + lo_off, _MM_HINT_T1);
+        _mm_prefetch((const char *)half + CPU_X8_L1_PREFETCH_BYTES + lo_off, _MM_HINT_T0);
+        if (!ab) {
+            _mm_prefetch((const char *)half + CPU_X8_L2_PREFETCH_BYTES + 128 * k + 64, _MM_HINT_T1);
+            _mm_prefetch((const char *)half + CPU_X8_L1_PREFETCH_BYTES + 128 * k + 64, _MM_HINT_T0);
+        }
         const __m512i l = _mm512_loadu_si512(half + lo_off);
         const __m512i hb = _mm512_loadu_si512(half + 128 * k + 64);
         /* qh bits 2ab..2ab+1 (low nibbles) and 4+2ab.. (high) to bits 4..5;
@@ -400,7 +408,8 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K));
-        cpu_x8_prefetch(xb + CPU_X8_KQUANT_PREFETCH_BYTES, 144);
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 144);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 144);
         const __m512 dw = row_scales(xb);
         __m512i sumi[2 * CPU_GEMM_MAX_COLS];
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];

@@ -77,46 +77,41 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
         }                                                                                \
     }
 
-/* How far ahead of the x8 block being read the kernels ask for weight
- * bytes (into L2). Prefetches never fault, so running past the end of the
- * tensor is harmless. (Until tests/cpu_prefetch_check.sh, the compiler had
- * silently dropped them: see cpu_x8_prefetch in simd.h.) Defined here
- * unless the build defines them, to let an experiment try other distances.
+/* How far ahead of the bytes being read the x8 decode kernels (VNNI and
+ * AVX2, every type) ask for weight bytes: into L2 (prefetcht1) at
+ * CPU_X8_L2_PREFETCH_BYTES and again into L1 (prefetcht0) at
+ * CPU_X8_L1_PREFETCH_BYTES, one request per 64 bytes as they are first
+ * read, so the requests come spread over a block instead of a burst at its
+ * start. Prefetches never fault, so running past the end of the tensor is
+ * harmless. (Until tests/cpu_prefetch_check.sh, the compiler had silently
+ * dropped them: see cpu_x8_prefetch in simd.h.) Defined here unless the
+ * build defines them, to let an experiment try other distances.
  *
- * CPU_X8_KQUANT_PREFETCH_BYTES: the Q4_K and Q6_K kernels (VNNI and AVX2),
- * which stream the weights at decode. They ask for one line per 64-byte
- * piece as they first read it, this far ahead, so the requests come spread
- * over the block instead of a burst of 18 (Q6_K 27) at its start. On the
- * Intel Xeon (Emerald Rapids, AMX not exposed, 2 vCPUs) test VM of session
- * 7, each kernel alone at ncols = 1, one thread, 512 MiB of weights in
- * huge pages, thread CPU time alternating with a plain read of the same
- * bytes, while other sessions kept the load
- * at 3-6: per piece at 2 KiB, Q4_K streamed 1.02x as fast as per block
- * (the burst unrolled), Q6_K 1.07x (the burst a loop); per piece, 4 KiB
- * against 2 KiB made Q4_K 1.12x and Q6_K 1.16x as fast (1.5 KiB 0.93x,
- * 8 KiB 1.14x and 1.18x), and one decode token of the 1B q4_K_M model took
- * 72 ms instead of 102 (median of 4 alternated runs; 8 KiB 75 ms). The
- * AVX2 kernels per piece at 4 KiB against per block at 2 KiB: Q4_K 1.13x,
- * Q6_K 1.19x.
- * Per block, the earlier measurement (same VM, quiet, 1 GiB, 1 and 2
- * threads) had found 2 KiB best: Q6_K 0.72 of the read without the
- * prefetch, 0.94 at 1.5-2 KiB, 0.89 at 2.5 KiB, 0.80 at 4 and 16 KiB; Q4_K
- * 0.94, 0.97-0.99, 0.98, 0.90, 0.89; the kernels of one decode token in
- * sequence 0.84-0.86 at 16 KiB, 0.89-0.91 at 2 KiB. A burst reaching past
- * about 4 KiB missed to memory and held the fill buffers the demand loads
- * then waited for. (On the Zen 4 VM of the first measurement 4-32 KiB were
- * indistinguishable and no prefetch cost Q6_K a quarter.)
+ * The near L1 request is what lets a kernel keep pace with a plain read:
+ * with L2 requests alone, the demand loads still miss L1 and wait on fill
+ * buffers while the kernel computes. On the 2-vCPU Granite Rapids-class
+ * Xeon (AMX exposed) of session 9, one thread, K = 2048, N = 5632,
+ * `bench mul_mat` against the same-run read probe, two alternated passes,
+ * L2 at 16 KiB (Q4_0, Q8_0) or 4 KiB (Q4_K, Q6_K) alone -> L2 at 4 KiB plus
+ * L1 at 2 KiB: Q4_0 0.86-0.88 -> 0.95-0.96, Q8_0 0.88-0.89 -> 0.92-0.95,
+ * Q4_K 0.81-0.83 -> 0.88-0.91, Q6_K 0.81-0.83 -> 0.88-0.89 (the AVX2
+ * kernels on the same machine: Q4_0 0.85-0.89 -> 0.90-0.91, Q4_K
+ * 0.77-0.81 -> 0.81-0.83, Q6_K 0.74-0.75 -> 0.83-0.85). In a standalone
+ * harness of the Q4_0 kernel over 576 MiB, L2 at 4 KiB with L1 at 0.5-2
+ * KiB gave 0.92-0.97 of the fastest read loop, L2 alone at 2-32 KiB
+ * 0.87-0.93, L1 alone at 2 KiB 0.89-0.93, no prefetch 0.79, NTA 0.31.
  *
- * CPU_X8_PREFETCH_BYTES: the Q4_0 and Q8_0 kernels and the AMX prefill
- * kernels (gemm_amx.c). Q4_0 and Q8_0 alone streamed at 1.0-1.15 of the
- * read at any distance from 2 KiB on, but one decode token of an all-Q4_0
- * 1B model in sequence at 0.91 with 2 KiB and 0.99 with 16 KiB (Q8_0 1.03
- * either way). */
-#ifndef CPU_X8_KQUANT_PREFETCH_BYTES
-#define CPU_X8_KQUANT_PREFETCH_BYTES 4096
+ * Before (session 7, an Emerald Rapids VM without AMX, L2 requests only):
+ * per piece at 4 KiB against 2 KiB made Q4_K 1.12x and Q6_K 1.16x as fast,
+ * and a burst reaching past about 4 KiB missed to memory and held the fill
+ * buffers the demand loads then waited for. (On the Zen 4 VM of the first
+ * measurement 4-32 KiB were indistinguishable and no prefetch cost Q6_K a
+ * quarter.) */
+#ifndef CPU_X8_L2_PREFETCH_BYTES
+#define CPU_X8_L2_PREFETCH_BYTES 4096
 #endif
-#ifndef CPU_X8_PREFETCH_BYTES
-#define CPU_X8_PREFETCH_BYTES 16384
+#ifndef CPU_X8_L1_PREFETCH_BYTES
+#define CPU_X8_L1_PREFETCH_BYTES 2048
 #endif
 
 /* True for the weight types this build repacks (every type with an x8

@@ -11,7 +11,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define CPU_HAVE_X86_SIMD 1
 #include <immintrin.h>
-/* Ask for the cache lines of [p, p + bytes) in L2 (see CPU_X8_PREFETCH_BYTES).
+/* Ask for the cache lines of [p, p + bytes) in L2 (see CPU_X8_L2_PREFETCH_BYTES).
  * Always inlined: GCC 12 otherwise finds this void function "const" (a
  * prefetch has no effect it models), and the calls are deleted as dead
  * code in the kernels that do not inline it early; it did so in every
@@ -22,6 +22,12 @@ static inline __attribute__((always_inline)) void cpu_x8_prefetch(const uint8_t 
 {
     _Pragma("GCC unroll 32")
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+}
+/* The same into L1 (see CPU_X8_L1_PREFETCH_BYTES). */
+static inline __attribute__((always_inline)) void cpu_x8_prefetch_l1(const uint8_t *p, size_t bytes)
+{
+    _Pragma("GCC unroll 32")
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
 }
 void cpu_vec_dot_q4_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
