@@ -239,6 +239,44 @@ START_TEST(test_results_are_identical_for_every_thread_count)
 }
 END_TEST
 
+/* Threads that sleep at once (BACKPLANE_CPU_POLL=0) or after 3 us, so
+ * that every kick and barrier goes through the sleep and wake-up path,
+ * still compute what one thread does, graph after graph. */
+START_TEST(test_threads_that_sleep_while_waiting_give_the_same_results)
+{
+    const char *polls[] = { "0", "3" };
+    for (size_t p = 0; p < sizeof polls / sizeof polls[0]; p++) {
+        setenv("BACKPLANE_CPU_POLL", polls[p], 1);
+        struct fx f;
+        fx_init(&f); /* the pool reads the budget when the backend is made */
+        struct block b = build_block(f.ctx);
+        fx_alloc(&f);
+        fill_leaves(f.ctx);
+        ck_assert_int_eq(bp_graph_new(256, &f.g), BP_OK);
+        ck_assert_int_eq(bp_graph_build(f.g, b.out_mm), BP_OK);
+        ck_assert_int_eq(bp_graph_build(f.g, b.out_attn), BP_OK);
+        ck_assert_int_eq(bp_backend_set_n_threads(f.be, 1), BP_OK);
+        ck_assert_int_eq(bp_backend_graph_compute(f.be, f.g), BP_OK);
+        void *mm1 = snapshot(b.out_mm), *at1 = snapshot(b.out_attn);
+        ck_assert_int_eq(bp_backend_set_n_threads(f.be, 3), BP_OK);
+        for (int it = 0; it < 20; it++) {
+            if (it % 4 == 0)
+                usleep(200); /* long enough for every worker to fall asleep */
+            ck_assert_int_eq(bp_backend_graph_compute(f.be, f.g), BP_OK);
+            void *mm = snapshot(b.out_mm), *at = snapshot(b.out_attn);
+            ck_assert_msg(memcmp(mm, mm1, bp_nbytes(b.out_mm)) == 0, "poll %s, graph %d: block differs",
+                          polls[p], it);
+            ck_assert_msg(memcmp(at, at1, bp_nbytes(b.out_attn)) == 0,
+                          "poll %s, graph %d: attention differs", polls[p], it);
+            free(mm); free(at);
+        }
+        free(mm1); free(at1);
+        fx_free(&f);
+        unsetenv("BACKPLANE_CPU_POLL");
+    }
+}
+END_TEST
+
 /* Each thread: its own context and backend, a mul_mat checked against loops. */
 struct worker {
     unsigned seed;
@@ -332,6 +370,7 @@ Suite *cpu_threads_suite(void)
     tcase_add_test(tc, test_set_n_threads_refuses_zero);
     tcase_add_test(tc, test_large_buffers_ask_for_huge_pages_unless_told_not_to);
     tcase_add_test(tc, test_results_are_identical_for_every_thread_count);
+    tcase_add_test(tc, test_threads_that_sleep_while_waiting_give_the_same_results);
     tcase_add_test(tc, test_two_backends_compute_concurrently_from_two_threads);
     tcase_add_test(tc, test_compute_of_a_graph_with_only_views_succeeds);
     suite_add_tcase(s, tc);

@@ -6,8 +6,8 @@
 #define BP_CPU_INTERNAL_H
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +35,8 @@ struct cpu_plugin {
     char poll_str[16];
     struct bp_feature features[32];
     bool huge_pages;            /* large buffers ask for THP (host_memory.c) */
+    /* a bad BACKPLANE_CPU_THREADS / _POLL is said once, not per backend */
+    atomic_bool threads_warned, poll_warned;
     char huge_pages_str[96];
 
     pthread_mutex_t live_mu;
@@ -55,10 +57,17 @@ void cpu_log(const struct cpu_plugin *pl, enum bp_log_level level, const char *f
     __attribute__((format(printf, 3, 4)));
 const char *cpu_getenv(const struct cpu_plugin *pl, const char *name);
 /* BACKPLANE_CPU_THREADS when set and valid, else the number of online CPUs. */
-int cpu_default_threads(const struct cpu_plugin *pl);
-/* BACKPLANE_CPU_POLL when set and valid, else CPU_POOL_DEFAULT_POLL. */
-int cpu_default_poll(const struct cpu_plugin *pl);
-#define CPU_POOL_DEFAULT_POLL 2000
+int cpu_default_threads(struct cpu_plugin *pl);
+/* BACKPLANE_CPU_POLL (microseconds) when set and valid, else
+ * CPU_POOL_DEFAULT_POLL_US. */
+int cpu_default_poll_us(struct cpu_plugin *pl);
+/* How long a waiting worker spins before it sleeps. A sleeping worker's
+ * wake-up took 3 us to 4 ms on a 2-vCPU VM (median tens of us), and one op's
+ * threads can wait on each other for a chunk's time (50-200 us at decode),
+ * so a budget of 21 us (the former 2000 pauses there) left the second of 2
+ * threads asleep through most of a back-to-back 6 MB MUL_MAT (0.41 of the
+ * read bandwidth against 0.84-0.88 with 1 ms). ggml spins longer still. */
+#define CPU_POOL_DEFAULT_POLL_US 1000
 void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring);
 void cpu_live_remove(struct cpu_plugin *pl, struct cpu_live *node);
 
@@ -99,8 +108,8 @@ void cpu_backends_free_all(struct cpu_plugin *pl);
 /* threadpool.c — a persistent pool; the calling thread takes part as thread 0. */
 typedef void (*cpu_job_fn)(void *arg, int ith, int nth);
 /* Start n_threads - 1 workers (n_threads >= 1); waiting threads spin for
- * `poll` pause instructions before they sleep. */
-bp_status cpu_pool_new(int n_threads, int poll, struct cpu_pool **out);
+ * poll_us microseconds before they sleep. */
+bp_status cpu_pool_new(int n_threads, int poll_us, struct cpu_pool **out);
 /* Change the thread count of the next jobs (starts workers when it grows). */
 bp_status cpu_pool_set_n_threads(struct cpu_pool *pool, int n_threads);
 /* Join the workers and free the pool (NULL is a no-op). */

@@ -46,7 +46,7 @@ const char *cpu_getenv(const struct cpu_plugin *pl, const char *name)
     return host->get_env(name);
 }
 
-int cpu_default_threads(const struct cpu_plugin *pl)
+int cpu_default_threads(struct cpu_plugin *pl)
 {
     const char *s = cpu_getenv(pl, "BACKPLANE_CPU_THREADS");
     if (s && *s) {
@@ -54,27 +54,29 @@ int cpu_default_threads(const struct cpu_plugin *pl)
         long n = strtol(s, &end, 10);
         if (*end == '\0' && n >= 1 && n <= 4096)
             return (int)n;
-        cpu_log(pl, BP_LOG_WARN,
-                "BACKPLANE_CPU_THREADS='%s' is not a thread count from 1 to 4096; using the "
-                "number of online CPUs instead.", s);
+        if (!atomic_exchange(&pl->threads_warned, true))
+            cpu_log(pl, BP_LOG_WARN,
+                    "BACKPLANE_CPU_THREADS='%s' is not a thread count from 1 to 4096; using the "
+                    "number of online CPUs instead.", s);
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)(n > 4096 ? 4096 : n) : 1;
 }
 
-int cpu_default_poll(const struct cpu_plugin *pl)
+int cpu_default_poll_us(struct cpu_plugin *pl)
 {
     const char *s = cpu_getenv(pl, "BACKPLANE_CPU_POLL");
     if (s && *s) {
         char *end;
         long n = strtol(s, &end, 10);
-        if (*end == '\0' && n >= 0 && n <= 100000000)
+        if (*end == '\0' && n >= 0 && n <= 1000000)
             return (int)n;
-        cpu_log(pl, BP_LOG_WARN,
-                "BACKPLANE_CPU_POLL='%s' is not a spin count from 0 to 100000000; using %d.", s,
-                CPU_POOL_DEFAULT_POLL);
+        if (!atomic_exchange(&pl->poll_warned, true))
+            cpu_log(pl, BP_LOG_WARN,
+                    "BACKPLANE_CPU_POLL='%s' is not a time in microseconds from 0 to 1000000; "
+                    "using %d.", s, CPU_POOL_DEFAULT_POLL_US);
     }
-    return CPU_POOL_DEFAULT_POLL;
+    return CPU_POOL_DEFAULT_POLL_US;
 }
 
 void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring)
@@ -367,7 +369,7 @@ static const char *amx_init(const struct cpu_plugin *pl)
 static void fill_features(struct cpu_plugin *pl)
 {
     snprintf(pl->threads_str, sizeof pl->threads_str, "%d", cpu_default_threads(pl));
-    snprintf(pl->poll_str, sizeof pl->poll_str, "%d", cpu_default_poll(pl));
+    snprintf(pl->poll_str, sizeof pl->poll_str, "%d us", cpu_default_poll_us(pl));
     struct cpu_isa isa;
     cpu_isa_detect(&isa);
     struct bp_feature *f = pl->features;
