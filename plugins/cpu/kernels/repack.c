@@ -48,17 +48,17 @@ static const struct x8_segment *segments(enum bp_type t)
  * that kernel beats the plain dot at decode, which is what a model spends
  * its time on: through the block-by-block fallback (cpu_gemm_x8_via_dot)
  * the x8 layout ran several times slower than the plain layout. The avx2
- * Q8_0 x8 kernel is 1.7x faster at prefill but was 15-30% slower at decode
- * streaming from memory, so Q8_0 stays plain there. The scalar reference
- * repacks every type through its reference kernels, so that the layout
- * conversion runs under valgrind; NEON has no x8 kernels yet. */
+ * Q8_0 x8 kernel was kept out until session 9 (15-30% slower at decode
+ * with L2 prefetches alone); with the L1 prefetch (repack.h) it streams at
+ * 0.91-0.95 of the read against the plain dot's 0.44-0.48 (bench mul_mat,
+ * K=2048 N=5632, 1 and 2 threads, on an AVX-512 Xeon running the avx2
+ * variant), and the 1B Q8_0 model ran 115 prefill / 27.9 decode tokens/s
+ * instead of 47 / 13.9. The scalar reference repacks every type through
+ * its reference kernels, so that the layout conversion runs under
+ * valgrind; NEON has no x8 kernels yet. */
 bool cpu_repack_type_ok(enum bp_type t)
 {
-#if defined(CPU_HAVE_X86_GEMM)
-    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
-#elif defined(CPU_HAVE_X86_GEMM_AVX2)
-    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
-#elif defined(CPU_HAVE_NEON_SIMD)
+#if defined(CPU_HAVE_NEON_SIMD)
     (void)t;
     return false;
 #else
