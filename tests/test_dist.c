@@ -385,6 +385,18 @@ START_TEST(test_dist_text_report_comes_from_rank_0_alone)
 }
 END_TEST
 
+START_TEST(test_dist_ranks_of_a_node_share_its_cpus)
+{
+    ck_assert_int_eq(bp_run_dist_cpu_threads(1, 16, NULL), 0); /* a lone rank: the default */
+    ck_assert_int_eq(bp_run_dist_cpu_threads(2, 16, NULL), 8);
+    ck_assert_int_eq(bp_run_dist_cpu_threads(3, 16, NULL), 5);
+    ck_assert_int_eq(bp_run_dist_cpu_threads(2, 2, NULL), 1);
+    ck_assert_int_eq(bp_run_dist_cpu_threads(4, 2, NULL), 1); /* never 0 threads */
+    ck_assert_int_eq(bp_run_dist_cpu_threads(2, 16, "3"), 0); /* the user's count stands */
+    ck_assert_int_eq(bp_run_dist_cpu_threads(2, 16, ""), 8);
+}
+END_TEST
+
 START_TEST(test_dist_local_name_counts_gpus_up_by_node_rank)
 {
     char b[32];
@@ -557,6 +569,7 @@ static Suite *suite(void)
     suite_add_tcase(s, f);
     TCase *u = tcase_create("unit");
     tcase_add_test(u, test_dist_local_name_counts_gpus_up_by_node_rank);
+    tcase_add_test(u, test_dist_ranks_of_a_node_share_its_cpus);
     suite_add_tcase(s, u);
     return s;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <backplane/bp_meta.h>
 
@@ -102,6 +103,14 @@ bool bp_run_dist_local_name(const char *spec, int32_t local_rank, char *buf, siz
     return w >= 0 && (size_t)w < cap;
 }
 
+int bp_run_dist_cpu_threads(int32_t local_nranks, long ncpu, const char *env_threads)
+{
+    if (local_nranks <= 1 || (env_threads && *env_threads))
+        return 0;
+    const long share = ncpu / (long)local_nranks;
+    return share > 1 ? (int)(share > 4096 ? 4096 : share) : 1;
+}
+
 bp_status bp_run_dist_device(struct bp_run_dist *d, const char *name, int n_threads,
                              struct bp_device **out, char *err, size_t cap)
 {
@@ -124,6 +133,9 @@ bp_status bp_run_dist_device(struct bp_run_dist *d, const char *name, int n_thre
     struct bp_device *slots[BP_META_MAX_DEVICES];
     float ratios[BP_META_MAX_DEVICES];
     char params[32] = "";
+    if (n_threads <= 0 && bp_device_type(local) == BP_DEVICE_TYPE_CPU)
+        n_threads = bp_run_dist_cpu_threads(d->info.local_nranks, sysconf(_SC_NPROCESSORS_ONLN),
+                                            getenv("BACKPLANE_CPU_THREADS"));
     if (n_threads > 0) snprintf(params, sizeof params, "n_threads=%d", n_threads);
     bp_status st = d->devices(d->g, local, params[0] ? params : NULL, slots);
     if (st != BP_OK)
