@@ -3,9 +3,12 @@
  * threads at once is one device, and the registry's feature table read
  * while other threads add devices is always a complete, terminated table. */
 #include <check.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <backplane/backplane.h>
 #include <backplane/bp_meta.h>
@@ -52,6 +55,50 @@ START_TEST(test_meta_threads_one_spec_is_one_device)
     struct bp_device *again = NULL;
     ck_assert_int_eq(bp_meta_device_from_spec("meta:cpu*3", &again), BP_OK);
     ck_assert_ptr_eq(again, bp_device_by_name("meta:cpu*3"));
+}
+END_TEST
+
+static int threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+/* Threads a backend of spec with params starts (its pools' workers and the
+ * meta device's own workers), counted while it lives. */
+static int threads_of_backend(const char *spec, const char *params)
+{
+    struct bp_device *d = NULL;
+    ck_assert_int_eq(bp_meta_device_from_spec(spec, &d), BP_OK);
+    struct bp_backend *be = NULL;
+    const int before = threads_now();
+    ck_assert_int_eq(bp_backend_init(d, params, &be), BP_OK);
+    const int n = threads_now() - before;
+    bp_backend_free(be);
+    return n;
+}
+
+/* Two CPU sub-devices are two backends on one machine's CPUs: without a
+ * thread count each takes half of them (at least one), so together they do
+ * not oversubscribe it; a thread count the caller gives is each one's. */
+START_TEST(test_meta_cpu_sub_devices_split_the_cpus)
+{
+    unsetenv("BACKPLANE_CPU_THREADS");
+    (void)threads_of_backend("meta:cpu*2", NULL); /* sanitizers start their helpers first */
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const int share = ncpu / 2 > 1 ? (int)(ncpu / 2) : 1;
+    /* each sub-backend's pool has share - 1 workers; the meta backend runs
+     * sub-device 1 on a worker of its own */
+    ck_assert_int_eq(threads_of_backend("meta:cpu*2", NULL), 2 * (share - 1) + 1);
+    ck_assert_int_eq(threads_of_backend("meta:cpu*2", "n_threads=3"), 2 * (3 - 1) + 1);
+    setenv("BACKPLANE_CPU_THREADS", "2", 1);
+    ck_assert_int_eq(threads_of_backend("meta:cpu*2", NULL), 2 * (2 - 1) + 1);
+    unsetenv("BACKPLANE_CPU_THREADS");
 }
 END_TEST
 
@@ -127,6 +174,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_meta_threads_one_spec_is_one_device);
     tcase_add_test(tc, test_meta_threads_features_stay_whole_while_devices_are_added);
+    tcase_add_test(tc, test_meta_cpu_sub_devices_split_the_cpus);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

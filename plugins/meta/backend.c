@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "meta_internal.h"
 
@@ -509,6 +510,33 @@ static const struct bp_backend_iface meta_backend_iface = {
 
 bool meta_is_meta_backend(const struct bp_backend *b) { return b && b->iface == &meta_backend_iface; }
 
+/* The parameters of sub-device s's backend. CPU sub-devices share the
+ * machine's CPUs (meta:cpu*2 is two backends of one CPU), so when the
+ * caller names no thread count and BACKPLANE_CPU_THREADS is unset each of
+ * the k CPU sub-devices gets ncpu / k threads (at least 1) instead of the
+ * CPU plugin's default of every CPU: oversubscribed, its spinning waits
+ * hold off the threads they wait for (meta:cpu*2 on 2 cores decoded 5.6
+ * tokens/s with 2 threads each, 10.5 with 1). */
+static const char *sub_params(const struct meta_device *md, struct bp_device *s, const char *params,
+                              char *buf, size_t cap)
+{
+    if (s->iface->get_type(s) != BP_DEVICE_TYPE_CPU || (params && strstr(params, "n_threads=")))
+        return params;
+    const char *env = meta_host->get_env("BACKPLANE_CPU_THREADS");
+    if (env && *env)
+        return params;
+    long k = 0;
+    for (size_t i = 0; i < md->n; i++)
+        k += md->sub[i]->iface->get_type(md->sub[i]) == BP_DEVICE_TYPE_CPU;
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (k <= 1 || ncpu < 1)
+        return params;
+    const long share = ncpu / k > 1 ? ncpu / k : 1;
+    const int w = params && *params ? snprintf(buf, cap, "%s;n_threads=%ld", params, share)
+                                    : snprintf(buf, cap, "n_threads=%ld", share);
+    return w > 0 && (size_t)w < cap ? buf : params;
+}
+
 bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out)
 {
     struct meta_device *md = (struct meta_device *)dev;
@@ -526,7 +554,8 @@ bp_status meta_backend_init(struct bp_device *dev, const char *params, struct bp
     size_t started = 1;
     for (size_t i = 0; i < be->n && st == BP_OK; i++) {
         struct bp_device *s = md->sub[i];
-        st = meta_sub_backend_init(s, params, &be->sub[i]);
+        char buf[256];
+        st = meta_sub_backend_init(s, sub_params(md, s, params, buf, sizeof buf), &be->sub[i]);
         if (st != BP_OK)
             meta_log(BP_LOG_ERROR, "sub-device %zu (%s) could not start a backend (%s).", i, meta_sub_name(s),
                      bp_status_name(st));
