@@ -4,7 +4,6 @@
  * and two backends of the one device computing at the same time.
  */
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "cpu_test_util.h"
 #include "suite_main.h"
+#include "thread_count.h"
 
 START_TEST(test_cpu_device_reports_type_description_memory_and_features)
 {
@@ -95,25 +95,14 @@ START_TEST(test_large_buffers_ask_for_huge_pages_unless_told_not_to)
 }
 END_TEST
 
-static int count_threads_now(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
-
 /* Threads of this process once it settles at `expect` (a joined thread may
  * linger in /proc for a moment). */
 static int count_threads(int expect)
 {
-    int n = count_threads_now();
+    int n = test_threads_now();
     for (int i = 0; i < 2000 && n != expect; i++) {
         usleep(1000);
-        n = count_threads_now();
+        n = test_threads_now();
     }
     return n;
 }
@@ -126,7 +115,7 @@ START_TEST(test_backplane_cpu_threads_sets_the_pool_size)
     ck_assert_int_eq(bp_backend_init(dev, "n_threads=2", &be), BP_OK);
     bp_backend_free(be);
     setenv("BACKPLANE_CPU_THREADS", "3", 1);
-    int before = count_threads_now();
+    int before = test_threads_now();
     ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
     /* the caller is thread 0 of the pool: 3 threads means 2 workers */
     ck_assert_int_eq(count_threads(before + 2) - before, 2);
@@ -204,17 +193,26 @@ static void *snapshot(const struct bp_tensor *t)
     return p;
 }
 
+/* f with the block of build_block allocated, filled and in one graph of
+ * its three outputs; the backend made by fx_init (after any environment
+ * the caller set). */
+static struct block block_graph(struct fx *f)
+{
+    fx_init(f);
+    struct block b = build_block(f->ctx);
+    fx_alloc(f);
+    fill_leaves(f->ctx);
+    ck_assert_int_eq(bp_graph_new(256, &f->g), BP_OK);
+    ck_assert_int_eq(bp_graph_build(f->g, b.out_mm), BP_OK);
+    ck_assert_int_eq(bp_graph_build(f->g, b.out_attn), BP_OK);
+    ck_assert_int_eq(bp_graph_build(f->g, b.out_rows), BP_OK);
+    return b;
+}
+
 START_TEST(test_results_are_identical_for_every_thread_count)
 {
     struct fx f;
-    fx_init(&f);
-    struct block b = build_block(f.ctx);
-    fx_alloc(&f);
-    fill_leaves(f.ctx);
-    ck_assert_int_eq(bp_graph_new(256, &f.g), BP_OK);
-    ck_assert_int_eq(bp_graph_build(f.g, b.out_mm), BP_OK);
-    ck_assert_int_eq(bp_graph_build(f.g, b.out_attn), BP_OK);
-    ck_assert_int_eq(bp_graph_build(f.g, b.out_rows), BP_OK);
+    struct block b = block_graph(&f);
 
     ck_assert_int_eq(bp_backend_set_n_threads(f.be, 1), BP_OK);
     ck_assert_int_eq(bp_backend_graph_compute(f.be, f.g), BP_OK);
@@ -248,13 +246,7 @@ START_TEST(test_threads_that_sleep_while_waiting_give_the_same_results)
     for (size_t p = 0; p < sizeof polls / sizeof polls[0]; p++) {
         setenv("BACKPLANE_CPU_POLL", polls[p], 1);
         struct fx f;
-        fx_init(&f); /* the pool reads the budget when the backend is made */
-        struct block b = build_block(f.ctx);
-        fx_alloc(&f);
-        fill_leaves(f.ctx);
-        ck_assert_int_eq(bp_graph_new(256, &f.g), BP_OK);
-        ck_assert_int_eq(bp_graph_build(f.g, b.out_mm), BP_OK);
-        ck_assert_int_eq(bp_graph_build(f.g, b.out_attn), BP_OK);
+        struct block b = block_graph(&f); /* its pool reads the budget */
         ck_assert_int_eq(bp_backend_set_n_threads(f.be, 1), BP_OK);
         ck_assert_int_eq(bp_backend_graph_compute(f.be, f.g), BP_OK);
         void *mm1 = snapshot(b.out_mm), *at1 = snapshot(b.out_attn);

@@ -3,7 +3,6 @@
  * threads at once is one device, and the registry's feature table read
  * while other threads add devices is always a complete, terminated table. */
 #include <check.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <backplane/bp_meta.h>
 
 #include "suite_main.h"
+#include "thread_count.h"
 
 #define N_THREADS 4
 
@@ -58,17 +58,6 @@ START_TEST(test_meta_threads_one_spec_is_one_device)
 }
 END_TEST
 
-static int threads_now(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
-
 /* Threads a backend of spec with params starts (its pools' workers and the
  * meta device's own workers), counted while it lives. */
 static int threads_of_backend(const char *spec, const char *params)
@@ -76,9 +65,9 @@ static int threads_of_backend(const char *spec, const char *params)
     struct bp_device *d = NULL;
     ck_assert_int_eq(bp_meta_device_from_spec(spec, &d), BP_OK);
     struct bp_backend *be = NULL;
-    const int before = threads_now();
+    const int before = test_threads_now();
     ck_assert_int_eq(bp_backend_init(d, params, &be), BP_OK);
-    const int n = threads_now() - before;
+    const int n = test_threads_now() - before;
     bp_backend_free(be);
     return n;
 }
