@@ -13,7 +13,7 @@
 #                   that the -O2 trees never see, and users do build Release
 # Every stage runs even when an earlier one failed; the last line says which
 # failed and the exit status is non-zero if any did. BP_JOBS overrides -j;
-# BP_CMAKE_ARGS adds configure options to both builds (e.g. -DBP_WERROR=OFF).
+# BP_CMAKE_ARGS adds configure options to every build (e.g. -DBP_WERROR=OFF).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -60,8 +60,8 @@ else
     skipped+=("ctest ASan+UBSan (build-asan/)")
 fi
 
-# Each of the two stages below reports its own wall time, so the cost of
-# the sanitizer trees stays visible next to the ~8 min of stages 1-3.
+# The stages below report their own wall times, so the cost of the
+# sanitizer and Release trees stays visible next to the ~8 min of stages 1-3.
 timed() { # name command...
     local t0=$SECONDS name=$1
     shift

@@ -14,7 +14,10 @@
  * Waiting spins for a poll budget (BACKPLANE_CPU_POLL microseconds,
  * default CPU_POOL_DEFAULT_POLL_US) and then sleeps on a condition
  * variable, so back-to-back nodes and graphs cost no system call and no
- * wake-up latency, while an idle backend costs nothing after the budget. Wake-ups are only
+ * wake-up latency, while an idle backend costs nothing after the budget.
+ * Spinning assumes a core per thread: where more threads than cores run,
+ * a spinner holds off the thread it waits for, which is why meta and dist
+ * devices split the CPUs between their CPU backends. Wake-ups are only
  * broadcast when someone is asleep (`sleepers`, sequentially consistent
  * with the word it waits on, so no wake-up is lost).
  */
