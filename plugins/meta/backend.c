@@ -510,13 +510,16 @@ static const struct bp_backend_iface meta_backend_iface = {
 
 bool meta_is_meta_backend(const struct bp_backend *b) { return b && b->iface == &meta_backend_iface; }
 
-/* The parameters of sub-device s's backend. CPU sub-devices share the
- * machine's CPUs (meta:cpu*2 is two backends of one CPU), so when the
- * caller names no thread count and BACKPLANE_CPU_THREADS is unset each of
- * the k CPU sub-devices gets ncpu / k threads (at least 1) instead of the
- * CPU plugin's default of every CPU: oversubscribed, its spinning waits
- * hold off the threads they wait for (meta:cpu*2 on 2 cores decoded the
- * 1B Q4_0 model at 5.6 tokens/s with 2 threads each, 11.0 with 1). */
+/* The parameters of sub-device s's backend. A CPU device listed k times
+ * (meta:cpu*2) is k backends on the same CPUs, so when the caller names no
+ * thread count and BACKPLANE_CPU_THREADS is unset each occurrence gets
+ * ncpu / k threads (at least 1) instead of the CPU plugin's default of
+ * every CPU: oversubscribed, its spinning waits hold off the threads they
+ * wait for (meta:cpu*2 on 2 cores decoded the 1B Q4_0 model at 5.6
+ * tokens/s with 2 threads each, 11.0 with 1). Occurrences of one device,
+ * not every CPU-type sub-device: a dist: job's slots for other ranks are
+ * CPU-typed placeholders that run nothing here, and the dist runner splits
+ * a node's CPUs between its ranks itself. */
 static const char *sub_params(const struct meta_device *md, struct bp_device *s, const char *params,
                               char *buf, size_t cap)
 {
@@ -526,8 +529,7 @@ static const char *sub_params(const struct meta_device *md, struct bp_device *s,
     if (env && *env)
         return params;
     long k = 0;
-    for (size_t i = 0; i < md->n; i++)
-        k += md->sub[i]->iface->get_type(md->sub[i]) == BP_DEVICE_TYPE_CPU;
+    for (size_t i = 0; i < md->n; i++) k += md->sub[i] == s;
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (k <= 1 || ncpu < 1)
         return params;
