@@ -2,6 +2,7 @@
 # the GGUF reader/writer and its refusals, and the CLI end to end.
 bp_add_check_test(test_run_decoder SOURCES test_run_decoder.c device_gate.c LIBS backplane_run)
 add_dependencies(test_run_decoder bp_plugin_cpu)
+target_include_directories(test_run_decoder PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
 bp_add_device_cases(test_run_decoder vulkan0 bp_plugin_vulkan)
 bp_add_check_test(test_run_gguf SOURCES test_run_gguf.c LIBS backplane_run)
 # builtin:1b generated three times: 1.1 G values each, minutes under

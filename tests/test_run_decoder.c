@@ -17,6 +17,7 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_quantize.h>
 
+#include "bp_cpu.h"
 #include "decoder.h"
 #include "llama_schema.h"
 #include "model.h"
@@ -546,6 +547,51 @@ START_TEST(test_run_decode_steps_reuse_one_plan_without_allocating)
 }
 END_TEST
 
+static struct bp_cpu_plan_stats cpu_plan_stats(const struct bp_run_session *s)
+{
+    void *p = bp_device_proc_address(bp_device_by_name("cpu"), BP_CPU_PROC_PLAN_STATS);
+    ck_assert_msg(p != NULL, "the cpu device has no %s proc", BP_CPU_PROC_PLAN_STATS);
+    bp_cpu_plan_stats_fn fn;
+    memcpy(&fn, &p, sizeof fn);
+    struct bp_cpu_plan_stats st = { .size = sizeof st };
+    ck_assert_int_eq(fn(bp_run_session_backend(s), &st), BP_OK);
+    return st;
+}
+
+/* The decoder's graphs keep a layer's Q, K and V outputs (and gate's and
+ * up's) apart, so the cpu backend computes K and V in Q's chunk step and up
+ * in gate's: 3 joined MUL_MATs a layer in every plan, prefill and decode,
+ * at 2 threads (1 with a fused QKV weight: up). Walked from the logits
+ * alone, the graph gave K the bytes of Q's output after Q's RoPE and nothing
+ * joined at decode. */
+START_TEST(test_run_graphs_let_the_cpu_join_a_layers_mul_mats)
+{
+    for (int fused = 0; fused <= 1; fused++) {
+        struct bp_run_model *m = builtin(BP_TYPE_Q4_0, fused);
+        struct bp_run_session *s;
+        char err[512];
+        float *lg = malloc((size_t)(N_PROMPT * m->hp.n_vocab) * sizeof *lg);
+        ck_assert_msg(bp_run_session_new(m, bp_device_by_name("cpu"),
+                                         &(struct bp_run_session_options){ .n_ctx = 16, .n_threads = 2 },
+                                         &s, err, sizeof err) == BP_OK, "%s", err);
+        const struct bp_cpu_plan_stats a = cpu_plan_stats(s);
+        ck_assert_int_eq(bp_run_session_eval(s, tokens, N_PROMPT, false, lg, err, sizeof err), BP_OK);
+        ck_assert_int_eq(bp_run_session_eval(s, &tokens[N_PROMPT], 1, false, lg, err, sizeof err),
+                         BP_OK);
+        const struct bp_cpu_plan_stats b = cpu_plan_stats(s);
+        const uint64_t made = b.made - a.made, joined = b.mul_mats_joined - a.mul_mats_joined;
+        ck_assert_uint_eq(made, 2);
+        ck_assert_msg(joined == made * (fused ? 1 : 3) * (uint64_t)m->hp.n_layer,
+                      "%s QKV: %llu MUL_MATs joined in %llu plans of %lld layers", fused ? "fused"
+                      : "separate", (unsigned long long)joined, (unsigned long long)made,
+                      (long long)m->hp.n_layer);
+        free(lg);
+        bp_run_session_free(s);
+        bp_run_model_free(m);
+    }
+}
+END_TEST
+
 /* A prefill planned at load time (n_prefill) is the one the first prompt
  * runs, and a second prompt of the same shape after a reset reuses it: no
  * graph built and nothing allocated after the session is made, and the
@@ -664,6 +710,7 @@ int main(void)
     tcase_add_test(tc, test_run_eval_refuses_tokens_outside_vocabulary_and_context);
     tcase_add_test(tc, test_run_split_table_keeps_gqa_groups_and_blocks_together);
     tcase_add_test(tc, test_run_decode_steps_reuse_one_plan_without_allocating);
+    tcase_add_test(tc, test_run_graphs_let_the_cpu_join_a_layers_mul_mats);
     tcase_add_test(tc, test_run_decode_across_plan_capacities_and_reset_matches_reference);
     tcase_add_test(tc, test_run_prefill_planned_at_load_is_reused_and_computes_the_same);
     tcase_add_test(tc, test_run_find_device_refuses_bad_meta_specs_with_a_sentence);

@@ -389,8 +389,6 @@ static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, 
     }
     if (st == BP_OK) st = bp_context_status(scratch);
     if (st == BP_OK) st = build(s, &p, true);
-    if (st == BP_OK && (st = bp_graph_new(bp_context_tensor_count(p.ctx) + 8, &p.g)) == BP_OK)
-        st = bp_graph_build(p.g, p.logits);
     for (int32_t i = 0; st == BP_OK && i < p.g->n_nodes; i++) {
         const struct bp_tensor *node = p.g->nodes[i];
         if (bp_op_is_view((enum bp_op)node->op) || bp_device_supports_op(s->dev, node)) continue;
@@ -523,6 +521,22 @@ static struct bp_tensor *norm(struct bp_context *c, struct bp_tensor *x, struct 
     return bp_mul(c, bp_rms_norm(c, x, eps), w);
 }
 
+/* Puts the MUL_MATs of one activation (a layer's Q, K and V; gate and up)
+ * next to each other in p's graph, before any node that consumes one of
+ * them. Otherwise the walk from the logits reaches K only after Q's RoPE,
+ * and the graph allocator hands K's output the bytes of Q's, which keeps
+ * the CPU backend from computing them in one step (plugins/cpu/plan.h:
+ * at two threads a decode step then has 154 MUL_MAT steps instead of 89,
+ * each ending with one thread waiting for the other). ggml's llama graphs
+ * expand Q, K and V the same way. Only the order is at stake: a failure
+ * here (an op constructor failed, the graph is full) recurs when the
+ * logits are expanded, which reports it. */
+static void expand_together(const struct plan *p, struct bp_tensor *const *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i]) (void)bp_graph_build(p->g, t[i]);
+}
+
 static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
                                struct bp_tensor *x)
 {
@@ -541,9 +555,13 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
         v = bp_view(c, qkv, 3, (int64_t[]){D, Hkv, n}, (size_t[]){es, D * es, row},
                     (size_t)((H + Hkv) * D) * es);
     } else {
-        q = bp_reshape(c, bp_mul_mat(c, dev_weight(s, L->wq), h), 3, (int64_t[]){D, H, n});
-        k = bp_reshape(c, bp_mul_mat(c, dev_weight(s, L->wk), h), 3, (int64_t[]){D, Hkv, n});
-        v = bp_reshape(c, bp_mul_mat(c, dev_weight(s, L->wv), h), 3, (int64_t[]){D, Hkv, n});
+        struct bp_tensor *mq = bp_mul_mat(c, dev_weight(s, L->wq), h);
+        struct bp_tensor *mk = bp_mul_mat(c, dev_weight(s, L->wk), h);
+        struct bp_tensor *mv = bp_mul_mat(c, dev_weight(s, L->wv), h);
+        expand_together(p, (struct bp_tensor *[]){mq, mk, mv}, 3);
+        q = bp_reshape(c, mq, 3, (int64_t[]){D, H, n});
+        k = bp_reshape(c, mk, 3, (int64_t[]){D, Hkv, n});
+        v = bp_reshape(c, mv, 3, (int64_t[]){D, Hkv, n});
     }
     q = bp_rope(c, q, p->pos, (int)hp->n_rot, BP_ROPE_MODE_NORMAL, hp->rope_base, 1.0f);
     k = bp_rope(c, k, p->pos, (int)hp->n_rot, BP_ROPE_MODE_NORMAL, hp->rope_base, 1.0f);
@@ -563,17 +581,23 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     x = bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->wo), a));
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
-    struct bp_tensor *g = bp_silu(c, bp_mul_mat(c, dev_weight(s, L->gate), h));
+    struct bp_tensor *g = bp_mul_mat(c, dev_weight(s, L->gate), h);
     struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up), h);
+    expand_together(p, (struct bp_tensor *[]){g, u}, 2);
+    g = bp_silu(c, g);
     input_name(L->down, l, nm, sizeof nm);
     return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_tensor_set_name(bp_mul(c, g, u), nm)));
 }
 
+/* The tensors of p (n and n_kv set) in a new context and, in order, the
+ * nodes that compute its logits in a new graph; allocates no tensor data. */
 static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
 {
     const struct bp_run_model *m = s->m;
     const struct bp_run_hparams *hp = &m->hp;
-    bp_status r = bp_context_new(64 * (size_t)hp->n_layer + 64, &p->ctx);
+    const size_t cap = 64 * (size_t)hp->n_layer + 64;
+    bp_status r = bp_context_new(cap, &p->ctx);
+    if (r == BP_OK) r = bp_graph_new(cap + 8, &p->g);
     if (r != BP_OK) return r;
     struct bp_context *c = p->ctx;
     p->ids = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "ids");
@@ -589,7 +613,8 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     x = norm(c, x, dev_weight(s, m->out_norm), hp->rms_eps);
     p->logits = bp_tensor_set_name(bp_mul_mat(c, output_weight(s), x), "logits");
     if (p->logits) p->logits->flags |= BP_TENSOR_FLAG_OUTPUT;
-    return bp_context_status(c);
+    r = bp_context_status(c);
+    return r != BP_OK ? r : bp_graph_build(p->g, p->logits);
 }
 
 /* Build the graph of p (n and n_kv set), allocating nothing. */
@@ -597,9 +622,6 @@ static bp_status plan_graph(const struct bp_run_session *s, struct plan *p, bool
 {
     bp_status r = build(s, p, all);
     if (r != BP_OK)
-        return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
-    if ((r = bp_graph_new(bp_context_tensor_count(p->ctx) + 8, &p->g)) != BP_OK ||
-        (r = bp_graph_build(p->g, p->logits)) != BP_OK)
         return bp_run_fail(err, cap, r, "building the decoder graph failed: %s", bp_last_error());
     return BP_OK;
 }

@@ -243,6 +243,7 @@ static void plan_node(struct plan_maker *mk, int32_t i)
         st = add_step(p, i, CPU_STEP_MM_CHUNKS, tasks, p->members[m0 + nm - 1].end);
         st->m0 = m0;
         st->nm = nm;
+        p->mul_mats_joined += nm - 1;
         bool stream = tasks > 1;
         for (int32_t k = 0; k < nm && stream; k++)
             stream = cpu_mul_mat_chunks_stream(mk->g->nodes[p->members[m0 + k].node], tasks);

@@ -100,6 +100,7 @@ struct cpu_plan {
     size_t shared;              /* bytes of the work buffer's shared part (aligned) */
     size_t per_thread;          /* bytes of each thread's slice (aligned) */
     int32_t converts_shared;    /* MUL_MATs reading an earlier one's converted rows */
+    int32_t mul_mats_joined;    /* MUL_MATs computing in an earlier one's chunk step */
     uint64_t make_ns;           /* what making it took */
 };
 

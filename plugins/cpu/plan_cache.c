@@ -207,6 +207,7 @@ bp_status cpu_plan_get(struct cpu_plan_cache *c, const struct cpu_plugin *pl,
     c->stats.made++;
     c->stats.make_ns += p->make_ns;
     c->stats.converts_shared += (uint64_t)p->converts_shared;
+    c->stats.mul_mats_joined += (uint64_t)p->mul_mats_joined;
     *out = p;
     return BP_OK;
 }
