@@ -135,8 +135,14 @@ static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
 
 /* Count one finished task of step s; the thread that finishes the last one
  * runs the abort callback (after a node's last step) and starts step s+1.
- * The callback's calls are ordered through `progress`, one at a time. */
-static void finish_task(struct cpu_graph_job *job, const struct cpu_step *st, int32_t s)
+ * The callback's calls are ordered through `progress`, one at a time.
+ * When step s+1 is a single task (a small node, decode's activation
+ * conversion), that thread claims it before starting the step and sets
+ * *next to s+1: a chain of small nodes then runs on the core that holds
+ * their data, and a waiting thread, which would win the race for the task
+ * half the time, no longer pulls each node's input to its own core. */
+static void finish_task(struct cpu_graph_job *job, const struct cpu_step *st, int32_t s,
+                        int32_t *next)
 {
     struct cpu_backend *cb = job->cb;
     if (atomic_fetch_add_explicit(&cb->done[s], 1, memory_order_acq_rel) != st->n - 1)
@@ -147,6 +153,13 @@ static void finish_task(struct cpu_graph_job *job, const struct cpu_step *st, in
         const bp_status v = cb->abort_cb(cb->abort_data);
         if (v != BP_OK)
             atomic_store(&job->status, (int)v);
+    }
+    if (s + 1 < job->plan->n_steps) {
+        const struct cpu_step *nx = &job->plan->steps[s + 1];
+        int64_t c;
+        if (nx->n == 1 && !nx->owned && nx->kind != CPU_STEP_ALL &&
+            cpu_claim_front(&cb->claims[nx->claim0], 0, 1, &c))
+            *next = s + 1;
     }
     atomic_store(&job->progress, (uint64_t)s + 1);
     cpu_pool_wake(cb->pool);
@@ -166,6 +179,7 @@ static void graph_job(void *arg, int ith, int nth)
         .pool = cb->pool, .chunk = &job->chunk,
     };
     uint64_t seen = atomic_load_explicit(&job->progress, memory_order_acquire);
+    int32_t mine = -1;  /* a step whose one task this thread has claimed */
     for (int32_t s = 0; s < plan->n_steps; s++) {
         while (seen < (uint64_t)s)
             seen = cpu_pool_wait_word(cb->pool, &job->progress, seen);
@@ -176,29 +190,34 @@ static void graph_job(void *arg, int ith, int nth)
             /* mul_mat's own barrier needs every thread; job->chunk is free
              * again because every thread has finished the step before. */
             run_task(job, &p, st, ith);
-            finish_task(job, st, s);
+            finish_task(job, st, s, &mine);
             continue;
         }
         _Atomic uint64_t *claims = cb->claims + st->claim0;
         int64_t lo, hi, c;
+        if (mine == s) { /* claimed when this thread ended step s - 1 */
+            run_task(job, &p, st, 0);
+            finish_task(job, st, s, &mine);
+            continue;
+        }
         if (!st->owned) { /* one range, everyone at its front */
             while (cpu_claim_front(&claims[0], 0, st->n, &c)) {
                 run_task(job, &p, st, c);
-                finish_task(job, st, s);
+                finish_task(job, st, s, &mine);
             }
             continue;
         }
         cpu_claim_range(st->n, nth, ith, &lo, &hi);
         while (cpu_claim_front(&claims[ith], lo, hi, &c)) {
             run_task(job, &p, st, c);
-            finish_task(job, st, s);
+            finish_task(job, st, s, &mine);
         }
         for (int v = 1; v < nth; v++) {
             const int other = (ith + v) % nth;
             cpu_claim_range(st->n, nth, other, &lo, &hi);
             while (cpu_claim_back(&claims[other], lo, hi, &c)) {
                 run_task(job, &p, st, c);
-                finish_task(job, st, s);
+                finish_task(job, st, s, &mine);
             }
         }
     }
