@@ -271,14 +271,15 @@ static struct bp_buffer_type *placed(const struct bp_run_session *s, const char 
 /* m in Q4_0: every projection (and an untied output) in the cpu's weight
  * buffer type, embeddings and norms in the default one; logits as the
  * plain-loop forward pass gives them. */
-static void check_q4_0_placement(struct bp_run_model *m, bool fused)
+static void check_q4_0_placement_on(struct bp_run_model *m, bool fused, const char *name)
 {
-    struct bp_device *cpu = bp_device_by_name("cpu");
+    char err[512] = "";
+    struct bp_device *cpu = bp_run_find_device(name, err, sizeof err);
+    ck_assert_msg(cpu != NULL, "device %s is absent (%s)", name, err);
     struct bp_buffer_type *def = bp_device_buffer_type(cpu);
     struct bp_buffer_type *own = bp_device_weight_buffer_type(cpu, BP_TYPE_Q4_0);
-    ck_assert_ptr_ne(own, def);
+    ck_assert_msg(own != def, "%s offers no weight buffer type for q4_0", name);
     struct bp_run_session *s = NULL;
-    char err[512] = "";
     ck_assert_msg(bp_run_session_new(m, cpu, &(struct bp_run_session_options){ .n_ctx = 16 }, &s,
                                      err, sizeof err) == BP_OK, "%s", err);
     static const char *const separate[] = { "attn_q", "attn_k", "attn_v", "attn_output",
@@ -306,16 +307,36 @@ static void check_q4_0_placement(struct bp_run_model *m, bool fused)
     ck_assert_int_eq(run_on_device(m, cpu, got), BP_OK);
     double *want = reference(m, tokens, N_TOK), scale;
     double d = max_diff(got, want, N_TOK * V, &scale);
-    ck_assert_msg(d <= tolerance(BP_TYPE_Q4_0) * scale, "q4_0%s%s: logits differ by %g (scale %g)",
-                  fused ? " fused" : "", m->tied_output ? " tied" : "", d, scale);
+    ck_assert_msg(d <= tolerance(BP_TYPE_Q4_0) * scale, "q4_0%s%s on %s: logits differ by %g (scale %g)",
+                  fused ? " fused" : "", m->tied_output ? " tied" : "", name, d, scale);
     free(want);
     free(got);
+}
+
+static void check_q4_0_placement(struct bp_run_model *m, bool fused)
+{
+    check_q4_0_placement_on(m, fused, "cpu");
 }
 
 START_TEST(test_run_puts_q4_0_mul_mat_weights_in_the_device_weight_buffer_type)
 {
     struct bp_run_model *m = builtin(BP_TYPE_Q4_0, _i == 1);
     check_q4_0_placement(m, _i == 1);
+    bp_run_model_free(m);
+}
+END_TEST
+
+/* A meta device over CPUs offers a weight buffer type of its own whose
+ * slices go to each CPU's weight buffer type (its x8 layout): weights split
+ * by rows (Q, K, V, gate, up) and by columns (output, down) are scattered
+ * into it and computed through the x8 kernels, within the same tolerance of
+ * the plain-loop forward pass; meta:cpu*3 leaves one device without K and V
+ * heads (2 of them over 3 devices), so one of its slices is empty. */
+START_TEST(test_run_meta_keeps_q4_0_slices_in_the_cpus_weight_buffer_type)
+{
+    struct bp_run_model *m = builtin(BP_TYPE_Q4_0, _i == 1);
+    check_q4_0_placement_on(m, _i == 1, "meta:cpu*2");
+    check_q4_0_placement_on(m, _i == 1, "meta:cpu*3");
     bp_run_model_free(m);
 }
 END_TEST
@@ -715,6 +736,7 @@ int main(void)
     tcase_add_test(tc, test_run_prefill_planned_at_load_is_reused_and_computes_the_same);
     tcase_add_test(tc, test_run_find_device_refuses_bad_meta_specs_with_a_sentence);
     tcase_add_test(tc, test_run_meta_over_two_cpus_matches_cpu);
+    tcase_add_loop_test(tc, test_run_meta_keeps_q4_0_slices_in_the_cpus_weight_buffer_type, 0, 2);
     tcase_add_test(tc, test_run_meta_over_three_cpus_with_a_zero_slice_matches_cpu);
     tcase_add_loop_test(tc, test_run_q4_K_M_mix_on_cpu_and_meta_matches_reference, 0, 2);
     suite_add_tcase(s, tc);

@@ -16,6 +16,13 @@
 
 static struct meta_device *buft_md(struct bp_buffer_type *buft) { return buft->context; }
 
+/* The weight type of one of md->wbuft, -1 for md->buft. */
+static int buft_wtype(struct bp_buffer_type *buft)
+{
+    struct meta_device *md = buft_md(buft);
+    return buft == &md->buft ? -1 : (int)(buft - md->wbuft);
+}
+
 bool meta_buft_is_meta(const struct bp_buffer_type *buft)
 {
     return buft && buft->iface == &meta_buft_iface;
@@ -121,7 +128,7 @@ static bp_status arena_new(struct meta_buffer *mb, size_t d, size_t bytes)
         return BP_OK;
     }
     struct bp_buffer *b = NULL;
-    bp_status st = meta_sub_alloc(s, bytes, &b);
+    bp_status st = meta_sub_alloc_for(s, mb->wtype, bytes, &b);
     if (st != BP_OK) {
         /* A broken table was already reported in its own words. */
         if (st != BP_ERR_PLUGIN)
@@ -533,7 +540,10 @@ static const struct bp_buffer_iface meta_buffer_iface = {
 
 /* ---- buffer type ---- */
 
-static const char *buft_get_name(struct bp_buffer_type *buft) { (void)buft; return "meta"; }
+static const char *buft_get_name(struct bp_buffer_type *buft)
+{
+    return buft_wtype(buft) < 0 ? "meta" : "meta_weights";
+}
 
 static bp_status buft_alloc(struct bp_buffer_type *buft, size_t size, struct bp_buffer **out)
 {
@@ -546,11 +556,12 @@ static bp_status buft_alloc(struct bp_buffer_type *buft, size_t size, struct bp_
         return no_host_memory(sizeof *buf + sizeof *mb, "a buffer of", "meta");
     }
     mb->md = md;
+    mb->wtype = buft_wtype(buft);
     pthread_mutex_init(&mb->lock, NULL);
     /* No device memory yet: each device's sub-buffer is sized from the
      * layouts of the tensors placed here, when they first need bytes. */
     for (size_t d = 0; d < md->n; d++) {
-        struct bp_buffer_type *s = meta_sub_buft(md->sub[d]);
+        struct bp_buffer_type *s = meta_sub_buft_for(md->sub[d], mb->wtype);
         size_t a = s ? s->iface->get_alignment(s) : 64;
         mb->align[d] = a ? a : 64;
     }
@@ -567,7 +578,7 @@ static size_t buft_get_alignment(struct bp_buffer_type *buft)
     struct meta_device *md = buft_md(buft);
     size_t a = 64;
     for (size_t d = 0; d < md->n; d++) {
-        struct bp_buffer_type *s = meta_sub_buft(md->sub[d]);
+        struct bp_buffer_type *s = meta_sub_buft_for(md->sub[d], buft_wtype(buft));
         size_t sa = s ? s->iface->get_alignment(s) : 1;
         if (sa > a) a = sa;
     }
@@ -579,7 +590,7 @@ static size_t buft_get_alloc_size(struct bp_buffer_type *buft, const struct bp_t
     struct meta_device *md = buft_md(buft);
     size_t n = bp_nbytes(t);
     for (size_t d = 0; d < md->n; d++) {
-        struct bp_buffer_type *s = meta_sub_buft(md->sub[d]);
+        struct bp_buffer_type *s = meta_sub_buft_for(md->sub[d], buft_wtype(buft));
         size_t (*alloc_size)(struct bp_buffer_type *, const struct bp_tensor *) =
             s ? BP_IFACE_GET(s->iface, get_alloc_size) : NULL;
         if (alloc_size) {

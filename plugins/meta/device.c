@@ -118,7 +118,19 @@ static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
 
 static bool dev_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)
 {
-    return buft == &md_of(dev)->buft;
+    struct meta_device *md = md_of(dev);
+    return buft == &md->buft || (buft >= md->wbuft && buft < md->wbuft + BP_TYPE_COUNT);
+}
+
+struct bp_buffer_type *meta_weight_buffer_type(struct bp_device *dev, enum bp_type type)
+{
+    if (!dev || !meta_is_meta_device(dev) || (int)type < 0 || type >= BP_TYPE_COUNT) return NULL;
+    struct meta_device *md = md_of(dev);
+    for (size_t d = 0; d < md->n; d++) {
+        struct bp_buffer_type *w = meta_sub_buft_for(md->sub[d], (int)type);
+        if (w && w != meta_sub_buft(md->sub[d])) return &md->wbuft[type];
+    }
+    return NULL;
 }
 
 static const struct bp_device_iface meta_device_iface = {
@@ -277,6 +289,8 @@ bp_status meta_device_create(struct bp_device *const *devs, size_t n, const floa
     md->buft.iface = &meta_buft_iface;
     md->buft.device = &md->dev;
     md->buft.context = md;
+    for (int t = 0; t < BP_TYPE_COUNT; t++)
+        md->wbuft[t] = (struct bp_buffer_type){ .iface = &meta_buft_iface, .device = &md->dev, .context = md };
     meta_ar_describe(md, md->allreduce, sizeof md->allreduce);
     size_t used = 0;
     for (size_t i = 0; i < n && used < sizeof md->desc; i++) {

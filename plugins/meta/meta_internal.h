@@ -30,6 +30,12 @@ struct meta_device {
     bp_meta_split_fn split_cb;
     void *split_user;
     struct bp_buffer_type buft;
+    /* The buffer types of MUL_MAT weights (bp_weight_buffer_type), one per
+     * weight type: each device's slices go to that device's own weight
+     * buffer type (the CPU's x8 layout), so a split weight streams through
+     * the same kernels as on the device alone. Offered only for the types
+     * some sub-device keeps apart (meta_weight_buffer_type). */
+    struct bp_buffer_type wbuft[BP_TYPE_COUNT];
     char allreduce[192];                 /* the all-reduce paths, for info */
     /* `backplane info` lines (sub_devices, split_ratios, allreduce): written
      * once while the device is listed, read-only afterwards. */
@@ -38,6 +44,10 @@ struct meta_device {
 };
 
 bool meta_is_meta_device(const struct bp_device *dev);
+/* The proc bp_weight_buffer_type: md->wbuft[type] when some sub-device
+ * keeps MUL_MAT weights of that type in a buffer type of its own, else
+ * NULL (the meta device's default buffer type serves). */
+struct bp_buffer_type *meta_weight_buffer_type(struct bp_device *dev, enum bp_type type);
 /* identity.c: warn when two sub-devices are one physical device; the proc. */
 void meta_warn_same_physical(struct bp_device *const *devs, size_t n);
 bp_status meta_device_identity(struct bp_device *dev, struct bp_device_identity *out);
@@ -67,10 +77,17 @@ const char *meta_sub_name(struct bp_device *d);
 
 /* The sub-device's buffer type, NULL (logged) when its table is short. */
 struct bp_buffer_type *meta_sub_buft(struct bp_device *s);
+/* Where sub-device s keeps slices of a meta buffer of weight type wtype:
+ * its registry's bp_weight_buffer_type for that type when it offers one
+ * that passes the table check and s supports, else (and for wtype < 0)
+ * meta_sub_buft. */
+struct bp_buffer_type *meta_sub_buft_for(struct bp_device *s, int wtype);
 /* is_host of a sub-device buffer type; false when it has none. */
 bool meta_sub_buft_is_host(struct bp_buffer_type *bt);
 /* A buffer of the sub-device's buffer type whose table passed the check. */
 bp_status meta_sub_alloc(struct bp_device *s, size_t bytes, struct bp_buffer **out);
+/* The same in meta_sub_buft_for(s, wtype). */
+bp_status meta_sub_alloc_for(struct bp_device *s, int wtype, size_t bytes, struct bp_buffer **out);
 /* clear, or the same bytes through set_tensor when the buffer has no clear. */
 bp_status meta_sub_clear(struct bp_buffer *b, uint8_t value);
 void meta_sub_free_buffer(struct bp_buffer *b);
@@ -138,6 +155,7 @@ struct meta_arena {
 
 struct meta_buffer {
     struct meta_device *md;
+    int wtype;                           /* the weights' type in a wbuft buffer; -1: md->buft */
     struct meta_arena *arenas[META_MAX_DEV];
     size_t n_arenas[META_MAX_DEV], cap_arenas[META_MAX_DEV];
     size_t align[META_MAX_DEV];

@@ -33,6 +33,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         {BP_PROC_META_MEASURE_TENSORS, (void *)(bp_meta_measure_tensors_fn)meta_measure_tensors},
         {BP_PROC_META_MEASURE_GRAPH, (void *)(bp_meta_measure_graph_fn)meta_measure_graph},
         {BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features},
+        {BP_PROC_WEIGHT_BUFFER_TYPE, (void *)(bp_weight_buffer_type_fn)meta_weight_buffer_type},
         {BP_PROC_DEVICE_IDENTITY, (void *)(bp_device_identity_fn)meta_device_identity},
         {BP_PROC_META_ALLREDUCE_PROBE, (void *)(bp_meta_allreduce_probe_fn)meta_ar_probe},
         {BP_PROC_META_ALLREDUCE_CHOICE, (void *)(bp_meta_allreduce_choice_fn)meta_ar_choice},

@@ -35,6 +35,30 @@ struct bp_buffer_type *meta_sub_buft(struct bp_device *s)
     return bt;
 }
 
+struct bp_buffer_type *meta_sub_buft_for(struct bp_device *s, int wtype)
+{
+    if (wtype < 0 || wtype >= BP_TYPE_COUNT) return meta_sub_buft(s);
+    struct bp_registry *r = s->reg;
+    void *(*proc)(struct bp_registry *, const char *) =
+        r && r->iface ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
+    void *p = proc ? proc(r, BP_PROC_WEIGHT_BUFFER_TYPE) : NULL;
+    if (!p) return meta_sub_buft(s);
+    bp_weight_buffer_type_fn fn;
+    memcpy(&fn, &p, sizeof fn);
+    struct bp_buffer_type *bt = fn(s, (enum bp_type)wtype);
+    if (!bt) return meta_sub_buft(s);
+    struct bp_iface_problem pr = bp_buffer_type_iface_check(bt->iface);
+    bool (*supports)(struct bp_device *, struct bp_buffer_type *) = BP_IFACE_GET(s->iface, supports_buft);
+    if (pr.field) {
+        refuse_table(s, "weight buffer type table", pr);
+        return meta_sub_buft(s);
+    }
+    /* The host takes a weight buffer type its own device refuses as a bug
+     * and falls back the same way (bp_device_weight_buffer_type). */
+    if (supports && !supports(s, bt)) return meta_sub_buft(s);
+    return bt;
+}
+
 bool meta_sub_buft_is_host(struct bp_buffer_type *bt)
 {
     bool (*is_host)(struct bp_buffer_type *) = bt ? BP_IFACE_GET(bt->iface, is_host) : NULL;
@@ -43,8 +67,13 @@ bool meta_sub_buft_is_host(struct bp_buffer_type *bt)
 
 bp_status meta_sub_alloc(struct bp_device *s, size_t bytes, struct bp_buffer **out)
 {
+    return meta_sub_alloc_for(s, -1, bytes, out);
+}
+
+bp_status meta_sub_alloc_for(struct bp_device *s, int wtype, size_t bytes, struct bp_buffer **out)
+{
     *out = NULL;
-    struct bp_buffer_type *bt = meta_sub_buft(s);
+    struct bp_buffer_type *bt = meta_sub_buft_for(s, wtype);
     if (!bt) return BP_ERR_PLUGIN;
     struct bp_buffer *b = NULL;
     bp_status st = bt->iface->alloc_buffer(bt, bytes, &b);

@@ -68,6 +68,10 @@ bp_status dist_devices(struct bp_dist_group *g, struct bp_device *local, const c
 /* True for a placeholder's backend (another rank's slot). */
 bool dist_is_placeholder_backend(const struct bp_backend *b);
 void dist_slots_free_all(void);
+/* The proc bp_weight_buffer_type of a slot: this rank's slot answers as its
+ * real device does (the CPU's x8 layout), so the meta device keeps this
+ * rank's weight slices there; a placeholder has none (NULL). */
+struct bp_buffer_type *dist_slot_weight_buffer_type(struct bp_device *d, enum bp_type type);
 
 /* ---- comm.c: the slot registry's bp_comm_* ---- */
 

@@ -42,6 +42,7 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         { BP_PROC_COMM_ALLREDUCE_TENSOR, (void *)(bp_comm_allreduce_tensor_fn)dist_comm_allreduce_tensor },
         { BP_PROC_COMM_FREE, (void *)(bp_comm_free_fn)dist_comm_free },
         { BP_PROC_GET_FEATURES, (void *)(bp_get_features_fn)reg_get_features },
+        { BP_PROC_WEIGHT_BUFFER_TYPE, (void *)(bp_weight_buffer_type_fn)dist_slot_weight_buffer_type },
     };
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
         if (!strcmp(procs[i].name, name)) return procs[i].fn;

@@ -86,6 +86,22 @@ static bool local_supports_buft(struct bp_device *d, struct bp_buffer_type *b)
     return supports ? supports(i, b) : b == local_buft(d);
 }
 
+static const struct bp_device_iface local_iface;
+
+struct bp_buffer_type *dist_slot_weight_buffer_type(struct bp_device *d, enum bp_type type)
+{
+    if (!d || d->iface != &local_iface) return NULL;
+    struct bp_device *i = inner(d);
+    struct bp_registry *r = i->reg;
+    void *(*proc)(struct bp_registry *, const char *) =
+        r && r->iface ? BP_IFACE_GET(r->iface, get_proc_address) : NULL;
+    void *p = proc ? proc(r, BP_PROC_WEIGHT_BUFFER_TYPE) : NULL;
+    if (!p) return NULL;
+    bp_weight_buffer_type_fn fn;
+    memcpy(&fn, &p, sizeof fn);
+    return fn(i, type);
+}
+
 static const struct bp_device_iface local_iface = {
     .size = sizeof(struct bp_device_iface),
     .get_name = slot_name,
