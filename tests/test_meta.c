@@ -212,6 +212,59 @@ START_TEST(test_meta_buffer_holds_only_each_devices_slices)
 }
 END_TEST
 
+/* A graph's computed tensors share device bytes as the host's graph
+ * allocator planned (each slice at its tensor's meta offset, so a device
+ * holds at most the graph buffer's meta size): a chain of 24 SCALEs over a
+ * row-split 64 x 256 f32 tensor holds a few links a device, not 24 slices,
+ * and bp_meta_measure_graph says so before anything is allocated; the
+ * chain's result is still x * 2^24 (no link overwrote a live one), twice
+ * over (a cached plan). */
+START_TEST(test_meta_graph_tensors_share_device_bytes_along_the_graph)
+{
+    struct bp_device *m = meta_over_cpu(2, NULL);
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_1};
+    enum { C = 64, R = 256, LINKS = 24 };
+    struct bp_context *c;
+    ck_assert_int_eq(bp_context_new(LINKS + 4, &c), BP_OK);
+    struct bp_tensor *x = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, C, R), "split_x");
+    x->flags |= BP_TENSOR_FLAG_INPUT;
+    struct bp_tensor *y = x;
+    for (int i = 0; i < LINKS; i++) y = bp_scale(c, y, 2.0f, 0.0f);
+    y->flags |= BP_TENSOR_FLAG_OUTPUT;
+    struct bp_graph *g;
+    ck_assert_int_eq(bp_graph_new(LINKS + 4, &g), BP_OK);
+    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
+    size_t planned[BP_META_MAX_DEVICES], scratch[BP_META_MAX_DEVICES], held[BP_META_MAX_DEVICES];
+    ck_assert_msg(bp_meta_measure_graph(m, g, NULL, 0, planned, scratch) == BP_OK, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_msg(bp_context_alloc_graph(c, g, bp_device_buffer_type(m), &buf) == BP_OK, "%s", bp_last_error());
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(m, "n_threads=1", &be), BP_OK);
+    const size_t slice = (size_t)C * R / 2 * sizeof(float);
+    for (int run = 0; run < 2; run++) {
+        float xv[C * R], yv[C * R];
+        for (int i = 0; i < C * R; i++) xv[i] = (float)(i % 13 - 6 + run);
+        ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof xv), BP_OK);
+        ck_assert_msg(bp_backend_graph_compute(be, g) == BP_OK, "%s", bp_last_error());
+        ck_assert_int_eq(bp_tensor_get(y, yv, 0, sizeof yv), BP_OK);
+        for (int i = 0; i < C * R; i++)
+            ck_assert_msg(yv[i] == xv[i] * 16777216.0f, "run %d: y[%d] = %g, want %g", run, i, (double)yv[i],
+                          (double)xv[i] * 16777216.0f);
+    }
+    ck_assert_msg(bp_meta_buffer_device_bytes(buf, held) == BP_OK, "%s", bp_last_error());
+    for (int d = 0; d < 2; d++) {
+        /* the meta size of x, y and two live links, and x's slice */
+        ck_assert_msg(held[d] <= 9 * slice, "device %d holds %zu bytes for %d links of %zu", d, held[d], LINKS,
+                      slice);
+        ck_assert_msg(planned[d] == held[d], "device %d: measured %zu bytes, holds %zu", d, planned[d], held[d]);
+    }
+    bp_backend_free(be);
+    bp_graph_free(g);
+    bp_buffer_free(buf);
+    bp_context_free(c);
+}
+END_TEST
+
 START_TEST(test_meta_view_of_split_tensor_writes_and_reads_its_slices)
 {
     struct bp_device *m = meta_over_cpu(3, NULL);
@@ -349,6 +402,7 @@ int main(void)
     tcase_add_test(tc, test_meta_refuses_meta_of_meta);
     tcase_add_test(tc, test_meta_device_sums_memory);
     tcase_add_test(tc, test_meta_buffer_holds_only_each_devices_slices);
+    tcase_add_test(tc, test_meta_graph_tensors_share_device_bytes_along_the_graph);
     tcase_add_test(tc, test_meta_view_of_split_tensor_writes_and_reads_its_slices);
     tcase_add_test(tc, test_meta_partial_leaf_reduction_is_idempotent);
     tcase_add_test(tc, test_meta_merges_two_partial_branches_into_one_reduction);

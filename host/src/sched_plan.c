@@ -93,13 +93,14 @@ static size_t alloc_size(struct bp_buffer_type *buft, const struct bp_tensor *t)
  * its size. The graph's own tensors share memory along the plan's node
  * order (bp__graph_offsets, as bp_context_alloc_graph does for one
  * backend): runs execute in that order, and a tensor read by another run
- * is read (or copied) before its last reader's index has passed. On a meta
- * device offsets only name tensors (each gets its own slices anyway), so
- * they stay apart there, as do copies (not nodes of the graph). */
-static bp_status offsets(struct bp_sched *s, struct sched_plan *p, int b, struct bp_tensor **ts,
-                         const size_t *sizes, size_t n, bool along_graph, size_t *offs, size_t *total)
+ * is read (or copied) before its last reader's index has passed. A meta
+ * device lays its computed tensors' slices out at these offsets on every
+ * sub-device, so they share memory there too. Copies (not nodes of the
+ * graph) stay apart. */
+static bp_status offsets(struct sched_plan *p, struct bp_tensor **ts, const size_t *sizes, size_t n,
+                         bool along_graph, size_t *offs, size_t *total)
 {
-    if (along_graph && bp_device_type(s->be[b]->device) != BP_DEVICE_TYPE_META) {
+    if (along_graph) {
         const struct bp_graph g = { .n_nodes = p->n_nodes, .capacity = p->n_nodes, .nodes = p->nodes };
         return bp__graph_offsets(ts, sizes, n, &g, offs, total);
     }
@@ -132,7 +133,7 @@ static bp_status place(struct bp_sched *s, struct sched_plan *p, int b, struct b
     if (!sizes) return bp__fail(BP_ERR_OUT_OF_MEMORY, "bp_sched: out of memory planning a graph.");
     size_t *offs = sizes + n;
     for (size_t i = 0; i < n; i++) sizes[i] = (alloc_size(buft, ts[i]) + align - 1) & ~(align - 1);
-    bp_status st = offsets(s, p, b, ts, sizes, n, along_graph, offs, &total);
+    bp_status st = offsets(p, ts, sizes, n, along_graph, offs, &total);
     if (st == BP_OK && s->measure) {
         /* A stand-in with the buffer type, so copies are found as for real. */
         s->measure[b].buft = buft;

@@ -314,6 +314,7 @@ static bp_status plan_build(struct meta_device *md, struct bp_graph *g, struct m
             for (int s = 0; s < BP_MAX_SRC; s++)
                 if (l->src[s] && bp_nelements(l->src[s]) == 0) empty_src = true;
             if (empty_src) {
+                mt->zeroed_early[d] = true;
                 if (!zero_push(p, l)) st = BP_ERR_OUT_OF_MEMORY;
             } else if (!graph_push(&open->g[d], l)) {
                 st = BP_ERR_OUT_OF_MEMORY;

@@ -132,12 +132,17 @@ struct meta_tensor {
     bool leaf;                           /* a non-view leaf: data the application owns */
     bool needs_reduce;                   /* a PARTIAL leaf written since its last reduction */
     size_t offset;                       /* in the meta buffer's address space */
+    size_t bytes;                        /* the meta tensor's bytes there */
     struct bp_tensor whole;              /* the meta tensor's shape (raw byte access) */
     /* storage of each device's slice: its own bytes, sized from the layout */
     void *mem[META_MAX_DEV];
     size_t mem_cap[META_MAX_DEV];
     struct bp_buffer *mem_buf[META_MAX_DEV]; /* the sub-buffer mem[d] lies in */
     bool pending[META_MAX_DEV];          /* needs storage: given out by meta_buffer_materialize */
+    /* slice d is zeroed when the graph starts (a source's slice is empty),
+     * not when the node's turn comes: it cannot share bytes with tensors
+     * the graph computes before it (meta_buffer_materialize) */
+    bool zeroed_early[META_MAX_DEV];
     struct bp_tensor local[META_MAX_DEV];
     /* a binary op whose mirrored operand must be cut to the split operand's
      * slices: which source (-1: none) and each device's view of it */
@@ -158,6 +163,9 @@ struct meta_buffer {
     int wtype;                           /* the weights' type in a wbuft buffer; -1: md->buft */
     struct meta_arena *arenas[META_MAX_DEV];
     size_t n_arenas[META_MAX_DEV], cap_arenas[META_MAX_DEV];
+    /* The arena (index into arenas[d], -1: none yet) that holds the slices
+     * of computed tensors at their meta offsets (meta_buffer_materialize). */
+    ptrdiff_t mapped[META_MAX_DEV];
     size_t align[META_MAX_DEV];
     size_t n_pending;
     uint8_t clear_value;                 /* what raw reads show between tensors */
