@@ -4,8 +4,9 @@
  *  - the cpu device offers a buffer type of its own (not the default) for
  *    Q4_0 and Q8_0 weights (and possibly other block types it repacks),
  *    and the default for float weights;
- *  - a device without the proc (a meta device) and an out-of-range type get
- *    the default buffer type;
+ *  - a device whose proc answers NULL (a meta device over CPUs, for F32;
+ *    for Q4_0 it offers its own) and an out-of-range type get the default
+ *    buffer type;
  *  - MUL_MAT with the weight in the offered buffer type gives the result of
  *    the same weight in the default buffer type, both within the bound of
  *    the activation's 8-bit quantization of a double-precision product of
@@ -56,13 +57,20 @@ START_TEST(test_cpu_offers_its_own_buffer_type_for_repackable_weights_and_defaul
 }
 END_TEST
 
-START_TEST(test_device_without_the_proc_gets_its_default_buffer_type)
+/* A meta device over CPUs answers the proc with a buffer type of its own
+ * where its CPUs keep the type apart (Q4_0) and with NULL elsewhere (F32),
+ * which the host turns into the device's default buffer type. */
+START_TEST(test_device_answering_null_gets_its_default_buffer_type)
 {
     struct bp_device *subs[2] = { cpu(), cpu() }, *meta = NULL;
     ck_assert_msg(bp_meta_device_new(subs, 2, NULL, NULL, NULL, &meta) == BP_OK && meta,
                   "no meta device (is the meta plugin built?): %s", bp_last_error());
-    ck_assert_ptr_null(bp_device_proc_address(meta, BP_PROC_WEIGHT_BUFFER_TYPE));
-    ck_assert_ptr_eq(bp_device_weight_buffer_type(meta, BP_TYPE_Q4_0), bp_device_buffer_type(meta));
+    ck_assert_ptr_nonnull(bp_device_proc_address(meta, BP_PROC_WEIGHT_BUFFER_TYPE));
+    struct bp_buffer_type *own = bp_device_weight_buffer_type(meta, BP_TYPE_Q4_0);
+    ck_assert_ptr_nonnull(own);
+    ck_assert_ptr_ne(own, bp_device_buffer_type(meta));
+    ck_assert_ptr_eq(bp_device_weight_buffer_type(meta, BP_TYPE_F32), bp_device_buffer_type(meta));
+    ck_assert_ptr_eq(bp_device_weight_buffer_type(meta, BP_TYPE_COUNT), bp_device_buffer_type(meta));
 }
 END_TEST
 
@@ -161,7 +169,7 @@ int main(void)
     Suite *s = suite_create("weight_buffer_type");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_cpu_offers_its_own_buffer_type_for_repackable_weights_and_default_for_floats);
-    tcase_add_test(tc, test_device_without_the_proc_gets_its_default_buffer_type);
+    tcase_add_test(tc, test_device_answering_null_gets_its_default_buffer_type);
     tcase_add_loop_test(tc, test_mul_mat_in_weight_buffer_type_matches_default_buffer_type, 0,
                         (int)(sizeof mm_types / sizeof mm_types[0]));
     suite_add_tcase(s, tc);
