@@ -436,6 +436,22 @@ START_TEST(test_version_prints_library_and_abi_versions)
 }
 END_TEST
 
+/* A plugin's warning at init is printed once, although the CLI loads
+ * plugins with isolate_probe (each cpu variant initialised in a child
+ * first) and the cpu family has several variants: it was four times. */
+START_TEST(test_a_plugin_init_warning_is_printed_once)
+{
+    struct run r;
+    r.rc = cli_run_all("BACKPLANE_CPU_POLL=x '" CLI "' devices", CLI_OUT_AND_ERR, &r.out);
+    ck_assert_ptr_nonnull(r.out);
+    ck_assert_int_eq(r.rc, 0);
+    int n = 0;
+    for (const char *p = r.out; (p = strstr(p, "BACKPLANE_CPU_POLL='x'")) != NULL; p++) n++;
+    ck_assert_msg(n == 1, "the warning was printed %d times:\n%s", n, r.out);
+    free(r.out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -458,6 +474,7 @@ int main(void)
     tcase_add_test(tc, test_unknown_device_is_an_error_listing_the_devices);
     tcase_add_test(tc, test_usage_errors_exit_2);
     tcase_add_test(tc, test_version_prints_library_and_abi_versions);
+    tcase_add_test(tc, test_a_plugin_init_warning_is_printed_once);
     tcase_add_test(tc, test_bench_mul_mat_reports_rounds_and_bandwidth_ratio);
     tcase_add_test(tc, test_bench_mul_mat_scaling_times_one_thread_too);
     suite_add_tcase(s, tc);

@@ -31,6 +31,9 @@ BP_HIDDEN void bp__log(enum bp_log_level level, const char *who, const char *fmt
     __attribute__((format(printf, 3, 4)));
 BP_HIDDEN void bp__vlog(enum bp_log_level level, const char *who, const char *fmt, va_list ap);
 BP_HIDDEN int bp__log_enabled(enum bp_log_level level);
+/* Drop every later line, the application's callback included: for a
+ * process forked to probe a plugin (probe.c). */
+BP_HIDDEN void bp__log_silence(void);
 
 /* grow.c — room for element n of the array v of *cap elements of elem
  * bytes: v itself while n < *cap, else v reallocated to twice *cap (first

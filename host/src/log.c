@@ -1,6 +1,7 @@
 /* log.c — the one log channel: lines filtered by BACKPLANE_LOG=debug|info|
  * warn|error go to the application's bp_set_log_callback, else to stderr. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -18,9 +19,19 @@ static void *sink_user;
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};
 
+/* Set in a probe's child process (probe.c), whose plugin init says again
+ * what the parent's own init of the same plugin will say. */
+static volatile sig_atomic_t silenced;
+
+void bp__log_silence(void)
+{
+    silenced = 1;
+}
+
 /* Hands one finished line to the sink, past the threshold check. */
 static void emit(enum bp_log_level level, const char *who, const char *msg)
 {
+    if (silenced) return;
     pthread_mutex_lock(&sink_lock);
     bp_log_fn fn = sink_fn;
     void *user = sink_user;

@@ -48,6 +48,10 @@ __attribute__((noreturn)) static void child_main(const struct bp__candidate *c, 
      * application (or a sanitizer) installed. */
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
+    /* What the plugin logs here, it logs again when the parent loads it
+     * (a bad BACKPLANE_CPU_* value was warned once per probed variant and
+     * once more); how the child ended reaches the parent through the pipe. */
+    bp__log_silence();
 
     struct probe_report rep;
     memset(&rep, 0, sizeof rep);
