@@ -3,6 +3,7 @@
 #define BP_META_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -274,6 +275,7 @@ struct meta_worker {
     pthread_t thread;
     struct meta_backend *be;
     size_t index;
+    _Atomic bool busy;                   /* its jobs have computed (backend.c) */
 };
 
 struct meta_plan;
@@ -287,9 +289,15 @@ struct meta_backend {
     struct meta_worker worker[META_MAX_DEV];
     pthread_mutex_t lock;
     pthread_cond_t go, done;
-    uint64_t generation;
-    size_t n_done;
-    bool quit;
+    /* Written under lock, read without it too while a thread spins before
+     * it sleeps (backend.c, spin_until_changed). */
+    _Atomic uint64_t generation;
+    _Atomic size_t n_done;
+    _Atomic bool quit;
+    bool poll_allowed;                   /* no more hand-off threads than CPUs */
+    bool main_busy;                      /* the calling thread's jobs have computed */
+    uint32_t main_computed;              /* how many of them, up to META_SPIN_JOBS */
+    _Atomic bool polling;                /* every thread's have: hand-offs poll (backend.c) */
     struct bp_graph *job[META_MAX_DEV];
     bp_status job_status[META_MAX_DEV];
     /* butterfly scratch per device */
