@@ -81,6 +81,9 @@ static inline bool bp__rope_shapes_ok(const struct bp_tensor *t)
         !bp_shape_is(pos, x->ne[2], 1, 1, 1))
         return false;
     const int32_t n_dims = bp_op_param_i32(t, 0), mode = bp_op_param_i32(t, 1);
+    if (t->op == BP_OP_ROPE_EXT && t->src[2] &&
+        (t->src[2]->type != BP_TYPE_F32 || !bp_shape_is(t->src[2], n_dims / 2, 1, 1, 1)))
+        return false;
     return (mode == BP_ROPE_MODE_NORMAL || mode == BP_ROPE_MODE_NEOX) && n_dims >= 0 &&
            n_dims % 2 == 0 && n_dims <= x->ne[0];
 }
@@ -131,18 +134,19 @@ static inline bool bp_op_shapes_ok(const struct bp_tensor *t)
     case BP_OP_MUL_MAT: return bp__mul_mat_shapes_ok(t);
     case BP_OP_ADD: case BP_OP_MUL: return bp__binary_shapes_ok(t);
     case BP_OP_SCALE: case BP_OP_RMS_NORM: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_SQR:
+    case BP_OP_TANH:
         return a && t->type == a->type && bp_shape_same(t, a);
     case BP_OP_SOFT_MAX:
         return a && t->type == BP_TYPE_F32 && bp_shape_same(t, a) &&
                bp__mask_ok(b, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
-    case BP_OP_ROPE: return bp__rope_shapes_ok(t);
+    case BP_OP_ROPE: case BP_OP_ROPE_EXT: return bp__rope_shapes_ok(t);
     case BP_OP_CPY:
         return a && b && t->type == b->type && bp_shape_positive(a) &&
                bp_nelements(a) == bp_nelements(t) && bp_nelements(b) == bp_nelements(t);
     case BP_OP_CONT:
         return a && t->type == a->type && bp_shape_same(t, a);
     case BP_OP_SET_ROWS: return bp__set_rows_shapes_ok(t);
-    case BP_OP_FLASH_ATTN_EXT: return bp__flash_attn_shapes_ok(t);
+    case BP_OP_FLASH_ATTN_EXT: case BP_OP_FLASH_ATTN_SOFTCAP: return bp__flash_attn_shapes_ok(t);
     case BP_OP_CUSTOM: break; /* its vendor's rules: bp_ops.h */
     case BP_OP_COUNT: break;
     }

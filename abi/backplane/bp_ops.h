@@ -118,6 +118,33 @@ enum bp_op {
     /* SQR (ABI 1.1): src0 x -> same shape and type; x*x element by element. */
     BP_OP_SQR = 20,
 
+    /* ROPE_EXT (ABI 1.2): ROPE as llama.cpp scales it. src0 x and src1 pos
+     * as for ROPE; optional src2 freq_factors F32 [n_dims / 2] (NULL: all 1).
+     * params: i32 n_dims, i32 mode, f32 freq_base, f32 freq_scale (as ROPE),
+     * i32 n_ctx_orig, f32 ext_factor, f32 attn_factor, f32 beta_fast,
+     * f32 beta_slow. For pair i (0 <= i < n_dims/2) of a token at pos p:
+     *   theta_ext = p * freq_base^(-2i/n_dims) / freq_factors[i]
+     *   theta_int = freq_scale * theta_ext
+     * When ext_factor != 0 (YaRN), with
+     *   corr(b) = n_dims * ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base),
+     *   lo = max(0, floor(corr(beta_fast))), hi = min(n_dims - 1, ceil(corr(beta_slow))),
+     *   ramp = (1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1)) * ext_factor:
+     *   theta = theta_int (1 - ramp) + theta_ext ramp,
+     *   m = attn_factor (1 + 0.1 ln(1 / freq_scale));
+     * otherwise theta = theta_int and m = attn_factor. The pair turns by
+     * theta with cos and sin both multiplied by m (ggml's rope_yarn). With
+     * no factors, ext_factor 0 and attn_factor 1 it is ROPE. */
+    BP_OP_ROPE_EXT = 21,
+
+    /* TANH (ABI 1.2): src0 x -> same shape and type; tanh(x) element by
+     * element (with SCALE around it, the logit softcap c tanh(x / c)). */
+    BP_OP_TANH = 22,
+
+    /* FLASH_ATTN_SOFTCAP (ABI 1.2): FLASH_ATTN_EXT with its scores capped
+     * before the mask: out = softmax(c tanh(scale q.k^T / c) + mask) . v.
+     * Sources and result as FLASH_ATTN_EXT. params: f32 scale, f32 c (> 0). */
+    BP_OP_FLASH_ATTN_SOFTCAP = 23,
+
     BP_OP_COUNT
 };
 
@@ -129,6 +156,8 @@ static_assert(BP_OP_SILU == 9 && BP_OP_GELU == 10 && BP_OP_CPY == 11 && BP_OP_CO
               BP_OP_TRANSPOSE == 16 && BP_OP_SET_ROWS == 17 && BP_OP_FLASH_ATTN_EXT == 18,
               "bp_op values are frozen");
 static_assert(BP_OP_CUSTOM == 19 && BP_OP_SQR == 20, "bp_op values are frozen");
+static_assert(BP_OP_ROPE_EXT == 21 && BP_OP_TANH == 22 && BP_OP_FLASH_ATTN_SOFTCAP == 23,
+              "bp_op values are frozen");
 
 /* The op-param layout of BP_OP_CUSTOM (words of bp_tensor.op_params). */
 #define BP_CUSTOM_NAME_MAX    32  /* bytes of the name field, its NUL included */
@@ -144,7 +173,8 @@ static inline const char *bp_op_name(enum bp_op op)
     static const char *const names[BP_OP_COUNT] = {
         "NONE", "GET_ROWS", "MUL_MAT", "ADD", "MUL", "SCALE", "RMS_NORM", "SOFT_MAX",
         "ROPE", "SILU", "GELU", "CPY", "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE",
-        "SET_ROWS", "FLASH_ATTN_EXT", "CUSTOM", "SQR",
+        "SET_ROWS", "FLASH_ATTN_EXT", "CUSTOM", "SQR", "ROPE_EXT", "TANH",
+        "FLASH_ATTN_SOFTCAP",
     };
     return ((unsigned)op < BP_OP_COUNT) ? names[op] : "UNKNOWN";
 }

@@ -63,7 +63,7 @@ extern "C" {
 /* ---- versions ---- */
 
 #define BP_ABI_MAJOR 1
-#define BP_ABI_MINOR 1
+#define BP_ABI_MINOR 2
 #define BP_ABI_VERSION_MAKE(major, minor) ((uint32_t)(((uint32_t)(major) << 16) | (uint32_t)(minor)))
 #define BP_ABI_VERSION BP_ABI_VERSION_MAKE(BP_ABI_MAJOR, BP_ABI_MINOR)
 #define BP_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)

@@ -258,6 +258,11 @@ struct bp_tensor *bp_sqr(struct bp_context *ctx, struct bp_tensor *x)
     return unary(ctx, BP_OP_SQR, x);
 }
 
+struct bp_tensor *bp_tanh(struct bp_context *ctx, struct bp_tensor *x)
+{
+    return unary(ctx, BP_OP_TANH, x);
+}
+
 struct bp_tensor *bp_cont(struct bp_context *ctx, struct bp_tensor *x)
 {
     const enum bp_op op = BP_OP_CONT;

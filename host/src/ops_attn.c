@@ -1,4 +1,5 @@
-/* ops_attn.c — the attention ops: SOFT_MAX, ROPE, FLASH_ATTN_EXT. */
+/* ops_attn.c — the attention ops: SOFT_MAX, ROPE, ROPE_EXT, FLASH_ATTN_EXT,
+ * FLASH_ATTN_SOFTCAP. */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -38,10 +39,11 @@ struct bp_tensor *bp_soft_max(struct bp_context *ctx, struct bp_tensor *x, struc
     return t;
 }
 
-struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos, int n_dims,
-                          int mode, float freq_base, float freq_scale)
+/* ROPE and ROPE_EXT share their checks; ff (ROPE_EXT's factors) may be NULL. */
+static struct bp_tensor *rope_node(struct bp_context *ctx, enum bp_op op, struct bp_tensor *x,
+                                   struct bp_tensor *pos, struct bp_tensor *ff, int n_dims, int mode,
+                                   float freq_base, float freq_scale)
 {
-    const enum bp_op op = BP_OP_ROPE;
     if (!bp__op_ctx_ok(ctx, op) || !x || !pos) return NULL;
     bp__operand_buf d;
     if (!bp__is_float(x)) return bp__op_type_fail(ctx, op, "x", x, "f32, f16 or bf16");
@@ -62,7 +64,11 @@ struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp
         return bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT, "freq_base %g and freq_scale %g for %s: the "
                            "base must be finite and positive (10000 is usual), the scale finite.",
                            (double)freq_base, (double)freq_scale, bp__operand("x", x, d));
-    struct bp_tensor *t = bp__op_result(ctx, op, (enum bp_type)x->type, x->ne, x, pos, NULL, NULL);
+    if (ff && (ff->type != BP_TYPE_F32 || ff->ne[0] != n_dims / 2 || ff->ne[1] != 1 || ff->ne[2] != 1 ||
+               ff->ne[3] != 1))
+        return bp__op_fail(ctx, op, BP_ERR_SHAPE, "%s must be f32 [%d] (one factor per rotated pair "
+                           "of n_dims %d).", bp__operand("freq_factors", ff, d), n_dims / 2, n_dims);
+    struct bp_tensor *t = bp__op_result(ctx, op, (enum bp_type)x->type, x->ne, x, pos, ff, NULL);
     if (t) {
         t->op_params[0] = n_dims;
         t->op_params[1] = mode;
@@ -72,10 +78,42 @@ struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp
     return t;
 }
 
-struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_tensor *q, struct bp_tensor *k,
-                                    struct bp_tensor *v, struct bp_tensor *mask, float scale)
+struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos, int n_dims,
+                          int mode, float freq_base, float freq_scale)
 {
-    const enum bp_op op = BP_OP_FLASH_ATTN_EXT;
+    return rope_node(ctx, BP_OP_ROPE, x, pos, NULL, n_dims, mode, freq_base, freq_scale);
+}
+
+struct bp_tensor *bp_rope_ext(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
+                              struct bp_tensor *freq_factors, const struct bp_rope_ext_params *p)
+{
+    const enum bp_op op = BP_OP_ROPE_EXT;
+    if (!bp__op_ctx_ok(ctx, op) || !x || !pos) return NULL;
+    if (!p) return bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT, "the parameters are NULL.");
+    if (!isfinite(p->ext_factor) || !isfinite(p->attn_factor) || !isfinite(p->beta_fast) ||
+        !isfinite(p->beta_slow) || (p->ext_factor != 0.0f && (p->n_ctx_orig <= 0 || !(p->beta_fast > 0.0f) ||
+                                                             !(p->beta_slow > 0.0f) || p->freq_scale <= 0.0f)))
+        return bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT,
+                           "ext_factor %g, attn_factor %g, beta %g/%g, n_ctx_orig %d: the factors must be "
+                           "finite, and YaRN (ext_factor != 0) needs positive betas, freq_scale and "
+                           "n_ctx_orig.", (double)p->ext_factor, (double)p->attn_factor,
+                           (double)p->beta_fast, (double)p->beta_slow, p->n_ctx_orig);
+    struct bp_tensor *t = rope_node(ctx, op, x, pos, freq_factors, p->n_dims, p->mode, p->freq_base,
+                                    p->freq_scale);
+    if (t) {
+        t->op_params[4] = p->n_ctx_orig;
+        set_param_f32(t, 5, p->ext_factor);
+        set_param_f32(t, 6, p->attn_factor);
+        set_param_f32(t, 7, p->beta_fast);
+        set_param_f32(t, 8, p->beta_slow);
+    }
+    return t;
+}
+
+static struct bp_tensor *attn_node(struct bp_context *ctx, enum bp_op op, struct bp_tensor *q,
+                                   struct bp_tensor *k, struct bp_tensor *v, struct bp_tensor *mask,
+                                   float scale)
+{
     if (!bp__op_ctx_ok(ctx, op) || !q || !k || !v) return NULL;
     if (q->type != BP_TYPE_F32) return bp__op_type_fail(ctx, op, "q", q, "f32");
     if (!bp__is_float(k)) return bp__op_type_fail(ctx, op, "k", k, "f32, f16 or bf16");
@@ -109,5 +147,26 @@ struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_tensor *q,
     const int64_t ne[4] = {v->ne[0], q->ne[2], q->ne[1], q->ne[3]};
     struct bp_tensor *t = bp__op_result(ctx, op, BP_TYPE_F32, ne, q, k, v, mask);
     if (t) set_param_f32(t, 0, scale);
+    return t;
+}
+
+struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_tensor *q, struct bp_tensor *k,
+                                    struct bp_tensor *v, struct bp_tensor *mask, float scale)
+{
+    return attn_node(ctx, BP_OP_FLASH_ATTN_EXT, q, k, v, mask, scale);
+}
+
+struct bp_tensor *bp_flash_attn_softcap(struct bp_context *ctx, struct bp_tensor *q, struct bp_tensor *k,
+                                        struct bp_tensor *v, struct bp_tensor *mask, float scale,
+                                        float softcap)
+{
+    const enum bp_op op = BP_OP_FLASH_ATTN_SOFTCAP;
+    if (!bp__op_ctx_ok(ctx, op)) return NULL;
+    if (!(softcap > 0.0f) || !isfinite(softcap))
+        return bp__op_fail(ctx, op, BP_ERR_INVALID_ARGUMENT,
+                           "softcap %g: the cap must be finite and positive (Gemma 2 uses 50).",
+                           (double)softcap);
+    struct bp_tensor *t = attn_node(ctx, op, q, k, v, mask, scale);
+    if (t) set_param_f32(t, 1, softcap);
     return t;
 }

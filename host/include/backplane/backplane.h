@@ -364,6 +364,19 @@ BP_API struct bp_tensor *bp_soft_max(struct bp_context *ctx, struct bp_tensor *x
 /* ROPE: x rotated by positions pos (I32) over its first n_dims values. */
 BP_API struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
                                  int n_dims, int mode, float freq_base, float freq_scale);
+/* ROPE_EXT (ABI 1.2): ROPE with llama.cpp's frequency factors, linear and
+ * YaRN scaling and magnitude (bp_ops.h has the formula); freq_factors is
+ * NULL or F32 [n_dims / 2]. With ext_factor 0 and attn_factor 1 and no
+ * factors it computes what bp_rope does. */
+struct bp_rope_ext_params {
+    int n_dims, mode;
+    float freq_base, freq_scale;
+    int n_ctx_orig;
+    float ext_factor, attn_factor, beta_fast, beta_slow;
+};
+BP_API struct bp_tensor *bp_rope_ext(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
+                                     struct bp_tensor *freq_factors,
+                                     const struct bp_rope_ext_params *p);
 /* SILU: x * sigmoid(x). */
 BP_API struct bp_tensor *bp_silu(struct bp_context *ctx, struct bp_tensor *x);
 /* GELU, the tanh approximation. */
@@ -371,6 +384,8 @@ BP_API struct bp_tensor *bp_gelu(struct bp_context *ctx, struct bp_tensor *x);
 /* x*x element by element (BP_OP_SQR, ABI 1.1): a node of x's type and shape
  * in ctx, or NULL with bp_last_error set when x is not a float tensor. */
 BP_API struct bp_tensor *bp_sqr(struct bp_context *ctx, struct bp_tensor *x);
+/* TANH (ABI 1.2): tanh(x) element by element, x's type and shape. */
+BP_API struct bp_tensor *bp_tanh(struct bp_context *ctx, struct bp_tensor *x);
 /* CPY: src copied (and converted) into dst; the result is a view of dst. */
 BP_API struct bp_tensor *bp_cpy(struct bp_context *ctx, struct bp_tensor *src, struct bp_tensor *dst);
 /* CONT: a contiguous copy of x (any strides). */
@@ -398,6 +413,11 @@ BP_API struct bp_tensor *bp_set_rows(struct bp_context *ctx, struct bp_tensor *d
 BP_API struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_tensor *q,
                                            struct bp_tensor *k, struct bp_tensor *v,
                                            struct bp_tensor *mask, float scale);
+/* FLASH_ATTN_SOFTCAP (ABI 1.2): bp_flash_attn_ext whose scores are capped,
+ * softcap * tanh(scale q.k / softcap), before the mask; softcap > 0. */
+BP_API struct bp_tensor *bp_flash_attn_softcap(struct bp_context *ctx, struct bp_tensor *q,
+                                               struct bp_tensor *k, struct bp_tensor *v,
+                                               struct bp_tensor *mask, float scale, float softcap);
 /* A vendor-defined op (BP_OP_CUSTOM, bp_custom_op.h): name "<vendor>.<op>",
  * srcs[0..n_src) (n_src 0..BP_MAX_SRC), params[0..n_params) (0 to
  * BP_CUSTOM_MAX_PARAMS words; params may be NULL when 0), and the result's
