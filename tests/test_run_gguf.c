@@ -183,7 +183,7 @@ static uint8_t *model_image(const struct bp_run_model *m, const struct mutation 
     const struct bp_run_hparams *hp = &m->hp;
     bp_gguf_add_string(w, "general.architecture", mu->arch ? mu->arch : "llama");
     bp_gguf_add_u32(w, "llama.block_count", (uint32_t)hp->n_layer);
-    bp_gguf_add_u64(w, "llama.embedding_length", (uint64_t)hp->n_embd);
+    bp_gguf_add_u32(w, "llama.embedding_length", (uint32_t)hp->n_embd);
     bp_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)hp->n_ff);
     bp_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)hp->n_head);
     bp_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_head_kv);

@@ -34,19 +34,41 @@ static const struct spec {
     bool f32;
 } specs[] = {
     { "token_embd.weight", 256, 512, SPEC_MIRROR, false, false },
+    { "rope_freqs.weight", 32, 0, SPEC_MIRROR, false, true },
+    { "rope_factors_long.weight", 32, 0, SPEC_MIRROR, false, true },
+    { "rope_factors_short.weight", 32, 0, SPEC_MIRROR, false, true },
     { "attn_norm.weight", 256, 0, SPEC_MIRROR, false, true },
     { "attn_qkv.weight", 256, 256 + 128 + 128, 1, true, false },
     { "attn_q.weight", 256, 256, 1, true, false },
     { "attn_k.weight", 256, 128, 1, true, false },
     { "attn_v.weight", 256, 128, 1, true, false },
+    /* biases are cut along their only axis like their projection's outputs */
+    { "attn_qkv.bias", 256 + 128 + 128, 0, 0, false, true },
+    { "attn_q.bias", 256, 0, 0, false, true },
+    { "attn_k.bias", 128, 0, 0, false, true },
+    { "attn_v.bias", 128, 0, 0, false, true },
+    { "attn_q_norm.weight", 64, 0, SPEC_MIRROR, false, true },
+    { "attn_k_norm.weight", 64, 0, SPEC_MIRROR, false, true },
     { "attn_output.weight", 256, 256, 0, true, false },
+    { "attn_output.bias", 256, 0, SPEC_MIRROR, false, true },
+    { "post_attention_norm.weight", 256, 0, SPEC_MIRROR, false, true },
     { "ffn_norm.weight", 256, 0, SPEC_MIRROR, false, true },
     { "ffn_gate.weight", 256, 512, 1, true, false },
     { "ffn_up.weight", 256, 512, 1, true, false },
     { "ffn_down.weight", 512, 256, 0, true, false },
+    { "ffn_gate.bias", 512, 0, 0, false, true },
+    { "ffn_up.bias", 512, 0, 0, false, true },
+    { "ffn_down.bias", 256, 0, SPEC_MIRROR, false, true },
+    { "post_ffw_norm.weight", 256, 0, SPEC_MIRROR, false, true },
     { "output_norm.weight", 256, 0, SPEC_MIRROR, false, true },
     { "output.weight", 256, 512, 1, true, false },
+    { "output.bias", 512, 0, 0, false, true },
 };
+/* The globals: everything else is per layer. */
+static bool spec_global(const char *name)
+{
+    return !strcmp(name, "token_embd.weight") || !strncmp(name, "output", 6) || !strncmp(name, "rope_", 5);
+}
 #define N_SPECS (sizeof specs / sizeof specs[0])
 
 static const struct spec *spec_of(const struct bp_llama_tensor *r)
@@ -96,7 +118,7 @@ START_TEST(test_schema_rows_match_the_hand_written_llama_layout)
     ck_assert_uint_eq(bp_llama_schema_rows, N_SPECS);
     ck_assert_str_eq(bp_llama_vocab_row()->name, "token_embd.weight");
     const struct bp_run_hparams hp = { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2,
-                                       .n_head = 4, .n_head_kv = 2, .head_dim = 64 };
+                                       .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_rot = 64 };
     for (size_t i = 0; i < bp_llama_schema_rows; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
         const struct spec *sp = spec_of(r);
@@ -107,8 +129,7 @@ START_TEST(test_schema_rows_match_the_hand_written_llama_layout)
         ck_assert_int_eq(r->n_dims, sp->ne1 ? 2 : 1);
         ck_assert_msg(r->mul_mat_only == sp->mul_mat_only, "%s: mul_mat_only", r->name);
         ck_assert_msg(r->f32 == sp->f32, "%s: f32", r->name);
-        ck_assert_msg(r->per_layer == (strstr(r->name, "token_embd") == NULL && strstr(r->name, "output") != r->name),
-                      "%s: per_layer", r->name);
+        ck_assert_msg(r->per_layer == !spec_global(r->name), "%s: per_layer", r->name);
     }
 }
 END_TEST
@@ -171,21 +192,44 @@ static int check_bound(void *user, const struct bp_llama_tensor *r, int64_t l)
     return 0;
 }
 
-START_TEST(test_schema_binder_binds_every_row_and_ignores_an_unknown_tensor)
+START_TEST(test_schema_binder_binds_every_row)
 {
     struct bp_run_model *m = builtin(BP_TYPE_F32, false), *l = NULL;
-    const float zeros[256] = { 0 };
-    const struct bp_run_weight extra = { .name = "blk.0.attn_q_norm.weight", .type = BP_TYPE_F32, .n_dims = 1,
-                                         .ne = { 256, 1, 1, 1 }, .data = zeros, .size = sizeof zeros };
     char err[512];
-    ck_assert_msg(save_and_load(m, NULL, &extra, &l, err, sizeof err) == BP_OK, "%s", err);
+    ck_assert_msg(save_and_load(m, NULL, NULL, &l, err, sizeof err) == BP_OK, "%s", err);
     ck_assert_int_eq(bp_llama_schema_walk(&l->hp, false, false, check_bound, l), 0);
-    ck_assert_uint_eq(l->n_weights, m->n_weights + 1);
-    const struct bp_run_weight *x = &l->weights[l->n_weights - 1];
-    ck_assert_str_eq(x->name, extra.name);
-    ck_assert_ptr_null(x->row);
+    ck_assert_uint_eq(l->n_weights, m->n_weights);
     ck_assert_ptr_null(l->layers[0].wqkv);
     bp_run_model_free(l);
+    bp_run_model_free(m);
+}
+END_TEST
+
+/* A tensor the architecture does not read (a Qwen 3 norm in a llama file,
+ * or any name) or a mixture of experts' tensor: refused by name, as
+ * llama.cpp refuses "wrong number of tensors". */
+START_TEST(test_schema_binder_refuses_a_tensor_no_row_reads_by_name)
+{
+    static const struct { const char *name, *says; } cases[] = {
+        { "blk.0.attn_q_norm.weight", "does not have and nothing would read" },
+        { "blk.1.foo.weight", "does not have and nothing would read" },
+        { "blk.0.ffn_gate_exps.weight", "mixture of experts" },
+        { "blk.0.ffn_gate_inp.weight", "mixture of experts" },
+    };
+    struct bp_run_model *m = builtin(BP_TYPE_F32, false), *l = NULL;
+    const float zeros[256] = { 0 };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct bp_run_weight extra = { .type = BP_TYPE_F32, .n_dims = 1, .ne = { 256, 1, 1, 1 },
+                                             .data = zeros, .size = sizeof zeros };
+        struct bp_run_weight x = extra;
+        snprintf(x.name, sizeof x.name, "%s", cases[i].name);
+        char err[512];
+        ck_assert_int_eq(save_and_load(m, NULL, &x, &l, err, sizeof err), BP_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(l);
+        char want[96];
+        snprintf(want, sizeof want, "'%s'", cases[i].name);
+        ck_assert_msg(strstr(err, want) && strstr(err, cases[i].says), "%s: %s", cases[i].name, err);
+    }
     bp_run_model_free(m);
 }
 END_TEST
@@ -245,11 +289,16 @@ START_TEST(test_schema_split_table_cuts_each_row_on_its_megatron_axis)
     bp_run_split_table_init(&t, m);
     for (size_t i = 0; i < N_SPECS; i++) {
         char nm[BP_GGUF_MAX_NAME + 1];
-        const bool global = !strcmp(specs[i].name, "token_embd.weight") || !strncmp(specs[i].name, "output", 6);
-        snprintf(nm, sizeof nm, global ? "%s" : "blk.1.%s", specs[i].name);
+        snprintf(nm, sizeof nm, spec_global(specs[i].name) ? "%s" : "blk.1.%s", specs[i].name);
         struct bp_meta_split sp;
         const int matched = bp_meta_rules_match(&t.table, nm, &sp);
-        const int axis = tied && !strcmp(specs[i].name, "output.weight") ? SPEC_MIRROR : specs[i].axis;
+        /* rows llama lacks (output.bias, Q/K and post norms) have no rule */
+        bool in_llama = false;
+        for (size_t j = 0; j < bp_llama_schema_rows; j++)
+            if (!strcmp(bp_llama_schema[j].name, specs[i].name))
+                in_llama = bp_llama_row_use(NULL, &bp_llama_schema[j]) != BP_LLAMA_ABSENT;
+        const int axis = (tied && !strcmp(specs[i].name, "output.weight")) || !in_llama ? SPEC_MIRROR
+                                                                                         : specs[i].axis;
         ck_assert_msg(matched == (axis != SPEC_MIRROR), "%s: matched %d", nm, matched);
         if (matched) ck_assert_msg(sp.state == axis, "%s: state %d, not axis %d", nm, sp.state, axis);
     }
@@ -306,7 +355,8 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_schema_rows_match_the_hand_written_llama_layout);
     tcase_add_loop_test(tc, test_schema_every_row_is_in_the_gguf_a_builtin_model_writes, 0, 2);
-    tcase_add_test(tc, test_schema_binder_binds_every_row_and_ignores_an_unknown_tensor);
+    tcase_add_test(tc, test_schema_binder_binds_every_row);
+    tcase_add_test(tc, test_schema_binder_refuses_a_tensor_no_row_reads_by_name);
     tcase_add_test(tc, test_schema_binder_refuses_each_missing_required_tensor_by_name);
     tcase_add_test(tc, test_schema_fused_qkv_replaces_its_parts_and_output_is_optional);
     tcase_add_loop_test(tc, test_schema_split_table_cuts_each_row_on_its_megatron_axis, 0, 2);

@@ -10,6 +10,7 @@
  * norm weights stay f32, as llama.cpp's converters keep them.
  */
 #include "model.h"
+#include "arch.h"
 #include "llama_schema.h"
 
 #include <inttypes.h>
@@ -33,16 +34,19 @@ struct builtin_config {
 static const struct builtin_config configs[] = {
     { "test", { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2, .n_head = 4,
                 .n_head_kv = 2, .head_dim = 64, .n_rot = 64, .n_ctx_train = 256,
-                .rope_base = 10000.0f, .rms_eps = 1e-5f },
+                .rope_base = 10000.0f, .rms_eps = 1e-5f, .arch = &bp_arch_llama,
+                .value_length = 64 },
       false, "very small (1.4 M parameters), for tests" },
     { "tiny", { .n_vocab = 32000, .n_embd = 768, .n_ff = 2048, .n_layer = 12, .n_head = 12,
                 .n_head_kv = 4, .head_dim = 64, .n_rot = 64, .n_ctx_train = 2048,
-                .rope_base = 10000.0f, .rms_eps = 1e-5f },
+                .rope_base = 10000.0f, .rms_eps = 1e-5f, .arch = &bp_arch_llama,
+                .value_length = 64 },
       true, "about 100 M parameters, for benchmarks" },
     /* TinyLlama-1.1B's shape, the 1B class that llama.cpp is compared on. */
     { "1b", { .n_vocab = 32000, .n_embd = 2048, .n_ff = 5632, .n_layer = 22, .n_head = 32,
               .n_head_kv = 4, .head_dim = 64, .n_rot = 64, .n_ctx_train = 2048,
-              .rope_base = 10000.0f, .rms_eps = 1e-5f },
+              .rope_base = 10000.0f, .rms_eps = 1e-5f, .arch = &bp_arch_llama,
+                .value_length = 64 },
       false, "1.1 G parameters in TinyLlama-1.1B's shape, untied output" },
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])

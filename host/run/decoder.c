@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "split.h"
+#include "arch.h"
 #include "llama_schema.h"
 
 /* Capacities 32 << i: 32 << 25 is 2^30, the most positions a model may declare. */
@@ -61,6 +62,7 @@ struct plan {
     struct bp_buffer *buf;
     struct bp_graph *g;
     struct bp_tensor *ids, *pos, *mask, *logits;
+    struct bp_tensor *mask_swa; /* sliding-window layers' mask; NULL: none */
     int64_t n, n_kv;            /* tokens evaluated, cache positions attended */
 };
 
@@ -537,34 +539,94 @@ static void expand_together(const struct plan *p, struct bp_tensor *const *t, in
         if (t[i]) (void)bp_graph_build(p->g, t[i]);
 }
 
+/* x + b when the model has bias b (NULL: x). */
+static struct bp_tensor *bias(const struct bp_run_session *s, struct bp_context *c, struct bp_tensor *x,
+                              const struct bp_run_weight *b)
+{
+    return b ? bp_add(c, x, dev_weight(s, b)) : x;
+}
+
+/* The RoPE factors layer l reads: Llama 3.x's rope_freqs, or longrope's
+ * long factors when the session's context exceeds the model's original one
+ * (llama.cpp picks by the context asked for, not by position), else the
+ * short ones. NULL: none. */
+static const struct bp_run_weight *rope_factors(const struct bp_run_session *s)
+{
+    const struct bp_run_model *m = s->m;
+    if (m->rope_freqs) return m->rope_freqs;
+    if (!m->rope_long) return NULL;
+    const int64_t orig = m->hp.n_ctx_orig ? m->hp.n_ctx_orig : m->hp.n_ctx_train;
+    return s->n_ctx > orig ? m->rope_long : m->rope_short;
+}
+
+/* RoPE of x ([D, heads, n]) in layer l, with llama.cpp's parameters
+ * (src/llama-context.cpp): freq_scale 1/factor unless the type is none;
+ * YaRN mixes with ext_factor 1 over beta 32..1; a sliding-window layer may
+ * have its own base and no scaling. Plain rotations use ROPE, so a device
+ * without ROPE_EXT still runs the models that need no more. */
+static struct bp_tensor *rope(const struct bp_run_session *s, const struct plan *p, int64_t l,
+                              struct bp_tensor *x)
+{
+    const struct bp_run_hparams *hp = &s->m->hp;
+    const struct bp_arch *a = hp->arch ? hp->arch : &bp_arch_llama;
+    const bool swa = bp_arch_layer_swa(hp, l);
+    const float factor = hp->rope_factor != 0.0f ? hp->rope_factor : hp->rope_scale_linear;
+    struct bp_rope_ext_params rp = {
+        .n_dims = (int)hp->n_rot, .mode = a->rope_mode,
+        .freq_base = swa && hp->rope_base_swa > 0.0f ? hp->rope_base_swa : hp->rope_base,
+        .freq_scale = factor > 0.0f && hp->rope_scaling != BP_RUN_ROPE_NONE ? 1.0f / factor : 1.0f,
+        .n_ctx_orig = (int)(hp->n_ctx_orig ? hp->n_ctx_orig : hp->n_ctx_train),
+        .ext_factor = hp->rope_scaling == BP_RUN_ROPE_YARN ? 1.0f : 0.0f,
+        .attn_factor = hp->rope_attn_factor > 0.0f ? hp->rope_attn_factor : 1.0f,
+        .beta_fast = hp->yarn_beta_fast > 0.0f ? hp->yarn_beta_fast : 32.0f,
+        .beta_slow = hp->yarn_beta_slow > 0.0f ? hp->yarn_beta_slow : 1.0f,
+    };
+    if (swa && (a->flags & BP_ARCH_SWA_NO_SCALING)) {
+        rp.freq_scale = 1.0f;
+        rp.ext_factor = 0.0f;
+    }
+    const struct bp_run_weight *ff = rope_factors(s);
+    if (!ff && rp.ext_factor == 0.0f && rp.attn_factor == 1.0f)
+        return bp_rope(p->ctx, x, p->pos, rp.n_dims, rp.mode, rp.freq_base, rp.freq_scale);
+    return bp_rope_ext(p->ctx, x, p->pos, dev_weight(s, ff), &rp);
+}
+
 static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
                                struct bp_tensor *x)
 {
     struct bp_context *c = p->ctx;
     const struct bp_run_hparams *hp = &s->m->hp;
+    const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
     const struct bp_run_layer *L = &s->m->layers[l];
     const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, n = p->n;
 
     struct bp_tensor *h = norm(c, x, dev_weight(s, L->attn_norm), hp->rms_eps);
     struct bp_tensor *q, *k, *v;
     if (L->wqkv) {
-        struct bp_tensor *qkv = bp_mul_mat(c, dev_weight(s, L->wqkv), h);
+        struct bp_tensor *qkv = bias(s, c, bp_mul_mat(c, dev_weight(s, L->wqkv), h), L->bqkv);
         const size_t es = sizeof(float), row = qkv ? qkv->nb[1] : 0;
         q = bp_view(c, qkv, 3, (int64_t[]){D, H, n}, (size_t[]){es, D * es, row}, 0);
         k = bp_view(c, qkv, 3, (int64_t[]){D, Hkv, n}, (size_t[]){es, D * es, row}, (size_t)(H * D) * es);
         v = bp_view(c, qkv, 3, (int64_t[]){D, Hkv, n}, (size_t[]){es, D * es, row},
                     (size_t)((H + Hkv) * D) * es);
+        if (L->bq || L->bk || L->bv) { /* separate biases on a fused projection */
+            q = bias(s, c, bp_cont(c, q), L->bq);
+            k = bias(s, c, bp_cont(c, k), L->bk);
+            v = bias(s, c, bp_cont(c, v), L->bv);
+        }
     } else {
         struct bp_tensor *mq = bp_mul_mat(c, dev_weight(s, L->wq), h);
         struct bp_tensor *mk = bp_mul_mat(c, dev_weight(s, L->wk), h);
         struct bp_tensor *mv = bp_mul_mat(c, dev_weight(s, L->wv), h);
         expand_together(p, (struct bp_tensor *[]){mq, mk, mv}, 3);
-        q = bp_reshape(c, mq, 3, (int64_t[]){D, H, n});
-        k = bp_reshape(c, mk, 3, (int64_t[]){D, Hkv, n});
-        v = bp_reshape(c, mv, 3, (int64_t[]){D, Hkv, n});
+        q = bp_reshape(c, bias(s, c, mq, L->bq), 3, (int64_t[]){D, H, n});
+        k = bp_reshape(c, bias(s, c, mk, L->bk), 3, (int64_t[]){D, Hkv, n});
+        v = bp_reshape(c, bias(s, c, mv, L->bv), 3, (int64_t[]){D, Hkv, n});
     }
-    q = bp_rope(c, q, p->pos, (int)hp->n_rot, BP_ROPE_MODE_NORMAL, hp->rope_base, 1.0f);
-    k = bp_rope(c, k, p->pos, (int)hp->n_rot, BP_ROPE_MODE_NORMAL, hp->rope_base, 1.0f);
+    if (L->q_norm) q = norm(c, q, dev_weight(s, L->q_norm), hp->rms_eps);
+    if (L->k_norm) k = norm(c, k, dev_weight(s, L->k_norm), hp->rms_eps);
+    q = rope(s, p, l, q);
+    k = rope(s, p, l, k);
 
     /* [D, H, n] -> [D, n, H]: rows per head, as SET_ROWS and attention want. */
     struct bp_tensor *kc = bp_set_rows(c, s->cache_k[l], bp_permute(c, k, 0, 2, 1, 3), p->pos);
@@ -574,19 +636,38 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
                                      (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
     struct bp_tensor *kv_v = bp_view(c, vc, 3, (int64_t[]){D, p->n_kv, Hkv},
                                      (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
-    struct bp_tensor *a = bp_flash_attn_ext(c, bp_permute(c, q, 0, 2, 1, 3), kv_k, kv_v, p->mask,
-                                            1.0f / sqrtf((float)D));
+    struct bp_tensor *mask = bp_arch_layer_swa(hp, l) ? p->mask_swa : p->mask;
+    const float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)D);
+    struct bp_tensor *qh = bp_permute(c, q, 0, 2, 1, 3);
+    struct bp_tensor *a = hp->attn_softcap > 0.0f
+                              ? bp_flash_attn_softcap(c, qh, kv_k, kv_v, mask, scale, hp->attn_softcap)
+                              : bp_flash_attn_ext(c, qh, kv_k, kv_v, mask, scale);
     char nm[BP_MAX_NAME];
     a = bp_tensor_set_name(bp_reshape(c, a, 2, (int64_t[]){D * H, n}), input_name(L->wo, l, nm, sizeof nm));
-    x = bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->wo), a));
+    struct bp_tensor *o = bias(s, c, bp_mul_mat(c, dev_weight(s, L->wo), a), L->bo);
+    if (L->post_attn_norm) o = norm(c, o, dev_weight(s, L->post_attn_norm), hp->rms_eps);
+    x = bp_add(c, x, o);
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
-    struct bp_tensor *g = bp_mul_mat(c, dev_weight(s, L->gate), h);
-    struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up), h);
-    expand_together(p, (struct bp_tensor *[]){g, u}, 2);
-    g = bp_silu(c, g);
+    struct bp_tensor *g, *u;
+    if (arch->flags & BP_ARCH_FUSED_UP) { /* [gate | up] in one projection */
+        struct bp_tensor *gu = bias(s, c, bp_mul_mat(c, dev_weight(s, L->up), h), L->bup);
+        const size_t es = sizeof(float), row = gu ? gu->nb[1] : 0;
+        g = bp_cont(c, bp_view(c, gu, 2, (int64_t[]){hp->n_ff, n}, (size_t[]){es, row}, 0));
+        u = bp_cont(c, bp_view(c, gu, 2, (int64_t[]){hp->n_ff, n}, (size_t[]){es, row}, (size_t)hp->n_ff * es));
+    } else {
+        g = bp_mul_mat(c, dev_weight(s, L->gate), h);
+        u = bp_mul_mat(c, dev_weight(s, L->up), h);
+        expand_together(p, (struct bp_tensor *[]){g, u}, 2);
+        g = bias(s, c, g, L->bgate);
+        u = bias(s, c, u, L->bup);
+    }
+    g = arch->act == BP_ARCH_ACT_GELU ? bp_gelu(c, g) : bp_silu(c, g);
     input_name(L->down, l, nm, sizeof nm);
-    return bp_add(c, x, bp_mul_mat(c, dev_weight(s, L->down), bp_tensor_set_name(bp_mul(c, g, u), nm)));
+    struct bp_tensor *f = bias(s, c, bp_mul_mat(c, dev_weight(s, L->down), bp_tensor_set_name(bp_mul(c, g, u), nm)),
+                               L->bdown);
+    if (L->post_ffw_norm) f = norm(c, f, dev_weight(s, L->post_ffw_norm), hp->rms_eps);
+    return bp_add(c, x, f);
 }
 
 /* The tensors of p (n and n_kv set) in a new context and, in order, the
@@ -595,7 +676,7 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
 {
     const struct bp_run_model *m = s->m;
     const struct bp_run_hparams *hp = &m->hp;
-    const size_t cap = 64 * (size_t)hp->n_layer + 64;
+    const size_t cap = 96 * (size_t)hp->n_layer + 64;
     bp_status r = bp_context_new(cap, &p->ctx);
     if (r == BP_OK) r = bp_graph_new(cap + 8, &p->g);
     if (r != BP_OK) return r;
@@ -603,15 +684,24 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     p->ids = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "ids");
     p->pos = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "pos");
     p->mask = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask");
-    struct bp_tensor *in[3] = { p->ids, p->pos, p->mask };
-    for (int i = 0; i < 3; i++)
+    p->mask_swa = hp->n_swa > 0 && hp->swa_period > 0
+                      ? bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask_swa")
+                      : NULL;
+    struct bp_tensor *in[4] = { p->ids, p->pos, p->mask, p->mask_swa };
+    for (int i = 0; i < 4; i++)
         if (in[i]) in[i]->flags |= BP_TENSOR_FLAG_INPUT;
     struct bp_tensor *x = bp_get_rows(c, dev_weight(s, m->tok_embd), p->ids);
+    const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
+    if (arch->flags & BP_ARCH_EMBED_SCALE) x = bp_scale(c, x, sqrtf((float)hp->n_embd), 0.0f);
     for (int64_t l = 0; l < hp->n_layer; l++) x = layer(s, p, l, x);
     if (!all && p->n > 1 && x)
         x = bp_view(c, x, 1, (int64_t[]){hp->n_embd}, NULL, (size_t)(p->n - 1) * x->nb[1]);
     x = norm(c, x, dev_weight(s, m->out_norm), hp->rms_eps);
-    p->logits = bp_tensor_set_name(bp_mul_mat(c, output_weight(s), x), "logits");
+    struct bp_tensor *logits = bias(s, c, bp_mul_mat(c, output_weight(s), x), m->output_b);
+    if (hp->final_softcap > 0.0f) /* c tanh(x / c) */
+        logits = bp_scale(c, bp_tanh(c, bp_scale(c, logits, 1.0f / hp->final_softcap, 0.0f)),
+                          hp->final_softcap, 0.0f);
+    p->logits = bp_tensor_set_name(logits, "logits");
     if (p->logits) p->logits->flags |= BP_TENSOR_FLAG_OUTPUT;
     r = bp_context_status(c);
     return r != BP_OK ? r : bp_graph_build(p->g, p->logits);
@@ -694,7 +784,13 @@ static bp_status set_inputs(const struct bp_run_session *s, const struct plan *p
     bp_status r = bp_tensor_set(p->ids, tokens, 0, (size_t)p->n * sizeof *tokens);
     if (r == BP_OK) r = bp_tensor_set(p->pos, pos, 0, (size_t)p->n * sizeof *pos);
     if (r == BP_OK) r = bp_tensor_set(p->mask, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
-    return r;
+    if (r != BP_OK || !p->mask_swa) return r;
+    /* The window: key j is hidden from query i when i's position - j >=
+     * n_swa (llama.cpp's is_masked_swa), so it holds the query itself. */
+    const int64_t w = s->m->hp.n_swa;
+    for (int64_t i = 0; i < p->n; i++)
+        for (int64_t j = 0; j < p->n_kv && j <= s->n_past + i - w; j++) mask[i * p->n_kv + j] = -INFINITY;
+    return bp_tensor_set(p->mask_swa, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
 }
 
 static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_t *tokens,

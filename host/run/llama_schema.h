@@ -24,16 +24,22 @@ enum bp_llama_dim {
     BP_LLAMA_DIM_FF,     /* n_ff */
     BP_LLAMA_DIM_Q,      /* n_head * head_dim: query features */
     BP_LLAMA_DIM_KV,     /* n_head_kv * head_dim: key or value features */
-    BP_LLAMA_DIM_PARTS,  /* the sum of the rows' dim 1 that a fused row stacks */
+    BP_LLAMA_DIM_PARTS,  /* the sum of the parts' last dim that a fused row stacks */
+    BP_LLAMA_DIM_HEAD,   /* head_dim */
+    BP_LLAMA_DIM_ROT_HALF, /* n_rot / 2: one RoPE factor per rotated pair */
+    BP_LLAMA_DIM_FF_UP,  /* ffn_up's rows: n_ff, or 2 n_ff when it holds the gate too */
 };
 
-/* When a row's tensor exists. */
+/* When a row's tensor exists (an architecture may leave a row out or make it
+ * optional: arch.h). */
 enum bp_llama_presence {
+    BP_LLAMA_ABSENT,     /* not in this architecture: a tensor of its name is refused */
     BP_LLAMA_REQUIRED,
     BP_LLAMA_FUSED,      /* optional; when present it replaces its parts (which are then not read);
                           * its row comes before theirs, so the binder sees it first */
     BP_LLAMA_PART,       /* required unless the fused row naming it is present */
     BP_LLAMA_UNTIED,     /* optional; absent means the embedding is the output projection */
+    BP_LLAMA_OPTIONAL,   /* read when present (biases, RoPE factors); never generated */
 };
 
 /* The Megatron split of a meta device: which axis is cut and in which unit
@@ -55,6 +61,41 @@ enum bp_llama_init {
     BP_LLAMA_INIT_EMBED,    /* around 0, wide */
     BP_LLAMA_INIT_LINEAR,   /* around 0, scaled for unit-variance outputs */
     BP_LLAMA_INIT_PARTS,    /* the parts' streams stacked, so fused and separate agree */
+};
+
+/* The rows' indices in bp_llama_schema (the architectures' tables name rows
+ * by them). */
+enum bp_schema_row {
+    BP_SCHEMA_ROW_TOKEN_EMBD,
+    BP_SCHEMA_ROW_ROPE_FREQS,
+    BP_SCHEMA_ROW_ROPE_LONG,
+    BP_SCHEMA_ROW_ROPE_SHORT,
+    BP_SCHEMA_ROW_ATTN_NORM,
+    BP_SCHEMA_ROW_ATTN_QKV,
+    BP_SCHEMA_ROW_ATTN_Q,
+    BP_SCHEMA_ROW_ATTN_K,
+    BP_SCHEMA_ROW_ATTN_V,
+    BP_SCHEMA_ROW_ATTN_QKV_B,
+    BP_SCHEMA_ROW_ATTN_Q_B,
+    BP_SCHEMA_ROW_ATTN_K_B,
+    BP_SCHEMA_ROW_ATTN_V_B,
+    BP_SCHEMA_ROW_ATTN_Q_NORM,
+    BP_SCHEMA_ROW_ATTN_K_NORM,
+    BP_SCHEMA_ROW_ATTN_OUTPUT,
+    BP_SCHEMA_ROW_ATTN_OUTPUT_B,
+    BP_SCHEMA_ROW_POST_ATTN_NORM,
+    BP_SCHEMA_ROW_FFN_NORM,
+    BP_SCHEMA_ROW_FFN_GATE,
+    BP_SCHEMA_ROW_FFN_UP,
+    BP_SCHEMA_ROW_FFN_DOWN,
+    BP_SCHEMA_ROW_FFN_GATE_B,
+    BP_SCHEMA_ROW_FFN_UP_B,
+    BP_SCHEMA_ROW_FFN_DOWN_B,
+    BP_SCHEMA_ROW_POST_FFW_NORM,
+    BP_SCHEMA_ROW_OUTPUT_NORM,
+    BP_SCHEMA_ROW_OUTPUT,
+    BP_SCHEMA_ROW_OUTPUT_B,
+    BP_SCHEMA_ROW_COUNT
 };
 
 #define BP_LLAMA_MAX_PARTS 3
@@ -113,8 +154,13 @@ const struct bp_llama_tensor *bp_llama_fused_of(const struct bp_llama_tensor *r)
  * whose dim 1 is the vocabulary (token_embd.weight). Never NULL. */
 const struct bp_llama_tensor *bp_llama_vocab_row(void);
 
-/* Whether row r exists in a model with fused QKV / tied output. */
-bool bp_llama_row_present(const struct bp_llama_tensor *r, bool fused, bool tied);
+struct bp_arch;
+/* Row r's presence in architecture a (NULL: llama), as a's table says. */
+enum bp_llama_presence bp_llama_row_use(const struct bp_arch *a, const struct bp_llama_tensor *r);
+/* Whether row r is made for a model of architecture a (NULL: llama) with
+ * fused QKV / tied output: required rows, and fused, part or untied rows as
+ * fused and tied say; optional rows never. */
+bool bp_llama_row_present(const struct bp_arch *a, const struct bp_llama_tensor *r, bool fused, bool tied);
 
 /* The pointer slot of row r (layer l) in m: &m->layers[l].<field> or
  * &m-><field>; bp_llama_get reads it (NULL: not bound). */

@@ -5,6 +5,7 @@
  * that disagree with the metadata (both shapes named).
  */
 #include "model.h"
+#include "arch.h"
 #include "llama_schema.h"
 #include "run_error.h"
 
@@ -56,8 +57,9 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
                         "q6_K.", name, bp_gguf_ggml_type_name(gt->ggml_type), gt->ggml_type);
         if (optional) return BP_OK;
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
-                    "the model has no tensor '%s', which a llama model needs; the file is "
-                    "incomplete or of another layout.", name);
+                    "the model has no tensor '%s', which a %s model needs; the file is "
+                    "incomplete or of another layout.", name,
+                    (m->hp.arch ? m->hp.arch : &bp_arch_llama)->name);
     }
     int64_t full[4] = {1, 1, 1, 1};
     for (int i = 0; i < n; i++) full[i] = want[i];
@@ -79,17 +81,74 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
 static bp_status bind_row(struct bp_run_model *m, const struct bp_llama_tensor *r, int64_t l, char *err,
                           size_t cap)
 {
+    const enum bp_llama_presence use = bp_llama_row_use(m->hp.arch, r);
+    if (use == BP_LLAMA_ABSENT) return BP_OK;
     const struct bp_llama_tensor *fused = bp_llama_fused_of(r);
     if (fused && bp_llama_get(fused, m, l)) return BP_OK;
     char nm[BP_GGUF_MAX_NAME + 1];
     int64_t ne[4];
     bp_llama_tensor_shape(r, &m->hp, ne);
     const struct bp_run_weight **slot = bp_llama_slot(r, m, l);
-    const bool optional = r->presence == BP_LLAMA_FUSED || r->presence == BP_LLAMA_UNTIED;
+    const bool optional = use == BP_LLAMA_FUSED || use == BP_LLAMA_UNTIED || use == BP_LLAMA_OPTIONAL;
     bp_status s = need(m, bp_llama_tensor_name(r, l, nm, sizeof nm), r->n_dims, ne, optional, slot, err,
                        cap);
     if (s == BP_OK && *slot) m->weights[*slot - m->weights].row = r;
     return s;
+}
+
+/* True when name is one of a mixture-of-experts layer's tensors
+ * (blk.N.ffn_gate_inp, ffn_{gate,up,down}_exps, shared experts, or the
+ * per-expert tensors of old Mixtral files). */
+static bool moe_tensor(const char *name)
+{
+    return strstr(name, ".ffn_gate_inp") || strstr(name, "_exps.") || strstr(name, "_shexp.") ||
+           (!strncmp(name, "blk.", 4) && (strstr(name, ".ffn_gate.") || strstr(name, ".ffn_up.") ||
+                                          strstr(name, ".ffn_down.")) &&
+            strchr(strstr(name, ".ffn_") + 5, '.') != strrchr(name, '.'));
+}
+
+/* Every tensor of the file is read by the architecture, or the file is
+ * refused naming it (llama.cpp: "wrong number of tensors"): a tensor no
+ * code reads means the file holds something the graph does not compute.
+ * Also the RoPE factor tensors that the scaling type does not read. */
+static bp_status account(struct bp_run_model *m, char *err, size_t cap)
+{
+    const struct bp_arch *a = m->hp.arch ? m->hp.arch : &bp_arch_llama;
+    const bool longrope = m->hp.rope_scaling == BP_RUN_ROPE_LONGROPE;
+    if ((longrope && m->rope_freqs) || (!longrope && (m->rope_long || m->rope_short)))
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
+                    "the model has tensor '%s' but its RoPE scaling is %s, which does not read it "
+                    "(llama.cpp refuses the file too); the file was converted wrongly.",
+                    longrope ? "rope_freqs.weight" : m->rope_long ? "rope_factors_long.weight"
+                                                                  : "rope_factors_short.weight",
+                    longrope ? "longrope" : "not longrope");
+    if (longrope && (!m->rope_long || !m->rope_short))
+        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
+                    "the model's RoPE scaling is longrope but it lacks '%s'; the file is incomplete.",
+                    m->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");
+    const struct bp_gguf *g = m->gguf;
+    for (size_t i = 0; i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        if (w->row) continue;
+        if (moe_tensor(w->name))
+            return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
+                        "the model has expert tensor '%s': it is a mixture of experts, which "
+                        "backplane does not run yet; use a dense model.", w->name);
+        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
+                    "the model has tensor '%s', which a %s model does not have and nothing would "
+                    "read (llama.cpp refuses the file too); the file is of another architecture or "
+                    "converted wrongly.", w->name, a->name);
+    }
+    /* Tensors of a type backplane lacks were left out of m->weights; one
+     * that no row bound is as unread as any. */
+    for (uint64_t i = 0; g && i < g->n_tensors; i++)
+        if (g->tensors[i].type < 0)
+            return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
+                        "tensor '%s' has type %s (ggml type %u), which backplane does not support; "
+                        "requantize the model to f32, f16, bf16, q4_0, q8_0, q4_K or q6_K.",
+                        g->tensors[i].name, bp_gguf_ggml_type_name(g->tensors[i].ggml_type),
+                        g->tensors[i].ggml_type);
+    return BP_OK;
 }
 
 /* Global rows first, then the layers' in order: the first missing tensor
@@ -111,96 +170,32 @@ bp_status bp_run_model_bind(struct bp_run_model *m, char *err, size_t cap)
         for (size_t i = 0; i < bp_llama_schema_rows; i++)
             if (bp_llama_schema[i].per_layer && (s = bind_row(m, &bp_llama_schema[i], l, err, cap)) != BP_OK)
                 return s;
-    return BP_OK;
+    return account(m, err, cap);
 }
 
 /* --------------------------------------------------------------- GGUF */
 
-static bool kv_u(const struct bp_gguf *g, const char *key, uint64_t *v)
+static bp_status read_hparams(const struct bp_gguf *g, const struct bp_arch *a, struct bp_run_hparams *hp,
+                              char *err, size_t cap)
 {
-    return bp_gguf_kv_uint(bp_gguf_find_kv(g, key), v);
-}
-
-static bp_status hp_u(const struct bp_gguf *g, const char *key, int64_t *out, bool optional,
-                      int64_t dflt, char *err, size_t cap)
-{
-    const struct bp_gguf_kv *kv = bp_gguf_find_kv(g, key);
-    uint64_t v;
-    if (!kv) {
-        if (optional) { *out = dflt; return BP_OK; }
-        return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
-                    "the model has no metadata key '%s', which a llama model needs; the file is "
-                    "incomplete.", key);
-    }
-    if (!bp_gguf_kv_uint(kv, &v) || v == 0 || v > (1u << 30))
-        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
-                    "the model's metadata '%s' is not a positive integer below 2^30; the file is "
-                    "corrupt.", key);
-    *out = (int64_t)v;
-    return BP_OK;
-}
-
-static bp_status read_hparams(const struct bp_gguf *g, struct bp_run_hparams *hp, char *err,
-                              size_t cap)
-{
-    bp_status s;
-    if ((s = hp_u(g, "llama.block_count", &hp->n_layer, false, 0, err, cap)) ||
-        (s = hp_u(g, "llama.embedding_length", &hp->n_embd, false, 0, err, cap)) ||
-        (s = hp_u(g, "llama.feed_forward_length", &hp->n_ff, false, 0, err, cap)) ||
-        (s = hp_u(g, "llama.attention.head_count", &hp->n_head, false, 0, err, cap)) ||
-        (s = hp_u(g, "llama.attention.head_count_kv", &hp->n_head_kv, true, hp->n_head, err, cap)) ||
-        (s = hp_u(g, "llama.context_length", &hp->n_ctx_train, true, 2048, err, cap)))
-        return s;
-    /* Bounds what binding allocates per layer before any tensor is looked
-     * up (the fuzzer found a block_count of 2^30 in a few-kB file). */
-    if ((uint64_t)hp->n_layer > g->n_tensors)
-        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
-                    "the model's llama.block_count %" PRId64 " exceeds its %" PRIu64 " tensors "
-                    "(each block has several); the file is corrupt.", hp->n_layer, g->n_tensors);
-    if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
-        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
-                    "the model's metadata is inconsistent: embedding_length %" PRId64
-                    ", head_count %" PRId64 ", head_count_kv %" PRId64 " (heads must divide the "
-                    "embedding and kv heads the heads).", hp->n_embd, hp->n_head, hp->n_head_kv);
-    if ((s = hp_u(g, "llama.attention.key_length", &hp->head_dim, true, hp->n_embd / hp->n_head,
-                  err, cap)))
-        return s;
-    int64_t vlen = 0;
-    if ((s = hp_u(g, "llama.attention.value_length", &vlen, true, hp->head_dim, err, cap)))
-        return s;
-    if (vlen != hp->head_dim || hp->head_dim % 2 != 0)
-        return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
-                    "the model has key length %" PRId64 " and value length %" PRId64 "; the runner "
-                    "needs them equal and even.", hp->head_dim, vlen);
-    if ((s = hp_u(g, "llama.rope.dimension_count", &hp->n_rot, true, hp->head_dim, err, cap)))
-        return s;
-    if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
-        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
-                    "the model's llama.rope.dimension_count %" PRId64 " is odd or larger than the "
-                    "head size %" PRId64 "; the file is corrupt.", hp->n_rot, hp->head_dim);
-    double f;
-    hp->rope_base = bp_gguf_kv_float(bp_gguf_find_kv(g, "llama.rope.freq_base"), &f) ? (float)f
-                                                                                     : 10000.0f;
-    hp->rms_eps = bp_gguf_kv_float(bp_gguf_find_kv(g, "llama.attention.layer_norm_rms_epsilon"), &f)
-                      ? (float)f : 1e-5f;
-    if (!(hp->rope_base > 0.0f) || !(hp->rms_eps >= 0.0f))
-        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
-                    "the model's rope.freq_base or layer_norm_rms_epsilon is not a positive "
-                    "number; the file is corrupt.");
+    bp_status s = (bp_status)bp_arch_read_hparams(a, g, hp, err, cap);
+    if (s != BP_OK) return s;
     /* The vocabulary is the one hyper-parameter read off a tensor: the
      * required row whose dim 1 is the vocabulary (the embedding). */
     const char *vname = bp_llama_vocab_row()->name;
     const struct bp_gguf_tensor *te = bp_gguf_find_tensor(g, vname);
     if (!te)
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
-                    "the model has no tensor '%s', which a llama model needs; the file is "
-                    "incomplete or of another layout.", vname);
+                    "the model has no tensor '%s', which a %s model needs; the file is "
+                    "incomplete or of another layout.", vname, a->name);
     hp->n_vocab = te->ne[1];
+    char key[96];
+    snprintf(key, sizeof key, "%s.vocab_size", a->name);
     uint64_t vs;
-    if (kv_u(g, "llama.vocab_size", &vs) && (int64_t)vs != hp->n_vocab)
+    if (bp_gguf_kv_uint(bp_gguf_find_kv(g, key), &vs) && (int64_t)vs != hp->n_vocab)
         return bp_run_fail(err, cap, BP_ERR_SHAPE,
-                    "tensor '%s' has %" PRId64 " rows but llama.vocab_size says %"
-                    PRIu64 "; the file's metadata and tensors disagree.", vname, hp->n_vocab, vs);
+                    "tensor '%s' has %" PRId64 " rows but %s says %" PRIu64 "; the file's metadata "
+                    "and tensors disagree.", vname, hp->n_vocab, key, vs);
     return BP_OK;
 }
 
@@ -213,14 +208,20 @@ bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_
         return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                     "the GGUF file has no general.architecture string; it is not a model file "
                     "backplane can run.");
-    if (arch->v.s.len != 5 || memcmp(arch->v.s.ptr, "llama", 5) != 0)
+    const struct bp_arch *a = bp_arch_find(arch->v.s.ptr, arch->v.s.len);
+    if (!a) {
+        char known[160] = "";
+        for (size_t i = 0; bp_archs[i]; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                     bp_archs[i]->name);
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
-                    "the model's architecture is '%.*s', not 'llama'; `backplane run` runs llama "
-                    "models only.", (int)(arch->v.s.len > 64 ? 64 : arch->v.s.len), arch->v.s.ptr);
+                    "the model's architecture is '%.*s', which backplane does not run; it runs %s.",
+                    (int)(arch->v.s.len > 64 ? 64 : arch->v.s.len), arch->v.s.ptr, known);
+    }
     struct bp_run_model *m = calloc(1, sizeof *m);
     if (!m) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory loading a model.");
     snprintf(m->name, sizeof m->name, "%s", name ? name : "gguf");
-    bp_status s = read_hparams(g, &m->hp, err, cap);
+    bp_status s = read_hparams(g, a, &m->hp, err, cap);
     if (s != BP_OK) goto fail;
     m->weights = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *m->weights);
     if (!m->weights) {
@@ -229,7 +230,7 @@ bp_status bp_run_model_from_gguf(struct bp_gguf *g, const char *name, struct bp_
     }
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const struct bp_gguf_tensor *t = &g->tensors[i];
-        if (t->type < 0) continue; /* named by need() when the runner wants it */
+        if (t->type < 0) continue; /* named by need() or account() */
         struct bp_run_weight *w = &m->weights[m->n_weights++];
         snprintf(w->name, sizeof w->name, "%s", t->name);
         w->type = (enum bp_type)t->type;
@@ -270,7 +271,7 @@ bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path,
     bp_status s = bp_gguf_writer_new(version, alignment, &w);
     if (s != BP_OK) return s;
     const struct bp_run_hparams *hp = &m->hp;
-    if ((s = bp_gguf_add_string(w, "general.architecture", "llama")) ||
+    if ((s = bp_gguf_add_string(w, "general.architecture", (hp->arch ? hp->arch : &bp_arch_llama)->name)) ||
         (s = bp_gguf_add_string(w, "general.name", m->name)) ||
         (s = bp_gguf_add_u32(w, "llama.block_count", (uint32_t)hp->n_layer)) ||
         (s = bp_gguf_add_u32(w, "llama.context_length", (uint32_t)hp->n_ctx_train)) ||

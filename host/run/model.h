@@ -15,12 +15,38 @@
 
 #include "gguf.h"
 
+/* RoPE scaling types (rope.scaling.type). */
+enum bp_run_rope_scaling {
+    BP_RUN_ROPE_LINEAR,   /* the default: freq_scale = 1 / factor */
+    BP_RUN_ROPE_NONE,
+    BP_RUN_ROPE_YARN,
+    BP_RUN_ROPE_LONGROPE, /* long or short factors by the context asked for */
+};
+
+/* A model's hyper-parameters. The fields after rms_eps are zero in a plain
+ * Llama model (the built-in ones); arch.c reads them for the others. */
 struct bp_run_hparams {
     int64_t n_vocab, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_rot, n_ctx_train;
     float rope_base, rms_eps;
+    const struct bp_arch *arch;    /* NULL: llama */
+    int64_t n_ff_up;               /* ffn_up's rows when it holds the gate too; 0: n_ff */
+    int64_t value_length;          /* 0: head_dim */
+    enum bp_run_rope_scaling rope_scaling;
+    float rope_factor;             /* rope.scaling.factor (0: none) */
+    float rope_scale_linear;       /* the legacy rope.scale_linear (0: none) */
+    float rope_attn_factor;        /* rope.scaling.attn_factor (0: 1) */
+    float yarn_beta_fast, yarn_beta_slow; /* 0: 32 and 1 */
+    int64_t n_ctx_orig;            /* rope.scaling.original_context_length (0: n_ctx_train) */
+    float rope_base_swa;           /* sliding-window layers' base (0: rope_base) */
+    int64_t n_swa, swa_period;     /* window and period (layer l slides iff l % period < period - 1) */
+    float attn_softcap, final_softcap; /* 0: none */
+    float attn_scale;              /* 0: 1/sqrt(head_dim) */
+    int64_t n_expert, n_expert_used;
+    bool non_causal;               /* attention.causal = false */
 };
 
 struct bp_llama_tensor;
+struct bp_arch;
 struct bp_llama_mix;
 
 /* One weight: bytes in host memory (not owned here), type, shape, and the
@@ -41,6 +67,8 @@ struct bp_run_weight {
 struct bp_run_layer {
     const struct bp_run_weight *attn_norm, *wq, *wk, *wv, *wqkv, *wo;
     const struct bp_run_weight *ffn_norm, *gate, *up, *down;
+    const struct bp_run_weight *bqkv, *bq, *bk, *bv, *bo, *bgate, *bup, *bdown;
+    const struct bp_run_weight *q_norm, *k_norm, *post_attn_norm, *post_ffw_norm;
 };
 
 struct bp_run_model {
@@ -49,6 +77,7 @@ struct bp_run_model {
     struct bp_run_weight *weights;
     size_t n_weights;
     const struct bp_run_weight *tok_embd, *out_norm, *output; /* output == tok_embd when tied */
+    const struct bp_run_weight *output_b, *rope_freqs, *rope_long, *rope_short;
     struct bp_run_layer *layers;
     bool tied_output;
     const struct bp_llama_mix *mix; /* the llama.cpp mix a built-in model was made in; NULL: none */

@@ -23,6 +23,7 @@
  * move between layers identically for all tensors of a layer.
  */
 #include "split.h"
+#include "arch.h"
 #include "llama_schema.h"
 
 #include <stddef.h>
@@ -91,20 +92,41 @@ static struct units model_units(const struct bp_run_model *m)
 /* The split of a row's tensor. A fused row is cut in segments, each like
  * its part (consecutive parts with the same rule and dim are one segment
  * repeated: Q | K V). */
+static struct bp_meta_split row_split_2d(const struct bp_llama_tensor *r, const struct bp_run_hparams *hp,
+                                         struct units *u);
+
+/* A bias (1-D) is cut along axis 0 as its projection's outputs (axis 1). */
 static struct bp_meta_split row_split(const struct bp_llama_tensor *r, const struct bp_run_hparams *hp,
                                       struct units *u)
 {
+    struct bp_meta_split sp = row_split_2d(r, hp, u);
+    if (r->n_dims == 1 && sp.state == BP_META_SPLIT_AXIS_1) sp.state = BP_META_SPLIT_AXIS_0;
+    return sp;
+}
+
+static struct bp_meta_split row_split_2d(const struct bp_llama_tensor *r, const struct bp_run_hparams *hp,
+                                         struct units *u)
+{
+    const struct bp_arch *a = hp->arch ? hp->arch : &bp_arch_llama;
+    const int last = r->n_dims - 1;
+    if (r->split == BP_LLAMA_COLS_FF && r->ne[last] == BP_LLAMA_DIM_FF_UP && (a->flags & BP_ARCH_FUSED_UP)) {
+        /* [gate | up]: two segments, each cut like ffn_down's rows */
+        struct bp_meta_split sp = axis(BP_META_SPLIT_AXIS_1, 0);
+        sp.seg[sp.n_segments++] = (struct bp_meta_segment){ .ne = hp->n_ff, .repeat = 2, .granularity = u->ff };
+        return sp;
+    }
     if (r->split != BP_LLAMA_COLS_PARTS)
         return axis(split_rules[r->split].state, *unit_of(u, r->split));
     struct bp_meta_split sp = axis(split_rules[r->split].state, 0);
     for (int i = 0; i < r->n_parts; i++) {
         const struct bp_llama_tensor *p = &bp_llama_schema[r->parts[i]];
         const struct bp_llama_tensor *prev = i > 0 ? &bp_llama_schema[r->parts[i - 1]] : NULL;
-        if (prev && p->split == prev->split && p->ne[1] == prev->ne[1]) {
+        if (prev && p->split == prev->split && p->ne[last] == prev->ne[last]) {
             sp.seg[sp.n_segments - 1].repeat++;
         } else if (sp.n_segments < BP_META_MAX_SEGMENTS) {
             sp.seg[sp.n_segments++] = (struct bp_meta_segment){
-                .ne = bp_llama_dim_value(hp, p->ne[1]), .repeat = 1, .granularity = *unit_of(u, p->split) };
+                .ne = bp_llama_dim_value(hp, p->ne[last]), .repeat = 1,
+                .granularity = *unit_of(u, p->split) };
         }
     }
     return sp;
@@ -120,8 +142,8 @@ void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_m
      * decoder's copy of it is named output.weight, so no rule may name it). */
     for (size_t i = 0; i < bp_llama_schema_rows && n < BP_RUN_SPLIT_MAX_RULES; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
-        if (r->split == BP_LLAMA_MIRROR ||
-            !(bp_llama_row_present(r, true, m->tied_output) || bp_llama_row_present(r, false, m->tied_output)))
+        if (r->split == BP_LLAMA_MIRROR || bp_llama_row_use(hp->arch, r) == BP_LLAMA_ABSENT ||
+            (r->presence == BP_LLAMA_UNTIED && m->tied_output))
             continue;
         bp_llama_tensor_name(r, -1, t->patterns[n], sizeof t->patterns[n]);
         t->rules[n] = (struct bp_meta_rule){ .pattern = t->patterns[n], .split = row_split(r, hp, &u) };

@@ -11,7 +11,7 @@
 
 #include "model.h"
 
-#define BP_RUN_SPLIT_MAX_RULES 16
+#define BP_RUN_SPLIT_MAX_RULES 48
 
 /* The rules for one model, one per split row of the Llama schema
  * (llama_schema.h): name patterns ("blk.*.attn_q.weight") with the split

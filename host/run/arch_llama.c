@@ -1,0 +1,25 @@
+/*
+ * arch_llama.c — `llama` (Llama 1-3.x, Mistral, Mixtral's dense kin, and the
+ * many files converted as llama), as llama.cpp's src/models/llama.cpp reads
+ * it: adjacent-pair RoPE (the converter permutes Q and K), SwiGLU, optional
+ * biases on every projection, a tied or untied output, rope_freqs (Llama
+ * 3.x) or longrope factors.
+ */
+#include "arch_rows.h"
+
+#include <backplane/backplane.h>
+
+const struct bp_arch bp_arch_llama = {
+    .name = "llama",
+    .rope_mode = BP_ROPE_MODE_NORMAL,
+    .act = BP_ARCH_ACT_SILU,
+    .flags = BP_ARCH_ROT_FULL,
+    .rows = {
+        BP_ARCH_DECODER_ROWS, BP_ARCH_QKV_BIAS_ROWS,
+        BP_ARCH_ROW(FFN_GATE) = BP_ARCH_USE, BP_ARCH_ROW(OUTPUT) = BP_ARCH_USE,
+        BP_ARCH_ROW(ROPE_FREQS) = BP_ARCH_USE, BP_ARCH_ROW(ROPE_LONG) = BP_ARCH_USE,
+        BP_ARCH_ROW(ROPE_SHORT) = BP_ARCH_USE, BP_ARCH_ROW(ATTN_OUTPUT_B) = BP_ARCH_USE,
+        BP_ARCH_ROW(FFN_GATE_B) = BP_ARCH_USE, BP_ARCH_ROW(FFN_UP_B) = BP_ARCH_USE,
+        BP_ARCH_ROW(FFN_DOWN_B) = BP_ARCH_USE,
+    },
+};
