@@ -20,6 +20,8 @@ int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv); /* cmd_run.c, on host/run/ */
 int cmd_tokenize(int argc, char **argv);
+/* `info --model`: a model file as the runner reads it (model_info.c). */
+int cli_model_info(const char *path, bool as_json);
 
 /* Loads plugins with crash/hang isolation so one bad plugin is reported,
  * not fatal. Prints the error and returns false when loading failed. */

@@ -12,13 +12,18 @@
 
 static void help(void)
 {
-    puts("usage: backplane info DEVICE [--json]\n\n"
+    puts("usage: backplane info DEVICE [--json]\n"
+         "       backplane info --model PATH|builtin:NAME [--json]\n\n"
          "Shows the device's type, memory, capabilities, buffer type, the plugin\n"
          "that provides it, which ops and element types it supports (asked of the\n"
          "device with the same small graphs `backplane check` runs), and the\n"
          "optional features its plugin offers by proc-address name. A meta device\n"
          "also shows the all-reduce path it takes per message size (under\n"
-         "BACKPLANE_META_ALLREDUCE=auto measured now; `check --comm` shows the times).");
+         "BACKPLANE_META_ALLREDUCE=auto measured now; `check --comm` shows the times).\n\n"
+         "With --model, shows a model file as `backplane run` reads it instead:\n"
+         "architecture, parameter count, sizes, context length, RoPE settings,\n"
+         "the element types of each tensor class and the chat template family,\n"
+         "or the sentence the runner refuses the file with.");
 }
 
 static const char *const known_procs[] = {
@@ -218,14 +223,21 @@ static void print_json(const struct device_facts *f, const struct op_matrix *m)
 int cmd_info(int argc, char **argv)
 {
     bool as_json = false;
-    const char *name = NULL;
+    const char *name = NULL, *model = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) as_json = true;
+        else if (!strcmp(argv[i], "--model")) {
+            if (i + 1 >= argc) return cli_usage_error("info", "--model needs a GGUF path or builtin:NAME.");
+            model = argv[++i];
+        }
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return CLI_EXIT_OK; }
         else if (argv[i][0] == '-') return cli_usage_error("info", "unknown option '%s' for 'info'.", argv[i]);
         else if (name) return cli_usage_error("info", "'info' takes one device name, got '%s' and '%s'.", name, argv[i]);
         else name = argv[i];
     }
+    if (model && name)
+        return cli_usage_error("info", "'info' shows a device or a model (--model), not both.");
+    if (model) return cli_model_info(model, as_json);
     if (!name) return cli_usage_error("info", "'info' needs a device name, for example 'backplane info cpu'.");
     if (!cli_load()) return CLI_EXIT_FAIL;
     struct bp_device *dev = cli_find_device(name);
