@@ -14,11 +14,11 @@
 #include <string.h>
 
 extern const struct bp_arch bp_arch_qwen2, bp_arch_qwen3, bp_arch_gemma2, bp_arch_gemma3,
-    bp_arch_phi3;
+    bp_arch_phi3, bp_arch_mistral3;
 
 const struct bp_arch *const bp_archs[] = {
     &bp_arch_llama, &bp_arch_qwen2, &bp_arch_qwen3, &bp_arch_gemma2, &bp_arch_gemma3, &bp_arch_phi3,
-    NULL,
+    &bp_arch_mistral3, NULL,
 };
 
 #define HP(f) offsetof(struct bp_run_hparams, f)
@@ -229,9 +229,9 @@ int bp_arch_read_hparams(const struct bp_arch *a, const struct bp_gguf *g, struc
     if ((s = positive(hp->head_dim, "attention.key_length", a->name, err, cap))) return s;
     if (hp->value_length != hp->head_dim || hp->head_dim % 2 != 0)
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
-                           "the model has key length %" PRId64 " and value length %" PRId64 "; the runner "
-                           "(like llama.cpp's %s graph) needs them equal and even.", hp->head_dim,
-                           hp->value_length, a->name);
+                           "the model's %s.attention.key_length %" PRId64 " and value_length %" PRId64
+                           " differ; the runner (like llama.cpp's graph) needs them equal and even.", a->name,
+                           hp->head_dim, hp->value_length);
     if ((a->flags & BP_ARCH_Q_EMBD) && hp->head_dim * hp->n_head != hp->n_embd)
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                            "the model's heads are %" PRId64 " x %" PRId64 " wide but a %s model's queries "

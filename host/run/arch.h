@@ -39,6 +39,11 @@ enum bp_arch_flag {
     BP_ARCH_ROT_FULL = 1u << 2,    /* rope.dimension_count must equal the head size */
     BP_ARCH_Q_EMBD = 1u << 3,      /* query width must be n_embd: head size n_embd / n_head */
     BP_ARCH_SWA_NO_SCALING = 1u << 4, /* sliding-window layers rotate without rope scaling (Gemma 3) */
+    /* rope_freqs only without longrope scaling, the long/short factors only
+     * with it (llama.cpp's llama loader asks for one or the other); without
+     * this flag the long/short factors are read whenever present (Phi-3). */
+    BP_ARCH_FACTORS_BY_SCALING = 1u << 5,
+    BP_ARCH_ATTN_TEMP = 1u << 6,   /* attention.temperature_scale scales Q by position (Mistral 3) */
 };
 
 /* How a metadata key's value lands in struct bp_run_hparams. */

@@ -13,7 +13,7 @@ const struct bp_arch bp_arch_llama = {
     .name = "llama",
     .rope_mode = BP_ROPE_MODE_NORMAL,
     .act = BP_ARCH_ACT_SILU,
-    .flags = BP_ARCH_ROT_FULL,
+    .flags = BP_ARCH_ROT_FULL | BP_ARCH_FACTORS_BY_SCALING,
     .rows = {
         BP_ARCH_DECODER_ROWS, BP_ARCH_QKV_BIAS_ROWS,
         BP_ARCH_ROW(FFN_GATE) = BP_ARCH_USE, BP_ARCH_ROW(OUTPUT) = BP_ARCH_USE,

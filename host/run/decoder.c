@@ -63,6 +63,7 @@ struct plan {
     struct bp_graph *g;
     struct bp_tensor *ids, *pos, *mask, *logits;
     struct bp_tensor *mask_swa; /* sliding-window layers' mask; NULL: none */
+    struct bp_tensor *attn_temp; /* [1, 1, n] Q scale per token (Mistral 3); NULL: none */
     int64_t n, n_kv;            /* tokens evaluated, cache positions attended */
 };
 
@@ -581,6 +582,10 @@ static struct bp_tensor *rope(const struct bp_run_session *s, const struct plan 
         .beta_fast = hp->yarn_beta_fast > 0.0f ? hp->yarn_beta_fast : 32.0f,
         .beta_slow = hp->yarn_beta_slow > 0.0f ? hp->yarn_beta_slow : 1.0f,
     };
+    if (rp.ext_factor != 0.0f && hp->yarn_log_mul != 0.0f && factor > 1.0f)
+        /* llama.cpp's yarn_attn_factor: mscale(f, 1) / mscale(f, log_mul), the
+         * first of which ROPE_EXT's own (1 + 0.1 ln f) stands for */
+        rp.attn_factor /= 0.1f * hp->yarn_log_mul * logf(factor) + 1.0f;
     if (swa && (a->flags & BP_ARCH_SWA_NO_SCALING)) {
         rp.freq_scale = 1.0f;
         rp.ext_factor = 0.0f;
@@ -627,6 +632,7 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     if (L->k_norm) k = norm(c, k, dev_weight(s, L->k_norm), hp->rms_eps);
     q = rope(s, p, l, q);
     k = rope(s, p, l, k);
+    if (p->attn_temp) q = bp_mul(c, q, p->attn_temp);
 
     /* [D, H, n] -> [D, n, H]: rows per head, as SET_ROWS and attention want. */
     struct bp_tensor *kc = bp_set_rows(c, s->cache_k[l], bp_permute(c, k, 0, 2, 1, 3), p->pos);
@@ -687,11 +693,14 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
     p->mask_swa = hp->n_swa > 0 && hp->swa_period > 0
                       ? bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask_swa")
                       : NULL;
-    struct bp_tensor *in[4] = { p->ids, p->pos, p->mask, p->mask_swa };
-    for (int i = 0; i < 4; i++)
+    const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
+    p->attn_temp = (arch->flags & BP_ARCH_ATTN_TEMP) && hp->attn_temp_scale != 0.0f
+                       ? bp_tensor_set_name(bp_tensor_new_3d(c, BP_TYPE_F32, 1, 1, p->n), "attn_temp")
+                       : NULL;
+    struct bp_tensor *in[5] = { p->ids, p->pos, p->mask, p->mask_swa, p->attn_temp };
+    for (int i = 0; i < 5; i++)
         if (in[i]) in[i]->flags |= BP_TENSOR_FLAG_INPUT;
     struct bp_tensor *x = bp_get_rows(c, dev_weight(s, m->tok_embd), p->ids);
-    const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
     if (arch->flags & BP_ARCH_EMBED_SCALE) x = bp_scale(c, x, sqrtf((float)hp->n_embd), 0.0f);
     for (int64_t l = 0; l < hp->n_layer; l++) x = layer(s, p, l, x);
     if (!all && p->n > 1 && x)
@@ -784,13 +793,24 @@ static bp_status set_inputs(const struct bp_run_session *s, const struct plan *p
     bp_status r = bp_tensor_set(p->ids, tokens, 0, (size_t)p->n * sizeof *tokens);
     if (r == BP_OK) r = bp_tensor_set(p->pos, pos, 0, (size_t)p->n * sizeof *pos);
     if (r == BP_OK) r = bp_tensor_set(p->mask, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
-    if (r != BP_OK || !p->mask_swa) return r;
     /* The window: key j is hidden from query i when i's position - j >=
      * n_swa (llama.cpp's is_masked_swa), so it holds the query itself. */
-    const int64_t w = s->m->hp.n_swa;
-    for (int64_t i = 0; i < p->n; i++)
-        for (int64_t j = 0; j < p->n_kv && j <= s->n_past + i - w; j++) mask[i * p->n_kv + j] = -INFINITY;
-    return bp_tensor_set(p->mask_swa, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
+    if (r == BP_OK && p->mask_swa) {
+        const int64_t w = s->m->hp.n_swa;
+        for (int64_t i = 0; i < p->n; i++)
+            for (int64_t j = 0; j < p->n_kv && j <= s->n_past + i - w; j++) mask[i * p->n_kv + j] = -INFINITY;
+        r = bp_tensor_set(p->mask_swa, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
+    }
+    /* Q's temperature per token (llama.cpp's llm_graph_input_attn_temp),
+     * in the mask's scratch, which is no longer needed. */
+    if (r == BP_OK && p->attn_temp) {
+        const struct bp_run_hparams *hp = &s->m->hp;
+        const double orig = (double)(hp->n_ctx_orig ? hp->n_ctx_orig : hp->n_ctx_train);
+        for (int64_t i = 0; i < p->n; i++)
+            mask[i] = (float)(log(floor((double)pos[i] / orig) + 1.0) * hp->attn_temp_scale + 1.0);
+        r = bp_tensor_set(p->attn_temp, mask, 0, (size_t)p->n * sizeof *mask);
+    }
+    return r;
 }
 
 static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_t *tokens,

@@ -115,14 +115,20 @@ static bp_status account(struct bp_run_model *m, char *err, size_t cap)
 {
     const struct bp_arch *a = m->hp.arch ? m->hp.arch : &bp_arch_llama;
     const bool longrope = m->hp.rope_scaling == BP_RUN_ROPE_LONGROPE;
-    if ((longrope && m->rope_freqs) || (!longrope && (m->rope_long || m->rope_short)))
+    if (!(a->flags & BP_ARCH_FACTORS_BY_SCALING)) {
+        if ((m->rope_long != NULL) != (m->rope_short != NULL))
+            return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
+                        "the model has '%s' without '%s'; the file is incomplete.",
+                        m->rope_long ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                        m->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");
+    } else if ((longrope && m->rope_freqs) || (!longrope && (m->rope_long || m->rope_short)))
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                     "the model has tensor '%s' but its RoPE scaling is %s, which does not read it "
                     "(llama.cpp refuses the file too); the file was converted wrongly.",
                     longrope ? "rope_freqs.weight" : m->rope_long ? "rope_factors_long.weight"
                                                                   : "rope_factors_short.weight",
                     longrope ? "longrope" : "not longrope");
-    if (longrope && (!m->rope_long || !m->rope_short))
+    else if (longrope && (!m->rope_long || !m->rope_short))
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
                     "the model's RoPE scaling is longrope but it lacks '%s'; the file is incomplete.",
                     m->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");

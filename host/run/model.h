@@ -36,6 +36,8 @@ struct bp_run_hparams {
     float rope_scale_linear;       /* the legacy rope.scale_linear (0: none) */
     float rope_attn_factor;        /* rope.scaling.attn_factor (0: 1) */
     float yarn_beta_fast, yarn_beta_slow; /* 0: 32 and 1 */
+    float yarn_log_mul;            /* the magnitude's log multiplier (0: none) */
+    float attn_temp_scale;         /* Q x (1 + t ln(1 + floor(pos / n_ctx_orig))) (0: none) */
     int64_t n_ctx_orig;            /* rope.scaling.original_context_length (0: n_ctx_train) */
     float rope_base_swa;           /* sliding-window layers' base (0: rope_base) */
     int64_t n_swa, swa_period;     /* window and period (layer l slides iff l % period < period - 1) */

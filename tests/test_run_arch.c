@@ -1,0 +1,189 @@
+/*
+ * test_run_arch.c — every architecture and feature the runner reads gives
+ * llama.cpp's logits, or is refused with llama.cpp's reason.
+ *
+ * The cases are tests/data/arch/MANIFEST (its README says how the files and
+ * llama.cpp's logits were made): small random-weight GGUF files, 32
+ * teacher-forced tokens, logits at every position compared with llama.cpp's
+ * (F32 KV cache, flash attention off) within the case's tolerance, at the
+ * context size llama.cpp used (longrope picks its factors by it). An F32
+ * file's prompt runs as a prefill of 16 tokens, then 16 decode steps, so
+ * both graphs are checked. A quantized file runs as one prefill, as
+ * llama.cpp computed it: its activations are quantized to 8 bits, and in a
+ * random-weight model a last-bit difference of float order between two
+ * graphs can move one activation by a quantum, which the layers after it
+ * amplify to a few hundredths (measured: 0.078 on llama-256-q4_k_m through
+ * decode steps, within 0.06 as one prefill). Each file runs on cpu and meta:cpu*2 here, and on vulkan0 in the
+ * cases tagged vulkan0; a `refuse` case must fail to load with a sentence
+ * holding the hint.
+ */
+#include <check.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "decoder.h"
+#include "device_gate.h"
+#include "model.h"
+#include "split.h"
+#include "suite_main.h"
+
+#define DATA BP_TEST_SOURCE_DIR "/tests/data/arch/"
+#define N_TOK 32
+#define N_PREFILL 16
+#define MAX_CASES 64
+
+struct arch_case {
+    char file[96];
+    int64_t n_ctx;
+    double tol;
+    char logits[96];      /* "" for a refusal */
+    char hint[160];
+};
+
+static struct arch_case cases[MAX_CASES];
+static int n_cases;
+static int32_t tokens[N_TOK];
+
+static const char *const plain_devices[] = { "cpu", "meta:cpu*2" };
+#define N_PLAIN (int)(sizeof plain_devices / sizeof plain_devices[0])
+
+/* Reads the MANIFEST; returns false after a message when it is malformed. */
+static bool read_manifest(void)
+{
+    FILE *f = fopen(DATA "MANIFEST", "r");
+    if (!f) {
+        fprintf(stderr, "cannot open %sMANIFEST\n", DATA);
+        return false;
+    }
+    char line[512];
+    int n_tok = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!line[0] || line[0] == '#') continue;
+        if (!strncmp(line, "tokens ", 7)) {
+            char *p = line + 7, *end;
+            while (n_tok < N_TOK && (tokens[n_tok] = (int32_t)strtol(p, &end, 10), end != p)) {
+                n_tok++;
+                p = end;
+            }
+            continue;
+        }
+        if (n_cases == MAX_CASES) break;
+        struct arch_case *c = &cases[n_cases];
+        char expect[96];
+        int used = 0;
+        if (sscanf(line, "%95s %ld %lf %95s %n", c->file, (long *)&c->n_ctx, &c->tol, expect, &used) < 4) {
+            fprintf(stderr, "MANIFEST line '%s' is malformed\n", line);
+            fclose(f);
+            return false;
+        }
+        if (!strcmp(expect, "refuse")) snprintf(c->hint, sizeof c->hint, "%s", line + used);
+        else snprintf(c->logits, sizeof c->logits, "%s", expect);
+        n_cases++;
+    }
+    fclose(f);
+    return n_tok == N_TOK && n_cases > 0;
+}
+
+static bool contains_nocase(const char *hay, const char *needle)
+{
+    for (size_t n = strlen(needle); *hay; hay++)
+        if (!strncasecmp(hay, needle, n)) return true;
+    return false;
+}
+
+static float *read_logits(const char *name, int64_t n)
+{
+    char path[256];
+    snprintf(path, sizeof path, DATA "%s", name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f, "cannot open %s", path);
+    float *v = malloc((size_t)n * sizeof *v);
+    ck_assert_uint_eq(fread(v, sizeof *v, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return v;
+}
+
+/* One case on one device. */
+static void run_case(const struct arch_case *c, const char *device)
+{
+    char path[256], err[1024] = "";
+    snprintf(path, sizeof path, DATA "%s", c->file);
+    struct bp_run_model *m = NULL;
+    bp_status st = bp_run_model_load_gguf(path, &m, err, sizeof err);
+    if (!c->logits[0]) {
+        ck_assert_msg(st != BP_OK, "%s loaded, but llama.cpp refuses it (%s)", c->file, c->hint);
+        ck_assert_msg(contains_nocase(err, c->hint), "%s: the refusal '%s' does not mention '%s'", c->file,
+                      err, c->hint);
+        return;
+    }
+    ck_assert_msg(st == BP_OK, "%s: %s", c->file, err);
+    struct bp_device *dev = bp_run_find_device(device, err, sizeof err);
+    ck_assert_msg(dev, "device %s: %s", device, err);
+    const int64_t V = m->hp.n_vocab;
+    float *want = read_logits(c->logits, N_TOK * V), *got = malloc((size_t)(N_TOK * V) * sizeof *got);
+    struct bp_run_session *s = NULL;
+    struct bp_run_session_options so = { .n_ctx = c->n_ctx };
+    enum bp_type type;
+    size_t count;
+    const int n_prefill = bp_run_model_matrix_types(m, &type, &count, 1) && type == BP_TYPE_F32 ? N_PREFILL
+                                                                                              : N_TOK;
+    st = bp_run_session_new(m, dev, &so, &s, err, sizeof err);
+    if (st == BP_OK) st = bp_run_session_eval(s, tokens, n_prefill, true, got, err, sizeof err);
+    for (int i = n_prefill; st == BP_OK && i < N_TOK; i++)
+        st = bp_run_session_eval(s, &tokens[i], 1, true, got + i * V, err, sizeof err);
+    ck_assert_msg(st == BP_OK, "%s on %s: %s", c->file, device, err);
+    double worst = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < N_TOK * V; i++) {
+        const double d = isfinite(got[i]) ? fabs((double)got[i] - want[i]) : INFINITY;
+        if (d > worst) {
+            worst = d;
+            at = i;
+        }
+    }
+    ck_assert_msg(worst <= c->tol, "%s on %s (n_ctx %ld): logit %ld of token %ld is %.6g, llama.cpp %.6g "
+                  "(|diff| %.3g > %.3g)", c->file, device, (long)c->n_ctx, (long)(at % V), (long)(at / V),
+                  (double)got[at], (double)want[at], worst, c->tol);
+    bp_run_session_free(s);
+    bp_run_model_free(m);
+    free(want);
+    free(got);
+}
+
+/* _i = case * N_PLAIN + device. Refusals are device-independent: once. */
+START_TEST(test_run_arch_matches_llama_cpp)
+{
+    const struct arch_case *c = &cases[_i / N_PLAIN];
+    if (!c->logits[0] && _i % N_PLAIN) return;
+    run_case(c, plain_devices[_i % N_PLAIN]);
+}
+END_TEST
+
+START_TEST(test_run_arch_matches_llama_cpp_on_vulkan0)
+{
+    if (cases[_i].logits[0]) run_case(&cases[_i], "vulkan0");
+}
+END_TEST
+
+int main(void)
+{
+    const int gate = device_gate_for_tag("vulkan", "vulkan0");
+    if (gate) return gate;
+    if (!read_manifest()) return EXIT_FAILURE;
+    Suite *s = suite_create("run_arch");
+    TCase *tc = tcase_create("arch");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_run_arch_matches_llama_cpp, 0, n_cases * N_PLAIN);
+    suite_add_tcase(s, tc);
+    TCase *vk = tcase_create("vulkan0");
+    tcase_set_tags(vk, "vulkan0");
+    tcase_set_timeout(vk, 300);
+    tcase_add_loop_test(vk, test_run_arch_matches_llama_cpp_on_vulkan0, 0, n_cases);
+    suite_add_tcase(s, vk);
+    return run_suite(s);
+}
