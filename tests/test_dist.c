@@ -141,6 +141,36 @@ static void check_against_cpu(const char *model, int np, const char *mpi, double
     check_against("cpu", model, np, mpi, tol);
 }
 
+/* One file of each architecture (tests/data/arch: random weights, F32)
+ * over two ranks: rank r plays sub-device r of the split table, so every
+ * architecture's own tensors (biases, Q/K norms, post norms, fused gate|up,
+ * RoPE factors) are cut or mirrored as on meta. Same tokens as the cpu
+ * run, logits within the F32 tolerance of the llama.cpp tests. */
+static const char *const family_files[] = {
+    "llama-bias-freqs", "qwen2-outbias", "qwen3", "gemma2", "gemma3-softcap", "phi3-long", "mistral3",
+};
+
+START_TEST(test_dist_each_architecture_matches_the_cpu_run)
+{
+    make_dir();
+    char model[256], cmd[2048], a[32768], b[32768], ta[1024], tb[1024], pa[128], pb[128];
+    snprintf(model, sizeof model, "--model " BP_TEST_SOURCE_DIR "/tests/data/arch/%s.gguf --n-ctx 256",
+             family_files[_i]);
+    snprintf(pa, sizeof pa, "%s/cpu.bin", dir);
+    snprintf(pb, sizeof pb, "%s/dist.bin", dir);
+    const char *common = "--prompt-len 8 --n-gen 8 --threads 1 --json";
+    snprintf(cmd, sizeof cmd, CLI " run %s %s --device cpu --dump-logits %s", model, common, pa);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, a, sizeof a) == 0, "%s", a);
+    snprintf(cmd, sizeof cmd, MPIRUN " -np 2 " CLI " run %s %s --device dist:cpu --dump-logits %s", model, common,
+             pb);
+    ck_assert_msg(cli_run(cmd, CLI_OUT_AND_ERR, b, sizeof b) == 0, "%s: %s", cmd, b);
+    ck_assert_str_eq(cli_json_tokens(a, ta, sizeof ta), cli_json_tokens(b, tb, sizeof tb));
+    const double d = dump_diff(pa, pb);
+    ck_assert_msg(d <= 2e-3, "%s: logits differ by %g", family_files[_i], d);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(test_dist_two_ranks_f32_match_the_cpu_run)
 {
     check_against_cpu("--model builtin:test --weight-type f32", 2, "", 1e-5);
@@ -537,6 +567,8 @@ static Suite *suite(void)
     TCase *eq = tcase_create("equivalence");
     tcase_set_timeout(eq, 300);
     tcase_add_test(eq, test_dist_two_ranks_f32_match_the_cpu_run);
+    tcase_add_loop_test(eq, test_dist_each_architecture_matches_the_cpu_run, 0,
+                        (int)(sizeof family_files / sizeof family_files[0]));
     tcase_add_test(eq, test_dist_three_ranks_over_two_kv_heads_q8_0);
     tcase_add_test(eq, test_dist_three_ranks_q4_0_fused_qkv_match_meta);
     tcase_add_test(eq, test_dist_tcp_loopback_matches_the_cpu_run);

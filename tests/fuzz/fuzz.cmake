@@ -16,9 +16,10 @@ endif()
 if(BP_HAVE_LIBFUZZER)
   set(BP_FUZZ_RUNS 100000 CACHE STRING "Inputs each fuzz smoke test runs")
   set(run_dir ${CMAKE_SOURCE_DIR}/host/run)
+  file(GLOB arch_sources CONFIGURE_DEPENDS ${run_dir}/arch*.c)
   add_executable(fuzz_gguf ${CMAKE_CURRENT_LIST_DIR}/fuzz_gguf.c
     ${run_dir}/gguf.c ${run_dir}/gguf_write.c ${run_dir}/model.c ${run_dir}/llama_schema.c
-    ${run_dir}/run_error.c)
+    ${arch_sources} ${run_dir}/run_error.c)
   target_include_directories(fuzz_gguf PRIVATE ${run_dir})
   target_compile_definitions(fuzz_gguf PRIVATE _GNU_SOURCE)
   target_compile_options(fuzz_gguf PRIVATE -fsanitize=fuzzer,address,undefined
@@ -35,6 +36,16 @@ if(BP_HAVE_LIBFUZZER)
   # Emptied each run, so a local tree's smoke run costs what CI's does.
   add_test(NAME fuzz_gguf_seeds COMMAND sh -c "rm -rf '${found}' && mkdir -p '${found}' '${corpus}'")
   add_test(NAME fuzz_gguf_seeds_write COMMAND fuzz_gguf_seeds ${corpus})
+  # One small file per architecture (and the refusals) from tests/data/arch,
+  # so mutations reach every architecture's keys and tensor table.
+  set(arch_data ${CMAKE_SOURCE_DIR}/tests/data/arch)
+  set(arch_seeds qwen2 qwen3 gemma2 gemma3-softcap phi3-long mistral3 llama-bias-freqs llama-longrope
+    refuse-key-type refuse-scaling-type refuse-unknown-tensor refuse-kv-length)
+  list(TRANSFORM arch_seeds PREPEND ${arch_data}/)
+  list(TRANSFORM arch_seeds APPEND .gguf)
+  add_test(NAME fuzz_gguf_seeds_arch COMMAND cp ${arch_seeds} ${corpus})
+  set_tests_properties(fuzz_gguf_seeds_arch PROPERTIES FIXTURES_REQUIRED fuzz_gguf_dir
+    FIXTURES_SETUP fuzz_gguf_corpus LABELS fuzz)
   set_tests_properties(fuzz_gguf_seeds PROPERTIES FIXTURES_SETUP fuzz_gguf_dir LABELS fuzz)
   set_tests_properties(fuzz_gguf_seeds_write PROPERTIES FIXTURES_REQUIRED fuzz_gguf_dir
     FIXTURES_SETUP fuzz_gguf_corpus LABELS fuzz)
