@@ -13,6 +13,9 @@
  * fills of 1 to 1000 positions. The SIMD variants accumulate in float, so
  * the bound is float rounding's (fa_tolerance); fully masked rows must be
  * exact zeros, and 1, 2 and 3 threads must agree bit for bit.
+ * FLASH_ATTN_SOFTCAP goes through the same cases' paths (prefill tiles,
+ * decode rows, the lane-wise q.k of AVX-512) with caps that saturate the
+ * scores and one that barely bends them.
  */
 #include <check.h>
 #include <float.h>
@@ -37,6 +40,7 @@ struct fa_case {
     int64_t h, hkv; /* 0: H, HKV */
     int64_t d;      /* 0: D_DEFAULT */
     int64_t npos;   /* MASK_WRITTEN: cache positions written, the last query at npos - 1 */
+    float cap;      /* > 0: FLASH_ATTN_SOFTCAP with this cap */
 };
 
 enum { H_DEFAULT = 8, HKV_DEFAULT = 2, D_DEFAULT = 68, DV_DEFAULT = 76 };
@@ -122,16 +126,25 @@ static double fa_tolerance(int64_t D, int64_t nkv, double a, double vmax)
     return 8.0 * u * vmax * (sqrt((double)D) * a + sqrt((double)nkv));
 }
 
+/* What a cap adds: c tanh(x / c) has at most the error of x (its slope is
+ * at most 1), plus tanh's own, a few ulps of the capped score |s| <= c;
+ * each weight moves by that relative amount, the output by at most twice
+ * vmax times it. */
+static double cap_tolerance(double cap, double vmax)
+{
+    return cap > 0.0 ? 2.0 * vmax * 8.0 * (FLT_EPSILON / 2) * cap : 0.0;
+}
+
 static void check_case(const struct fa_case *c)
 {
     char what[160];
     snprintf(
         what, sizeof what,
-        "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld, H %lld/%lld, D %lld, %lld written",
+        "%s kv, layout %d, mask %d, n_q %lld, n_kv %lld, B %lld, H %lld/%lld, D %lld, %lld written, cap %g",
         bp_type_name(c->tkv), (int)c->layout, (int)c->mask, (long long)c->nq, (long long)c->nkv,
         (long long)c->B, (long long)(c->h ? c->h : H_DEFAULT),
         (long long)(c->hkv ? c->hkv : HKV_DEFAULT), (long long)(c->d ? c->d : D_DEFAULT),
-        (long long)c->npos);
+        (long long)c->npos, (double)c->cap);
     const int64_t nq = c->nq, nkv = c->nkv, B = c->B, DV = c->dv ? c->dv : DV_DEFAULT;
     const int64_t D = c->d ? c->d : D_DEFAULT;
     const int64_t H = c->h ? c->h : H_DEFAULT;
@@ -144,8 +157,9 @@ static void check_case(const struct fa_case *c)
     struct bp_tensor *vb = kv_base(f.ctx, c->tkv, c->layout, DV, nkv, B);
     struct bp_tensor *m =
         c->mask != MASK_NONE ? bp_tensor_new_2d(f.ctx, BP_TYPE_F16, nkv, nq + 2) : NULL;
-    struct bp_tensor *y = bp_flash_attn_ext(f.ctx, q, kv_view(f.ctx, c->layout, kb),
-                                            kv_view(f.ctx, c->layout, vb), m, scale);
+    struct bp_tensor *kx = kv_view(f.ctx, c->layout, kb), *vx = kv_view(f.ctx, c->layout, vb);
+    struct bp_tensor *y = c->cap > 0.0f ? bp_flash_attn_softcap(f.ctx, q, kx, vx, m, scale, c->cap)
+                                        : bp_flash_attn_ext(f.ctx, q, kx, vx, m, scale);
     fx_alloc(&f);
     /* q with amplitude 3: sharper softmax than uniform weights */
     double *qv = fill(q, 11 + (unsigned)nkv, 3.0), *kv = fill(kb, 12 + (unsigned)nq, 1.0);
@@ -196,7 +210,9 @@ static void check_case(const struct fa_case *c)
                         dot_abs += fabs(p);
                     }
                     if (dot_abs * scale > a_max) a_max = dot_abs * scale;
-                    s[j] = dot * (double)scale + (mv ? mv[j + nkv * iq] : 0.0);
+                    s[j] = dot * (double)scale;
+                    if (c->cap > 0.0f) s[j] = c->cap * tanh(s[j] / c->cap);
+                    s[j] += mv ? mv[j + nkv * iq] : 0.0;
                     if (s[j] > mx) mx = s[j];
                 }
                 double *out = want + DV * (h + H * (iq + nq * b));
@@ -213,7 +229,8 @@ static void check_case(const struct fa_case *c)
                 }
             }
 
-    const double tol = fa_tolerance(D, nkv, a_max, max_abs(vv, bp_nelements(vb)));
+    const double vmax = max_abs(vv, bp_nelements(vb));
+    const double tol = fa_tolerance(D, nkv, a_max, vmax) + cap_tolerance(c->cap, vmax);
     double worst = 0.0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t iq = (i / (DV * H)) % nq;
@@ -244,7 +261,7 @@ START_TEST(test_flash_attn_matches_double_reference_with_f32_kv)
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
         check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0,
-                                      0, 0, 0 });
+                                      0, 0, 0, 0 });
 }
 END_TEST
 
@@ -253,7 +270,7 @@ START_TEST(test_flash_attn_matches_double_reference_with_f16_kv)
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     for (int mask = MASK_NONE; mask <= MASK_SOME; mask++)
         check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, (enum mask_kind)mask, nq, nkv, 2, 0, 0,
-                                      0, 0, 0 });
+                                      0, 0, 0, 0 });
 }
 END_TEST
 
@@ -261,9 +278,9 @@ START_TEST(test_flash_attn_gives_zeros_for_fully_masked_rows)
 {
     const int64_t nkv = kv_lengths[_i % 3], nq = _i < 3 ? 1 : 7;
     check_case(
-        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0, 0, 0, 0, 0 });
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 1, 0, 0, 0, 0, 0, 0 });
     check_case(
-        &(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0, 0, 0, 0, 0 });
+        &(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_ROW_EMPTY, nq, nkv, 2, 0, 0, 0, 0, 0, 0 });
 }
 END_TEST
 
@@ -271,16 +288,16 @@ START_TEST(test_flash_attn_reads_permuted_and_transposed_caches)
 {
     const enum bp_type types[] = { BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
     for (int t = 0; t < 3; t++) {
-        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0, 0, 0, 0, 0 });
+        check_case(&(struct fa_case){ types[t], KV_PERMUTED, MASK_SOME, 7, 17, 2, 0, 0, 0, 0, 0, 0 });
         check_case(
-            &(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0, 0, 0, 0, 0 });
+            &(struct fa_case){ types[t], KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 0, 0, 0, 0, 0, 0 });
     }
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0, 0, 0, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_SOME, 1, 300, 1, 0, 0, 0, 0, 0, 0 });
     /* Dv = 64, a Llama head: the value rows accumulated in registers. */
-    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64, 0, 0, 0, 0 });
-    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64, 0, 0, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PERMUTED, MASK_SOME, 7, 300, 1, 64, 0, 0, 0, 0, 0 });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_SOME, 7, 17, 2, 64, 0, 0, 0, 0, 0 });
     check_case(
-        &(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64, 0, 0, 0, 0 });
+        &(struct fa_case){ BP_TYPE_F32, KV_TRANSPOSED, MASK_SOME, 1, 17, 1, 64, 0, 0, 0, 0, 0 });
 }
 END_TEST
 
@@ -293,9 +310,9 @@ START_TEST(test_flash_attn_skips_the_unwritten_cache_tail)
     static const int64_t nkvs[] = { 128, 256, 1024 }; /* 48, 96 and 384 keys visible */
     for (int s = 0; s < 3; s++) {
         check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CACHE_TAIL, 1, nkvs[s], 1, 64,
-                                      32, 4, 0, 0 });
+                                      32, 4, 0, 0, 0 });
         check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CACHE_TAIL, 3, nkvs[s] - 5, 2, 0,
-                                      8, 2, 0, 0 });
+                                      8, 2, 0, 0, 0 });
     }
 }
 END_TEST
@@ -313,17 +330,17 @@ START_TEST(test_flash_attn_decode_one_token_against_written_positions)
     }; /* written, capacity */
     const int64_t npos = written[_i][0], nkv = written[_i][1];
     check_case(
-        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 32, 4, 64, npos });
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 32, 4, 64, npos, 0 });
     check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_WRITTEN, 1, nkv, 2, 64, 16, 2, 64,
-                                  npos });
+                                  npos, 0 });
     check_case(
-        &(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 128, 8, 1, 128, npos });
+        &(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 128, 8, 1, 128, npos, 0 });
     /* GQA 4:1 (rows short of a register block) and 32:1 (more rows than
      * share one pass over the keys) */
     check_case(
-        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 8, 2, 64, npos });
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 8, 2, 64, npos, 0 });
     check_case(
-        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 32, 1, 64, npos });
+        &(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, nkv, 1, 64, 32, 1, 64, npos, 0 });
 }
 END_TEST
 
@@ -336,9 +353,33 @@ START_TEST(test_flash_attn_causal_prefill_at_gqa_ratios)
     static const int64_t shapes[][2] = { { 37, 37 }, { 70, 101 }, { 5, 64 } }; /* n_q, n_kv */
     for (int s = 0; s < 3; s++)
         check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CAUSAL, shapes[s][0],
-                                      shapes[s][1], 1, 64, heads[_i][0], heads[_i][1], 0, 0 });
+                                      shapes[s][1], 1, 64, heads[_i][0], heads[_i][1], 0, 0, 0 });
     check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_CAUSAL, 33, 40, 2, 0, heads[_i][0],
-                                  heads[_i][1], 0, 0 });
+                                  heads[_i][1], 0, 0, 0 });
+}
+END_TEST
+
+/* FLASH_ATTN_SOFTCAP in every path of the kernels: prefill items (causal,
+ * GQA 4), a decode step at a Llama head (GQA 8, F16 cache written to 33
+ * and 192 positions), F32 and permuted caches, no mask, a fully masked
+ * row. Caps 0.5 and 2 saturate the scores (q has amplitude 3, so scores
+ * reach about 6); 50, Gemma 2's, barely bends them. */
+START_TEST(test_flash_attn_softcap_caps_scores_in_every_path)
+{
+    static const float caps[] = { 0.5f, 2.0f, 50.0f };
+    const float cap = caps[_i];
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_CAUSAL, 37, 37, 1, 64, 16, 4, 0, 0,
+                                  cap });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_SOME, 7, 300, 2, 0, 0, 0, 0, 0, cap });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_NONE, 1, 17, 1, 0, 0, 0, 0, 0, cap });
+    check_case(&(struct fa_case){ BP_TYPE_BF16, KV_TRANSPOSED, MASK_ROW_EMPTY, 7, 17, 1, 0, 0, 0, 0, 0,
+                                  cap });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PLAIN, MASK_WRITTEN, 1, 64, 1, 64, 32, 4, 64, 33,
+                                  cap });
+    check_case(&(struct fa_case){ BP_TYPE_F16, KV_PERMUTED, MASK_WRITTEN, 1, 256, 2, 64, 16, 2, 64,
+                                  192, cap });
+    check_case(&(struct fa_case){ BP_TYPE_F32, KV_PLAIN, MASK_WRITTEN, 1, 100, 1, 128, 8, 1, 128, 70,
+                                  cap });
 }
 END_TEST
 
@@ -363,6 +404,7 @@ int main(void)
     tcase_add_loop_test(tc, test_flash_attn_causal_prefill_at_gqa_ratios, 0, 3);
     tcase_add_test(tc, test_flash_attn_skips_the_unwritten_cache_tail);
     tcase_add_loop_test(tc, test_flash_attn_decode_one_token_against_written_positions, 0, 6);
+    tcase_add_loop_test(tc, test_flash_attn_softcap_caps_scores_in_every_path, 0, 3);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -70,9 +70,10 @@ static double at(const struct bp_tensor *t, int64_t i0, int64_t i1, int64_t i2, 
 
 /* One case: D, Dv with SIMD tails, grouped-query heads, a mask with a fully
  * masked query row (when n_q > 1), scattered -INFINITY keys and, from key
- * `written` on, the unwritten tail of a decoder's cache. */
+ * `written` on, the unwritten tail of a decoder's cache. cap > 0: the node
+ * is FLASH_ATTN_SOFTCAP, scores c tanh(scale q.k / c) before the mask. */
 static int run_case(enum bp_type kv_type, int64_t D, int64_t Dv, int64_t n_kv, int64_t H,
-                    int64_t H_kv, int64_t n_q, int64_t written)
+                    int64_t H_kv, int64_t n_q, int64_t written, float cap)
 {
     struct bp_tensor q, k, v, m, out;
     make(&q, BP_TYPE_F32, D, n_q, H, 1);
@@ -91,9 +92,10 @@ static int run_case(enum bp_type kv_type, int64_t D, int64_t Dv, int64_t n_kv, i
             memcpy((char *)m.data + 4 * (i * n_kv + j), &mv, 4);
         }
     const float scale = 1.0f / sqrtf((float)D);
-    out.op = BP_OP_FLASH_ATTN_EXT;
+    out.op = cap > 0.0f ? BP_OP_FLASH_ATTN_SOFTCAP : BP_OP_FLASH_ATTN_EXT;
     out.src[0] = &q; out.src[1] = &k; out.src[2] = &v; out.src[3] = &m;
     memcpy(&out.op_params[0], &scale, 4);
+    memcpy(&out.op_params[1], &cap, 4);
     int failures = 0;
     if (!bp_op_shapes_ok(&out) || !cpu_supports_flash_attn(&out)) {
         printf("FAIL the kernel declines a well-formed node (D=%lld)\n", (long long)D);
@@ -114,7 +116,9 @@ static int run_case(enum bp_type kv_type, int64_t D, int64_t Dv, int64_t n_kv, i
             for (int64_t j = 0; j < n_kv; j++) {
                 double s = 0;
                 for (int64_t d = 0; d < D; d++) s += at(&q, d, iq, h, 0) * at(&k, d, j, kh, 0);
-                score[j] = s * scale + at(&m, j, iq, 0, 0);
+                score[j] = s * scale;
+                if (cap > 0.0f) score[j] = cap * tanh(score[j] / cap);
+                score[j] += at(&m, j, iq, 0, 0);
                 if (score[j] > mx) mx = score[j];
             }
             for (int64_t d = 0; d < Dv; d++) {
@@ -127,8 +131,8 @@ static int run_case(enum bp_type kv_type, int64_t D, int64_t Dv, int64_t n_kv, i
                 const double want = den > 0 ? num / den : 0.0, got = at(&out, d, h, iq, 0);
                 if (!(fabs(got - want) <= 2e-5 * (1.0 + fabs(want)))) {
                     if (failures++ < 8)
-                        printf("FAIL %s D=%lld Dv=%lld head %lld query %lld d %lld: kernel %.8g, "
-                               "reference %.8g\n", bp_type_name(kv_type), (long long)D,
+                        printf("FAIL %s cap %g D=%lld Dv=%lld head %lld query %lld d %lld: kernel %.8g, "
+                               "reference %.8g\n", bp_type_name(kv_type), (double)cap, (long long)D,
                                (long long)Dv, (long long)h, (long long)iq, (long long)d, got, want);
                 }
             }
@@ -142,15 +146,21 @@ done:
 int main(void)
 {
     int failures = 0;
-    failures += run_case(BP_TYPE_F32, 64, 64, 37, 4, 2, 3, 37);
-    failures += run_case(BP_TYPE_F16, 64, 64, 37, 4, 2, 3, 37);
-    failures += run_case(BP_TYPE_F16, 70, 43, 19, 6, 3, 4, 19); /* tails of every width */
-    failures += run_case(BP_TYPE_F32, 5, 3, 9, 2, 1, 2, 9);     /* shorter than one vector */
-    /* decode: one token, GQA 8:1, a cache written up to 1, 33 and 192 */
-    failures += run_case(BP_TYPE_F16, 64, 64, 64, 16, 2, 1, 1);
-    failures += run_case(BP_TYPE_F16, 64, 64, 64, 16, 2, 1, 33);
-    failures += run_case(BP_TYPE_F16, 64, 64, 256, 32, 4, 1, 192);
-    failures += run_case(BP_TYPE_F32, 64, 64, 100, 8, 1, 1, 70);
+    /* cap 0: FLASH_ATTN_EXT; 0.3 saturates these scores, 50 (Gemma 2's)
+     * barely bends them */
+    static const float caps[] = { 0.0f, 0.3f, 50.0f };
+    for (int c = 0; c < 3; c++) {
+        const float cap = caps[c];
+        failures += run_case(BP_TYPE_F32, 64, 64, 37, 4, 2, 3, 37, cap);
+        failures += run_case(BP_TYPE_F16, 64, 64, 37, 4, 2, 3, 37, cap);
+        failures += run_case(BP_TYPE_F16, 70, 43, 19, 6, 3, 4, 19, cap); /* tails of every width */
+        failures += run_case(BP_TYPE_F32, 5, 3, 9, 2, 1, 2, 9, cap);     /* shorter than one vector */
+        /* decode: one token, GQA 8:1, a cache written up to 1, 33 and 192 */
+        failures += run_case(BP_TYPE_F16, 64, 64, 64, 16, 2, 1, 1, cap);
+        failures += run_case(BP_TYPE_F16, 64, 64, 64, 16, 2, 1, 33, cap);
+        failures += run_case(BP_TYPE_F16, 64, 64, 256, 32, 4, 1, 192, cap);
+        failures += run_case(BP_TYPE_F32, 64, 64, 100, 8, 1, 1, 70, cap);
+    }
     if (failures) {
         printf("%d attention failures\n", failures);
         return 1;

@@ -9,6 +9,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,9 +153,9 @@ START_TEST(test_add_and_mul_broadcast_b_over_permuted_a)
 }
 END_TEST
 
-/* ------------------------------------------------- SCALE, SILU, GELU */
+/* ------------------------------------------ SCALE, SILU, SQR, TANH */
 
-enum unary { U_SCALE, U_SILU, U_GELU, U_SQR };
+enum unary { U_SCALE, U_SILU, U_SQR, U_TANH };
 
 static double unary_ref(enum unary u, double x)
 {
@@ -162,7 +163,7 @@ static double unary_ref(enum unary u, double x)
     case U_SCALE: return x * -1.5 + 0.25;
     case U_SILU: return x / (1.0 + exp(-x));
     case U_SQR: return x * x;
-    default: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    default: return tanh(x);
     }
 }
 
@@ -178,7 +179,7 @@ static void check_unary(enum bp_type type, enum unary u)
     struct bp_tensor *y = u == U_SCALE ? bp_scale(f.ctx, x, -1.5f, 0.25f)
                         : u == U_SILU  ? bp_silu(f.ctx, x)
                         : u == U_SQR   ? bp_sqr(f.ctx, x)
-                                       : bp_gelu(f.ctx, x);
+                                       : bp_tanh(f.ctx, x);
     fx_alloc(&f);
     double *bv = fill(base, 31, 4.0);
     ck_assert_int_eq(fx_compute(&f, y), BP_OK);
@@ -191,13 +192,105 @@ static void check_unary(enum bp_type type, enum unary u)
     fx_free(&f);
 }
 
-START_TEST(test_scale_silu_gelu_sqr_match_formulas_on_offset_views)
+START_TEST(test_scale_silu_sqr_tanh_match_formulas_on_offset_views)
 {
-    for (int u = U_SCALE; u <= U_SQR; u++) {
+    for (int u = U_SCALE; u <= U_TANH; u++) {
         check_unary(BP_TYPE_F32, (enum unary)u);
         check_unary(BP_TYPE_F16, (enum unary)u);
         check_unary(BP_TYPE_BF16, (enum unary)u);
     }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- GELU */
+
+/* ggml-cpu's GELU, from its definition: a table of F16 results indexed by
+ * the F16 bits of x, each worked out in float with libm's tanhf, and x
+ * itself outside (-10, 10). The conversions here are the compiler's
+ * _Float16 ones, not the plugin's bp_f32_to_f16. */
+static float ggml_gelu_table[1 << 16];
+
+static void ggml_gelu_table_fill(void)
+{
+    for (uint32_t i = 0; i < (1u << 16); i++) {
+        const uint16_t bits = (uint16_t)i;
+        _Float16 hh;
+        memcpy(&hh, &bits, 2);
+        const float h = (float)hh;
+        const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, a = 0.044715f;
+        const float g = 0.5f * h * (1.0f + tanhf(sqrt_2_over_pi * h * (1.0f + a * h * h)));
+        ggml_gelu_table[i] = (float)(_Float16)g;
+    }
+}
+
+static float ggml_gelu(float x)
+{
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const _Float16 h = (_Float16)x;
+    uint16_t bits;
+    memcpy(&bits, &h, 2);
+    return ggml_gelu_table[bits];
+}
+
+/* Inputs that reach every part of the definition: a sweep across
+ * [-12, 12], the edges +-10 and their neighbours, zeros, values that round
+ * to F16 subnormals, and F16 rounding ties (1 + 2^-11 and 1 + 3 * 2^-11 go
+ * to even, down and up). */
+static int gelu_inputs(float *x, int cap)
+{
+    int n = 0;
+    for (int i = 0; i <= 4800 && n < cap; i++) x[n++] = -12.0f + (float)i * 0.005f;
+    const float special[] = { -10.0f, 10.0f, nextafterf(-10.0f, 0.0f), nextafterf(-10.0f, -20.0f),
+                              nextafterf(10.0f, 0.0f), nextafterf(10.0f, 20.0f), 0.0f, -0.0f,
+                              3e-6f, -3e-6f, 1e-9f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f,
+                              -(1.0f + 0x1p-11f), 0.5f + 0x1p-12f, 9.99f, -9.99f, 7.3e-3f };
+    for (size_t i = 0; i < sizeof special / sizeof special[0] && n < cap; i++) x[n++] = special[i];
+    return n;
+}
+
+/* F32: every result equals ggml's bit for bit. F16 and BF16 x: the stored
+ * input goes through the same definition, the result is rounded to the
+ * result type. */
+static void check_gelu(enum bp_type type)
+{
+    enum { CAP = 4900 };
+    float xs[CAP];
+    const int n = gelu_inputs(xs, CAP);
+    struct fx f;
+    fx_init(&f);
+    struct bp_tensor *x = bp_tensor_new_1d(f.ctx, type, n);
+    struct bp_tensor *y = bp_gelu(f.ctx, x);
+    fx_alloc(&f);
+    double *xv = malloc((size_t)n * sizeof *xv);
+    for (int i = 0; i < n; i++) xv[i] = xs[i];
+    store_values(x, xv);
+    ck_assert_int_eq(fx_compute(&f, y), BP_OK);
+    double *got = fetch(y);
+    int mismatches = 0;
+    for (int i = 0; i < n; i++) {
+        const double want = round_to(type, ggml_gelu((float)xv[i]));
+        if (memcmp(&got[i], &want, sizeof want) != 0 && mismatches++ < 5)
+            fprintf(stderr, "gelu(%.9g) in %s: got %.9g, ggml gives %.9g\n", xv[i],
+                    bp_type_name(type), got[i], want);
+    }
+    ck_assert_msg(mismatches == 0, "%d GELU results in %s differ from ggml's", mismatches,
+                  bp_type_name(type));
+    free(xv); free(got);
+    fx_free(&f);
+}
+
+START_TEST(test_gelu_equals_ggml_cpu_table_bit_for_bit)
+{
+    ggml_gelu_table_fill();
+    check_gelu(BP_TYPE_F32);
+    check_gelu(BP_TYPE_F16);
+    check_gelu(BP_TYPE_BF16);
+    /* The table is not the exact formula: at x = 1.2 the two differ by
+     * F16's rounding, which is what llama.cpp's logits carry. */
+    const double exact = 0.5 * 1.2 * (1.0 + tanh(sqrt(2.0 / M_PI) * (1.2 + 0.044715 * 1.2 * 1.2 * 1.2)));
+    ck_assert_double_ne(ggml_gelu(1.2f), (float)exact);
+    ck_assert_double_eq_tol(ggml_gelu(1.2f), exact, 1e-3);
 }
 END_TEST
 
@@ -421,6 +514,221 @@ START_TEST(test_rope_chain_turns_each_node_by_its_own_angles)
 }
 END_TEST
 
+/* ------------------------------------------------------------ ROPE_EXT */
+
+/* ggml's rope_yarn for pair i at position p, written out from bp_ops.h:
+ * cos and sin of the pair's angle times the magnitude. ff is the pair's
+ * frequency factor (1 without). */
+static void rope_yarn_ref(const struct bp_rope_ext_params *rp, double ff, int i, double p, double *c,
+                          double *s, double *ramp_out)
+{
+    const double theta_ext = p * pow((double)rp->freq_base, -2.0 * i / rp->n_dims) / ff;
+    const double theta_int = (double)rp->freq_scale * theta_ext;
+    double theta = theta_int, m = rp->attn_factor, ramp = 0.0;
+    if (rp->ext_factor != 0.0f) {
+        const double two_pi = 2.0 * M_PI, lb = log((double)rp->freq_base);
+        const double c_fast = rp->n_dims * log(rp->n_ctx_orig / (two_pi * rp->beta_fast)) / (2.0 * lb);
+        const double c_slow = rp->n_dims * log(rp->n_ctx_orig / (two_pi * rp->beta_slow)) / (2.0 * lb);
+        const double lo = floor(c_fast) > 0.0 ? floor(c_fast) : 0.0;
+        const double hi = ceil(c_slow) < rp->n_dims - 1 ? ceil(c_slow) : rp->n_dims - 1;
+        double y = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+        y = y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+        ramp = (1.0 - y) * rp->ext_factor;
+        theta = theta_int * (1.0 - ramp) + theta_ext * ramp;
+        m = rp->attn_factor * (1.0 + 0.1 * log(1.0 / rp->freq_scale));
+    }
+    *c = cos(theta) * m;
+    *s = sin(theta) * m;
+    if (ramp_out) *ramp_out = ramp;
+}
+
+/* x [hd, nh, nt] turned by ROPE_EXT with rp, with factors when with_ff;
+ * returns how many pairs had a YaRN ramp strictly between 0 and 1. */
+static int check_rope_ext(enum bp_type type, const struct bp_rope_ext_params *rp, bool with_ff,
+                          int64_t hd)
+{
+    struct fx f;
+    fx_init(&f);
+    const int64_t nh = 3, nt = 5;
+    struct bp_tensor *x = bp_tensor_new_3d(f.ctx, type, hd, nh, nt);
+    struct bp_tensor *pos = bp_tensor_new_1d(f.ctx, BP_TYPE_I32, nt);
+    struct bp_tensor *ff = with_ff ? bp_tensor_new_1d(f.ctx, BP_TYPE_F32, rp->n_dims / 2) : NULL;
+    struct bp_tensor *y = bp_rope_ext(f.ctx, x, pos, ff, rp);
+    ck_assert_msg(y != NULL, "%s", bp_last_error());
+    fx_alloc(&f);
+    const int32_t pv[5] = { 0, 1, 17, 1000, 3071 };
+    ck_assert_int_eq(bp_tensor_set(pos, pv, 0, sizeof pv), BP_OK);
+    double *xv = fill(x, 63, 2.0), *fv = NULL;
+    if (ff) { /* Llama 3's factors run from 1 to tens; these from 1 to 32 */
+        fv = malloc((size_t)(rp->n_dims / 2) * sizeof *fv);
+        for (int i = 0; i < rp->n_dims / 2; i++) fv[i] = 1.0 + 31.0 * i / (rp->n_dims / 2) + 0.25 * (i % 3);
+        store_values(ff, fv);
+    }
+    ck_assert_int_eq(fx_compute(&f, y), BP_OK);
+    double *got = fetch(y), *want = malloc((size_t)(hd * nh * nt) * sizeof *want);
+    memcpy(want, xv, (size_t)(hd * nh * nt) * sizeof *want);
+    int ramped = 0;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t h = 0; h < nh; h++) {
+            const double *in = xv + hd * (h + nh * t);
+            double *out = want + hd * (h + nh * t);
+            for (int i = 0; i < rp->n_dims / 2; i++) {
+                double c, sn, ramp;
+                rope_yarn_ref(rp, fv ? fv[i] : 1.0, i, pv[t], &c, &sn, &ramp);
+                if (t == 0 && h == 0 && ramp > 0.0 && ramp < rp->ext_factor) ramped++;
+                const int a = rp->mode == BP_ROPE_MODE_NEOX ? i : 2 * i;
+                const int b = rp->mode == BP_ROPE_MODE_NEOX ? i + rp->n_dims / 2 : 2 * i + 1;
+                out[a] = in[a] * c - in[b] * sn;
+                out[b] = in[a] * sn + in[b] * c;
+            }
+        }
+    /* The angles reach 3071 radians: the kernel's double angle is off by a
+     * few ulps of that, which the F32 tolerance absorbs. */
+    expect_close(got, want, hd * nh * nt, type == BP_TYPE_F32 ? 1e-5 : type_atol(type),
+                 type_rtol(type), "rope_ext");
+    free(xv); free(fv); free(got); free(want);
+    fx_free(&f);
+    return ramped;
+}
+
+static struct bp_rope_ext_params rope_params(int n_dims, int mode)
+{
+    return (struct bp_rope_ext_params){ .n_dims = n_dims, .mode = mode, .freq_base = 10000.0f,
+                                        .freq_scale = 1.0f, .n_ctx_orig = 0, .ext_factor = 0.0f,
+                                        .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f };
+}
+
+START_TEST(test_rope_ext_applies_frequency_factors_and_magnitude)
+{
+    const int modes[2] = { BP_ROPE_MODE_NORMAL, BP_ROPE_MODE_NEOX };
+    for (int m = 0; m < 2; m++) {
+        struct bp_rope_ext_params rp = rope_params(8, modes[m]);
+        check_rope_ext(BP_TYPE_F32, &rp, true, 8);   /* Llama 3's factors */
+        rp.n_dims = 6;                               /* partial: elements 6, 7 copied */
+        check_rope_ext(BP_TYPE_F32, &rp, true, 8);
+        rp.attn_factor = 0.75f;                      /* magnitude without YaRN */
+        rp.freq_scale = 0.5f;                        /* linear scaling */
+        check_rope_ext(BP_TYPE_F32, &rp, false, 8);
+        check_rope_ext(BP_TYPE_F16, &rp, true, 8);
+        check_rope_ext(BP_TYPE_BF16, &rp, true, 8);
+    }
+}
+END_TEST
+
+/* YaRN at a Llama head (64 dims, or the first 48 of 64): freq_scale 0.25
+ * of a 4096-position original context, ext_factor 1, so pairs 10 to 23 mix
+ * interpolation and extrapolation; with and without factors, magnitude. */
+START_TEST(test_rope_ext_yarn_mixes_interpolation_and_extrapolation)
+{
+    const int modes[2] = { BP_ROPE_MODE_NORMAL, BP_ROPE_MODE_NEOX };
+    for (int m = 0; m < 2; m++) {
+        struct bp_rope_ext_params rp = rope_params(64, modes[m]);
+        rp.freq_scale = 0.25f;
+        rp.n_ctx_orig = 4096;
+        rp.ext_factor = 1.0f;
+        ck_assert_int_gt(check_rope_ext(BP_TYPE_F32, &rp, false, 64), 4);
+        rp.attn_factor = 1.25f;
+        ck_assert_int_gt(check_rope_ext(BP_TYPE_F32, &rp, true, 64), 4);
+        rp.n_dims = 48;
+        rp.ext_factor = 0.5f;
+        ck_assert_int_gt(check_rope_ext(BP_TYPE_F32, &rp, true, 64), 4);
+        check_rope_ext(BP_TYPE_F16, &rp, false, 64);
+    }
+}
+END_TEST
+
+/* With no factors, ext_factor 0 and attn_factor 1, ROPE_EXT is ROPE to
+ * the bit, F32 and F16, at a head the kernel keeps angles for and at one
+ * it does not (more than 128 pairs). */
+START_TEST(test_rope_ext_with_defaults_is_rope_bit_for_bit)
+{
+    const int64_t heads[2] = { 64, 320 };
+    const enum bp_type types[2] = { BP_TYPE_F32, BP_TYPE_F16 };
+    for (int hi = 0; hi < 2; hi++)
+        for (int ti = 0; ti < 2; ti++) {
+            struct fx f;
+            fx_init(&f);
+            const int64_t hd = heads[hi], nt = 3;
+            struct bp_rope_ext_params rp = rope_params((int)hd, BP_ROPE_MODE_NEOX);
+            rp.freq_scale = 0.5f;
+            struct bp_tensor *x = bp_tensor_new_3d(f.ctx, types[ti], hd, 2, nt);
+            struct bp_tensor *pos = bp_tensor_new_1d(f.ctx, BP_TYPE_I32, nt);
+            struct bp_tensor *a = bp_rope(f.ctx, x, pos, rp.n_dims, rp.mode, rp.freq_base, rp.freq_scale);
+            struct bp_tensor *b = bp_rope_ext(f.ctx, x, pos, NULL, &rp);
+            struct bp_tensor *both = bp_add(f.ctx, a, b); /* one graph computes a and b */
+            fx_alloc(&f);
+            const int32_t pv[3] = { 5, 700, 40000 };
+            ck_assert_int_eq(bp_tensor_set(pos, pv, 0, sizeof pv), BP_OK);
+            double *xv = fill(x, 64, 3.0);
+            ck_assert_int_eq(fx_compute(&f, both), BP_OK);
+            double *ga = fetch(a), *gb = fetch(b);
+            ck_assert_msg(memcmp(ga, gb, (size_t)bp_nelements(a) * sizeof *ga) == 0,
+                          "ROPE_EXT with defaults differs from ROPE (head %lld, %s)", (long long)hd,
+                          bp_type_name(types[ti]));
+            free(xv); free(ga); free(gb);
+            fx_free(&f);
+        }
+}
+END_TEST
+
+/* A chain of ROPE_EXT and ROPE nodes turning the same positions, as a
+ * decode step runs them (a thread keeps a node's angles for the next):
+ * each differs from the one before only in its factors, their presence,
+ * ext_factor, attn_factor or the corrections' betas, and must turn by its
+ * own angles. */
+START_TEST(test_rope_ext_chain_turns_each_node_by_its_own_angles)
+{
+    enum { NS = 8 };
+    struct bp_rope_ext_params st[NS];
+    const int ff_set[NS] = { -1, 0, 1, -1, -1, -1, -1, 1 }; /* -1: no factors */
+    for (int i = 0; i < NS; i++) {
+        st[i] = rope_params(16, BP_ROPE_MODE_NORMAL);
+        st[i].freq_scale = 0.25f;
+        st[i].n_ctx_orig = 256;
+    }
+    st[3].ext_factor = 1.0f;
+    st[4].ext_factor = 1.0f; st[4].attn_factor = 0.5f;
+    st[5].ext_factor = 1.0f; st[5].attn_factor = 0.5f; st[5].beta_fast = 8.0f;
+    st[6].attn_factor = 0.5f;
+    const bool plain_rope[NS] = { true, false, false, false, false, false, false, false };
+    const int64_t hd = 16, nh = 2, nt = 2;
+    static const int32_t pv[2] = { 3, 200 };
+    struct fx f;
+    fx_init(&f);
+    struct bp_tensor *x = bp_tensor_new_3d(f.ctx, BP_TYPE_F32, hd, nh, nt), *y = x;
+    struct bp_tensor *pos = bp_tensor_new_1d(f.ctx, BP_TYPE_I32, nt);
+    struct bp_tensor *ff[2] = { bp_tensor_new_1d(f.ctx, BP_TYPE_F32, 8), bp_tensor_new_1d(f.ctx, BP_TYPE_F32, 8) };
+    for (int s = 0; s < NS; s++)
+        y = plain_rope[s] ? bp_rope(f.ctx, y, pos, st[s].n_dims, st[s].mode, st[s].freq_base, st[s].freq_scale)
+                          : bp_rope_ext(f.ctx, y, pos, ff_set[s] < 0 ? NULL : ff[ff_set[s]], &st[s]);
+    fx_alloc(&f);
+    ck_assert_int_eq(bp_tensor_set(pos, pv, 0, sizeof pv), BP_OK);
+    double fv[2][8];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 8; i++) fv[k][i] = k == 0 ? 1.0 + i : 1.0 + 0.5 * (7 - i);
+        store_values(ff[k], fv[k]);
+    }
+    double *want = fill(x, 65, 2.0);
+    ck_assert_int_eq(fx_compute(&f, y), BP_OK);
+    for (int s = 0; s < NS; s++)
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t h = 0; h < nh; h++) {
+                double *r = want + hd * (h + nh * t);
+                for (int i = 0; i < st[s].n_dims / 2; i++) {
+                    double c, sn;
+                    rope_yarn_ref(&st[s], ff_set[s] < 0 ? 1.0 : fv[ff_set[s]][i], i, pv[t], &c, &sn, NULL);
+                    const double a = r[2 * i], b = r[2 * i + 1];
+                    r[2 * i] = a * c - b * sn;
+                    r[2 * i + 1] = a * sn + b * c;
+                }
+            }
+    double *got = fetch(y);
+    expect_close(got, want, hd * nh * nt, 1e-5, 1e-5, "rope_ext chain");
+    free(got); free(want);
+    fx_free(&f);
+}
+END_TEST
+
 /* ----------------------------------------------------------- CPY, CONT */
 
 /* src: the transpose of base [6, 5] (so [5, 6], not contiguous), copied in
@@ -614,9 +922,10 @@ END_TEST
 /* ------------------------------------------------------ FLASH_ATTN_EXT */
 
 /* With permuted_kv, k and v are views of caches laid out [D, H_kv, n_kv, B]
- * (heads inner), as a KV cache often is. */
-static void check_flash_attn(enum bp_type tkv, bool with_mask, int64_t H, int64_t Hkv, int64_t B,
-                             bool permuted_kv)
+ * (heads inner), as a KV cache often is. cap > 0: FLASH_ATTN_SOFTCAP, each
+ * score cap * tanh(scale q.k / cap) before the mask. */
+static void check_attn(enum bp_type tkv, bool with_mask, int64_t H, int64_t Hkv, int64_t B,
+                       bool permuted_kv, float cap)
 {
     struct fx f;
     fx_init(&f);
@@ -630,9 +939,10 @@ static void check_flash_attn(enum bp_type tkv, bool with_mask, int64_t H, int64_
     struct bp_tensor *k = permuted_kv ? bp_permute(f.ctx, kb, 0, 2, 1, 3) : kb;
     struct bp_tensor *v = permuted_kv ? bp_permute(f.ctx, vb, 0, 2, 1, 3) : vb;
     struct bp_tensor *m = with_mask ? bp_tensor_new_2d(f.ctx, BP_TYPE_F16, nkv, nq + 1) : NULL;
-    struct bp_tensor *y = bp_flash_attn_ext(f.ctx, q, k, v, m, scale);
+    struct bp_tensor *y = cap > 0.0f ? bp_flash_attn_softcap(f.ctx, q, k, v, m, scale, cap)
+                                     : bp_flash_attn_ext(f.ctx, q, k, v, m, scale);
     fx_alloc(&f);
-    double *qv = fill(q, 141, 1.0), *kv = fill(kb, 142, 1.0), *vv = fill(vb, 143, 1.0);
+    double *qv = fill(q, 141, cap > 0.0f ? 4.0 : 1.0), *kv = fill(kb, 142, 1.0), *vv = fill(vb, 143, 1.0);
     /* element (d, j, kv head, b) of k and v in their base layout */
 #define KIDX(d, j, kh, b) (permuted_kv ? (d) + D * ((kh) + Hkv * ((j) + nkv * (b))) \
                                        : (d) + D * ((j) + nkv * ((kh) + Hkv * (b))))
@@ -662,7 +972,9 @@ static void check_flash_attn(enum bp_type tkv, bool with_mask, int64_t H, int64_
                     double dot = 0.0;
                     for (int64_t d = 0; d < D; d++)
                         dot += qv[d + D * (iq + nq * (h + H * b))] * kv[KIDX(d, j, kh, b)];
-                    s[j] = dot * (double)scale + (m ? mv[j + nkv * iq] : 0.0);
+                    s[j] = dot * (double)scale;
+                    if (cap > 0.0f) s[j] = cap * tanh(s[j] / cap);
+                    s[j] += m ? mv[j + nkv * iq] : 0.0;
                     if (s[j] > mx) mx = s[j];
                 }
                 double *out = want + Dv * (h + H * (iq + nq * b));
@@ -679,9 +991,15 @@ static void check_flash_attn(enum bp_type tkv, bool with_mask, int64_t H, int64_
             }
 #undef KIDX
 #undef VIDX
-    expect_close(got, want, n, 1e-6, 1e-5, "flash_attn_ext");
+    expect_close(got, want, n, 1e-6, 1e-5, cap > 0.0f ? "flash_attn_softcap" : "flash_attn_ext");
     free(qv); free(kv); free(vv); free(got); free(want);
     fx_free(&f);
+}
+
+static void check_flash_attn(enum bp_type tkv, bool with_mask, int64_t H, int64_t Hkv, int64_t B,
+                             bool permuted_kv)
+{
+    check_attn(tkv, with_mask, H, Hkv, B, permuted_kv, 0.0f);
 }
 
 START_TEST(test_flash_attn_ext_groups_query_heads_and_masks)
@@ -691,6 +1009,21 @@ START_TEST(test_flash_attn_ext_groups_query_heads_and_masks)
     check_flash_attn(BP_TYPE_F16, true, 4, 4, 2, false);
     check_flash_attn(BP_TYPE_F32, true, 3, 1, 1, false);
     check_flash_attn(BP_TYPE_F16, true, 4, 2, 2, true);
+}
+END_TEST
+
+/* Queries of amplitude 4 put scores past the cap of 0.6 (tanh saturates)
+ * and well inside Gemma 2's 50 (nearly linear); GQA, masks with a fully
+ * masked row, F16 and permuted caches. */
+START_TEST(test_flash_attn_softcap_caps_scores_before_the_mask)
+{
+    const float caps[2] = { 0.6f, 50.0f };
+    for (int c = 0; c < 2; c++) {
+        check_attn(BP_TYPE_F32, false, 4, 2, 1, false, caps[c]);
+        check_attn(BP_TYPE_F16, true, 4, 2, 1, false, caps[c]);
+        check_attn(BP_TYPE_F32, true, 3, 1, 1, false, caps[c]);
+        check_attn(BP_TYPE_F16, true, 4, 2, 2, true, caps[c]);
+    }
 }
 END_TEST
 
@@ -704,12 +1037,17 @@ Suite *cpu_ops_suite(void)
     tcase_add_test(tc, test_mul_mat_reads_transposed_input);
     tcase_add_test(tc, test_mul_mat_declines_activation_only_q8_K_weights);
     tcase_add_test(tc, test_add_and_mul_broadcast_b_over_permuted_a);
-    tcase_add_test(tc, test_scale_silu_gelu_sqr_match_formulas_on_offset_views);
+    tcase_add_test(tc, test_scale_silu_sqr_tanh_match_formulas_on_offset_views);
+    tcase_add_test(tc, test_gelu_equals_ggml_cpu_table_bit_for_bit);
     tcase_add_test(tc, test_rms_norm_normalises_each_row_of_transposed_input);
     tcase_add_test(tc, test_soft_max_applies_scale_and_broadcast_mask);
     tcase_add_test(tc, test_soft_max_gives_zeros_for_fully_masked_rows);
     tcase_add_test(tc, test_rope_rotates_normal_and_neox_pairs_with_partial_dims);
     tcase_add_test(tc, test_rope_chain_turns_each_node_by_its_own_angles);
+    tcase_add_test(tc, test_rope_ext_applies_frequency_factors_and_magnitude);
+    tcase_add_test(tc, test_rope_ext_yarn_mixes_interpolation_and_extrapolation);
+    tcase_add_test(tc, test_rope_ext_with_defaults_is_rope_bit_for_bit);
+    tcase_add_test(tc, test_rope_ext_chain_turns_each_node_by_its_own_angles);
     tcase_add_test(tc, test_cpy_converts_between_float_types_in_row_major_order);
     tcase_add_test(tc, test_cpy_into_offset_view_leaves_other_rows_alone);
     tcase_add_test(tc, test_cont_packs_a_permuted_tensor);
@@ -718,6 +1056,7 @@ Suite *cpu_ops_suite(void)
     tcase_add_test(tc, test_set_rows_writes_converted_rows_and_last_duplicate_wins);
     tcase_add_test(tc, test_set_rows_refuses_out_of_range_id);
     tcase_add_test(tc, test_flash_attn_ext_groups_query_heads_and_masks);
+    tcase_add_test(tc, test_flash_attn_softcap_caps_scores_before_the_mask);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -64,7 +64,13 @@ enum bp_op {
     BP_OP_ROPE = 8,
 
     /* SILU, GELU: src0 x -> same shape and type. GELU is the tanh approximation
-     * 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))). */
+     * 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))). A device may compute it
+     * as ggml's CPU backend does, which llama.cpp's results carry: for
+     * -10 < x < 10, x rounded to F16 (h) and the result 0.5h(1 +
+     * tanh(0.79788456 h (1 + 0.044715 h^2))) worked out in float and rounded
+     * to F16; 0 for x <= -10 and x for x >= 10. The cpu plugin computes it
+     * so (a 64K-entry table); the result then differs from the formula by
+     * up to F16's rounding, 2^-11 of itself. */
     BP_OP_SILU = 9,
     BP_OP_GELU = 10,
 

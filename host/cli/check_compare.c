@@ -28,7 +28,10 @@ static const struct threshold_row thresholds[] = {
     {BP_OP_MUL,            1e-7, 1e-5, 1e-4},
     {BP_OP_SCALE,          1e-7, 1e-5, 1e-4},
     {BP_OP_SILU,           1e-7, 1e-5, 1e-4},
-    {BP_OP_GELU,           1e-7, 1e-5, 1e-4},
+    /* The cpu reference computes GELU as ggml-cpu does (bp_ops.h), through
+     * F16 on the way in and out: against the exact formula that alone is
+     * an NMSE of about 9e-8 on uniform inputs. */
+    {BP_OP_GELU,           1e-6, 1e-5, 1e-4},
     {BP_OP_SQR,            1e-7, 1e-5, 1e-4},
     {BP_OP_RMS_NORM,       1e-6, 1e-5, 1e-4},
     {BP_OP_SOFT_MAX,       1e-6, 1e-6, 1e-5},  /* the output is f32 whatever the mask type */

@@ -17,9 +17,12 @@ const struct cpu_op_entry cpu_op_table[BP_OP_COUNT] = {
     [BP_OP_SOFT_MAX] = { .supports = cpu_supports_soft_max, .compute = cpu_compute_soft_max },
     [BP_OP_ROPE] = { .supports = cpu_supports_rope, .compute = cpu_compute_rope,
                      .scratch = cpu_scratch_rope },
+    [BP_OP_ROPE_EXT] = { .supports = cpu_supports_rope, .compute = cpu_compute_rope,
+                         .scratch = cpu_scratch_rope },
     [BP_OP_SILU] = { .supports = cpu_supports_unary, .compute = cpu_compute_silu },
     [BP_OP_GELU] = { .supports = cpu_supports_unary, .compute = cpu_compute_gelu },
     [BP_OP_SQR] = { .supports = cpu_supports_unary, .compute = cpu_compute_sqr },
+    [BP_OP_TANH] = { .supports = cpu_supports_unary, .compute = cpu_compute_tanh },
     [BP_OP_CPY] = { .supports = cpu_supports_cpy, .compute = cpu_compute_cpy },
     [BP_OP_CONT] = { .supports = cpu_supports_cont, .compute = cpu_compute_cont },
     [BP_OP_SET_ROWS] = { .supports = cpu_supports_set_rows, .compute = cpu_compute_set_rows,
@@ -27,6 +30,9 @@ const struct cpu_op_entry cpu_op_table[BP_OP_COUNT] = {
     [BP_OP_FLASH_ATTN_EXT] = { .supports = cpu_supports_flash_attn,
                                .compute = cpu_compute_flash_attn,
                                .scratch = cpu_scratch_flash_attn },
+    [BP_OP_FLASH_ATTN_SOFTCAP] = { .supports = cpu_supports_flash_attn,
+                                   .compute = cpu_compute_flash_attn,
+                                   .scratch = cpu_scratch_flash_attn },
 };
 
 bool cpu_supports_node(const struct bp_tensor *node)

@@ -93,6 +93,7 @@ void cpu_compute_scale(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_sqr(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_tanh(const struct cpu_compute_params *p, struct bp_tensor *t);
 
 bool cpu_supports_rms_norm(const struct bp_tensor *t);
 void cpu_compute_rms_norm(const struct cpu_compute_params *p, struct bp_tensor *t);
@@ -100,6 +101,7 @@ void cpu_compute_rms_norm(const struct cpu_compute_params *p, struct bp_tensor *
 bool cpu_supports_soft_max(const struct bp_tensor *t);
 void cpu_compute_soft_max(const struct cpu_compute_params *p, struct bp_tensor *t);
 
+/* ROPE and ROPE_EXT. */
 bool cpu_supports_rope(const struct bp_tensor *t);
 void cpu_compute_rope(const struct cpu_compute_params *p, struct bp_tensor *t);
 size_t cpu_scratch_rope(const struct bp_tensor *t);
@@ -115,6 +117,7 @@ bool cpu_supports_set_rows(const struct bp_tensor *t);
 void cpu_compute_set_rows(const struct cpu_compute_params *p, struct bp_tensor *t);
 bp_status cpu_prepare_set_rows(const struct cpu_plugin *pl, const struct bp_tensor *t);
 
+/* FLASH_ATTN_EXT and FLASH_ATTN_SOFTCAP. */
 bool cpu_supports_flash_attn(const struct bp_tensor *t);
 void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor *t);
 size_t cpu_scratch_flash_attn(const struct bp_tensor *t);

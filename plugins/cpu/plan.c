@@ -218,7 +218,7 @@ static void plan_node(struct plan_maker *mk, int32_t i)
      * row per head in decode) but each element reads the whole KV cache, so
      * count that work too. */
     int64_t n = bp_nelements(node);
-    if (node->op == BP_OP_FLASH_ATTN_EXT && node->src[1])
+    if ((node->op == BP_OP_FLASH_ATTN_EXT || node->op == BP_OP_FLASH_ATTN_SOFTCAP) && node->src[1])
         n *= node->src[1]->ne[1];
     const int tasks = e->work || n >= 4096 ? p->nth : 1;
     if (e->prepare)

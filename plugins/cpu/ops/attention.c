@@ -2,7 +2,10 @@
  * attention.c — FLASH_ATTN_EXT: out = softmax(scale * q.k^T + mask) . v with
  * grouped-query heads (head h reads kv head h / (H / H_kv)). Output is
  * [Dv, H, n_q, B]: heads before tokens. A query row whose every key is
- * masked gets zeros, as SOFT_MAX does.
+ * masked gets zeros, as SOFT_MAX does. FLASH_ATTN_SOFTCAP is the same op
+ * with each score capped, c tanh(scale q.k / c), before the mask is added;
+ * both kernels take it at the one place they turn a dot product into a
+ * score, so every path (prefill tiles, decode rows) applies it.
  *
  * Two kernels, chosen by the build's ISA flags:
  *  - the scalar variant keeps the reference: two passes in double (scores of
@@ -53,6 +56,12 @@ bool cpu_supports_flash_attn(const struct bp_tensor *t)
            cpu_is_float(t->src[2]->type);
 }
 
+/* The cap c of a FLASH_ATTN_SOFTCAP node; 0 (no cap) for FLASH_ATTN_EXT. */
+static float fa_softcap(const struct bp_tensor *t)
+{
+    return t->op == BP_OP_FLASH_ATTN_SOFTCAP ? bp_op_param_f32(t, 1) : 0.0f;
+}
+
 #ifndef FA_FAST
 
 /* ---- the reference (scalar variant) ---- */
@@ -65,7 +74,7 @@ size_t cpu_scratch_flash_attn(const struct bp_tensor *t)
 void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor *t)
 {
     const struct bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
-    const double scale = bp_op_param_f32(t, 0);
+    const double scale = bp_op_param_f32(t, 0), cap = fa_softcap(t);
     const int64_t D = q->ne[0], Dv = v->ne[0], n_kv = k->ne[1];
     const int64_t group = q->ne[2] / k->ne[2];
     double *score = p->wdata;
@@ -89,6 +98,8 @@ void cpu_compute_flash_attn(const struct cpu_compute_params *p, struct bp_tensor
                 s += (double)cpu_load(qr + (size_t)d * q->nb[0], q->type) *
                      (double)cpu_load(kr + (size_t)d * k->nb[0], k->type);
             s *= scale;
+            if (cap > 0.0)
+                s = cap * tanh(s / cap);
             if (mr)
                 s += cpu_load(mr + (size_t)j * m->nb[0], m->type);
             score[j] = s;
@@ -141,6 +152,22 @@ static inline fa_vec fa_mul(fa_vec a, fa_vec b) { return _mm512_mul_ps(a, b); }
 static inline fa_vec fa_add(fa_vec a, fa_vec b) { return _mm512_add_ps(a, b); }
 static inline fa_vec fa_sub(fa_vec a, fa_vec b) { return _mm512_sub_ps(a, b); }
 static inline fa_vec fa_max(fa_vec a, fa_vec b) { return _mm512_max_ps(a, b); }
+static inline fa_vec fa_div(fa_vec a, fa_vec b) { return _mm512_div_ps(a, b); }
+static inline fa_vec fa_abs(fa_vec v)
+{
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
+}
+/* |mag| with the sign of s (mag has none). */
+static inline fa_vec fa_copysign(fa_vec mag, fa_vec s)
+{
+    const __m512i sign = _mm512_and_si512(_mm512_castps_si512(s), _mm512_set1_epi32((int)0x80000000u));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), sign));
+}
+/* x < thr ? a : b, lane by lane. */
+static inline fa_vec fa_select_lt(fa_vec x, fa_vec thr, fa_vec a, fa_vec b)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, thr, _CMP_LT_OQ), b, a);
+}
 static inline float fa_reduce_add(fa_vec v) { return _mm512_reduce_add_ps(v); }
 static inline float fa_reduce_max(fa_vec v) { return _mm512_reduce_max_ps(v); }
 static inline fa_vec fa_exp(fa_vec v) { return cpu_exp_avx512(v); }
@@ -165,6 +192,16 @@ static inline fa_vec fa_mul(fa_vec a, fa_vec b) { return _mm256_mul_ps(a, b); }
 static inline fa_vec fa_add(fa_vec a, fa_vec b) { return _mm256_add_ps(a, b); }
 static inline fa_vec fa_sub(fa_vec a, fa_vec b) { return _mm256_sub_ps(a, b); }
 static inline fa_vec fa_max(fa_vec a, fa_vec b) { return _mm256_max_ps(a, b); }
+static inline fa_vec fa_div(fa_vec a, fa_vec b) { return _mm256_div_ps(a, b); }
+static inline fa_vec fa_abs(fa_vec v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+static inline fa_vec fa_copysign(fa_vec mag, fa_vec s)
+{
+    return _mm256_or_ps(mag, _mm256_and_ps(s, _mm256_set1_ps(-0.0f)));
+}
+static inline fa_vec fa_select_lt(fa_vec x, fa_vec thr, fa_vec a, fa_vec b)
+{
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, thr, _CMP_LT_OQ));
+}
 static inline float fa_reduce_add(fa_vec v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -201,6 +238,16 @@ static inline fa_vec fa_mul(fa_vec a, fa_vec b) { return vmulq_f32(a, b); }
 static inline fa_vec fa_add(fa_vec a, fa_vec b) { return vaddq_f32(a, b); }
 static inline fa_vec fa_sub(fa_vec a, fa_vec b) { return vsubq_f32(a, b); }
 static inline fa_vec fa_max(fa_vec a, fa_vec b) { return vmaxq_f32(a, b); }
+static inline fa_vec fa_div(fa_vec a, fa_vec b) { return vdivq_f32(a, b); }
+static inline fa_vec fa_abs(fa_vec v) { return vabsq_f32(v); }
+static inline fa_vec fa_copysign(fa_vec mag, fa_vec s)
+{
+    return vbslq_f32(vdupq_n_u32(0x80000000u), s, mag);
+}
+static inline fa_vec fa_select_lt(fa_vec x, fa_vec thr, fa_vec a, fa_vec b)
+{
+    return vbslq_f32(vcltq_f32(x, thr), a, b);
+}
 static inline float fa_reduce_add(fa_vec v) { return vaddvq_f32(v); }
 static inline float fa_reduce_max(fa_vec v) { return vmaxvq_f32(v); }
 static inline fa_vec fa_exp(fa_vec v) { return cpu_exp_neon(v); }
@@ -209,6 +256,41 @@ static inline bool fa_any_visible(fa_vec v)
     return vminvq_u32(vceqq_f32(v, vdupq_n_f32(-INFINITY))) == 0;
 }
 #endif
+
+/* tanh to a few ulps of itself, not of 1: the cap multiplies it back up
+ * (Gemma 2's c = 50), and a score's error should stay near its own float
+ * rounding. Below |x| = 0.625, x + x^3 P(x^2), P a degree-4 fit of
+ * (tanh x - x) / x^3 weighted for relative error (about 1.3 ulps in float);
+ * above, (1 - e) / (1 + e) with e = exp(-2|x|) <= 0.29, which cancels
+ * nothing (exp's flush to 0 below its range gives exactly 1), and the sign
+ * of x. */
+#define FA_TANH_P4 (-5.691985663e-03f)
+#define FA_TANH_P3 2.062629182e-02f
+#define FA_TANH_P2 (-5.373531885e-02f)
+#define FA_TANH_P1 1.333138135e-01f
+#define FA_TANH_P0 (-3.333327921e-01f)
+static inline fa_vec fa_tanh(fa_vec x)
+{
+    const fa_vec one = fa_splat(1.0f), ax = fa_abs(x);
+    const fa_vec s = fa_mul(x, x);
+    fa_vec p = fa_fma(fa_splat(FA_TANH_P4), s, fa_splat(FA_TANH_P3));
+    p = fa_fma(p, s, fa_splat(FA_TANH_P2));
+    p = fa_fma(p, s, fa_splat(FA_TANH_P1));
+    p = fa_fma(p, s, fa_splat(FA_TANH_P0));
+    const fa_vec small = fa_fma(fa_mul(x, s), p, x);
+    const fa_vec e = fa_exp(fa_sub(fa_zero(), fa_add(ax, ax)));
+    const fa_vec large = fa_copysign(fa_div(fa_sub(one, e), fa_add(one, e)), x);
+    return fa_select_lt(ax, fa_splat(0.625f), small, large);
+}
+
+/* Scores s (dot products) plus the mask: scale s + mask, or with a cap c > 0
+ * c tanh((scale / c) s) + mask. */
+static inline fa_vec fa_score(fa_vec s, fa_vec mask, float scale, float cap)
+{
+    if (cap > 0.0f)
+        return fa_fma(fa_tanh(fa_mul(s, fa_splat(scale / cap))), fa_splat(cap), mask);
+    return fa_fma(s, fa_splat(scale), mask);
+}
 
 /* Keys per tile; FA_CV vectors per register-tile row (of keys in q.k^T, of
  * value columns in p.v). */
@@ -496,12 +578,13 @@ static void fa_qk(const float *q, const float *kt, int64_t D, int64_t nr, float 
 /* The online softmax of one tile for row r: scores become weights
  * exp(s - running max), and c[r] the factor the row's output and sum are
  * rescaled by (the old maximum's weight relative to the new one). */
-static void fa_softmax_row(const struct fa_tiles *tl, int64_t r, const float *mask, float scale)
+static void fa_softmax_row(const struct fa_tiles *tl, int64_t r, const float *mask, float scale,
+                           float cap)
 {
     float *sr = tl->s + r * FA_KB;
     fa_vec s[FA_KV], bm = fa_splat(-INFINITY);
     for (int u = 0; u < FA_KV; u++) {
-        s[u] = fa_fma(fa_load(sr + u * FA_W), fa_splat(scale), fa_load(mask + u * FA_W));
+        s[u] = fa_score(fa_load(sr + u * FA_W), fa_load(mask + u * FA_W), scale, cap);
         bm = fa_max(bm, s[u]);
     }
     const float tile_max = fa_reduce_max(bm);
@@ -571,7 +654,7 @@ static void fa_item(const struct fa_tiles *tl, const struct fa_geom *g, struct b
                     int64_t q0, int nt, int64_t kh, int64_t b)
 {
     const struct bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
-    const float scale = bp_op_param_f32(t, 0);
+    const float scale = bp_op_param_f32(t, 0), cap = fa_softcap(t);
     const int64_t nrows = nt * g->group, nr = fa_round_up(nrows, FA_RB);
     const bool per_token = !m || m->ne[2] == 1;
 
@@ -600,7 +683,7 @@ static void fa_item(const struct fa_tiles *tl, const struct fa_geom *g, struct b
                 continue;
             }
             const int64_t mi = per_token ? r / g->group : r;
-            fa_softmax_row(tl, r, tl->mask + mi * FA_KB, scale);
+            fa_softmax_row(tl, r, tl->mask + mi * FA_KB, scale, cap);
         }
         fa_pv(tl, g->Dvp, nr, nb);
     }
@@ -631,18 +714,18 @@ static int64_t fa_visible_end(const float *mask, int64_t kvp)
 #endif
 
 /* Row r's scores over keys [0, n) become the weights exp(x - max x),
- * x = scale * score + mask, over the whole row at once (no running maximum
- * to rescale by); returns their sum, 0 when every key is masked (the
- * weights are then zeros). The keys from n to the next vector are masked. */
-static float fa_dec_softmax(float *s, int64_t r, const float *mask, int64_t n, float scale)
+ * x = scale * score + mask (capped first when cap > 0, fa_score), over the
+ * whole row at once (no running maximum to rescale by); returns their sum,
+ * 0 when every key is masked (the weights are then zeros). The keys from n
+ * to the next vector are masked. */
+static float fa_dec_softmax(float *s, int64_t r, const float *mask, int64_t n, float scale, float cap)
 {
     const int64_t nw = fa_round_up(n, FA_W);
     float *sr = s + r * FA_KB;
 #define FA_DS(j) (sr + (j) / FA_KB * FA_DTILE + (j) % FA_KB)
-    const fa_vec sc = fa_splat(scale);
     fa_vec bm = fa_splat(-INFINITY);
     for (int64_t j = 0; j < nw; j += FA_W) {
-        const fa_vec x = fa_fma(fa_load(FA_DS(j)), sc, fa_load(mask + j));
+        const fa_vec x = fa_score(fa_load(FA_DS(j)), fa_load(mask + j), scale, cap);
         fa_store(FA_DS(j), x);
         bm = fa_max(bm, x);
     }
@@ -820,7 +903,7 @@ static void fa_dec_item(const struct fa_tiles *tl, const struct fa_geom *g, stru
                         int64_t iq, int64_t kh, int64_t b)
 {
     const struct bp_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
-    const float scale = bp_op_param_f32(t, 0);
+    const float scale = bp_op_param_f32(t, 0), cap = fa_softcap(t);
     fa_prefetch_rows(k, 0, g->n_kv < FA_PF ? g->n_kv : FA_PF, kh, b, true);
     if (m)
         fa_widen(tl->dm, cpu_at(m, 0, iq, 0, b % m->ne[3]), m, g->n_kv);
@@ -859,7 +942,7 @@ static void fa_dec_item(const struct fa_tiles *tl, const struct fa_geom *g, stru
             fa_qk(tl->q, tl->kt, g->D, nr, s, FA_KB);
         }
         for (int64_t r = 0; r < nrows; r++)
-            tl->sum[r] = fa_dec_softmax(tl->ds, r, tl->dm, n, scale);
+            tl->sum[r] = fa_dec_softmax(tl->ds, r, tl->dm, n, scale, cap);
         for (int64_t j0 = 0; j0 < n && nrows < nr; j0 += FA_KB) /* padding rows: no weight */
             memset(tl->ds + j0 / FA_KB * FA_DTILE + nrows * FA_KB, 0,
                    (size_t)((nr - nrows) * FA_KB) * sizeof(float));

@@ -1,5 +1,6 @@
 /*
- * elementwise.c — ADD and MUL (b repeats over a), SCALE, SILU, GELU, SQR.
+ * elementwise.c — ADD and MUL (b repeats over a), SCALE, SILU, GELU, SQR,
+ * TANH.
  *
  * Each thread takes a share of the output rows; sources are read through
  * their byte strides, so permuted and transposed views need no copy.
@@ -12,8 +13,18 @@
  * in float in the SIMD variants, a vector at a time with vec_exp.h's
  * polynomial exp (libm's expf one lane at a time was most of SILU's time in
  * a prefill); the scalar variant stays the double reference.
+ *
+ * GELU is computed as ggml's CPU backend computes it, not as the exact tanh
+ * formula: between -10 and 10, x is rounded to F16 and looked up in a table
+ * of F16 results, 0.5 h (1 + tanh(0.79788456 h (1 + 0.044715 h^2))) worked
+ * out in float for every F16 value h; x <= -10 gives 0 and x >= 10 gives x.
+ * The table's F16 rounding moves a result by up to 2^-11 of itself, and
+ * llama.cpp's Gemma logits carry that rounding: computing the exact formula
+ * put them 14 times further from llama.cpp's than the table does. Every
+ * variant reads the same table, so they agree bit for bit.
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "../ops.h"
 #include "vec_exp.h"
@@ -83,7 +94,33 @@ bool cpu_supports_unary(const struct bp_tensor *t)
     return cpu_is_float(t->src[0]->type);
 }
 
-enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU, UNARY_SQR };
+enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU, UNARY_SQR, UNARY_TANH };
+
+/* ---- GELU as ggml-cpu computes it ---- */
+
+/* F16 bits of GELU of each F16 value (bits as index): 128 KiB, filled once
+ * per process by the first GELU node. */
+static uint16_t gelu_f16_table[1 << 16];
+static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
+
+/* Each step in float, rounded as written: the plugin builds as ISO C11, in
+ * which GCC does not fuse a multiply and an add, so every variant (FMA or
+ * not) fills the same table. */
+static void gelu_f16_fill(void)
+{
+    for (uint32_t i = 0; i < (1u << 16); i++) {
+        const float h = bp_f16_to_f32((uint16_t)i);
+        const float inner = 0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h);
+        gelu_f16_table[i] = bp_f32_to_f16(0.5f * h * (1.0f + tanhf(inner)));
+    }
+}
+
+static inline float gelu_f16_lookup(float x)
+{
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return bp_f16_to_f32(gelu_f16_table[bp_f32_to_f16(x)]);
+}
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || \
     (defined(__aarch64__) && defined(__ARM_NEON))
@@ -132,7 +169,8 @@ static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum 
 {
     const struct bp_tensor *x = t->src[0];
     const double s = bp_op_param_f32(t, 0), bias = bp_op_param_f32(t, 1);
-    const double gelu_c = sqrt(2.0 / 3.14159265358979323846);
+    if (kind == UNARY_GELU)
+        pthread_once(&gelu_f16_once, gelu_f16_fill);
     int64_t r0, r1;
     cpu_split(bp_nrows(t), p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -152,7 +190,8 @@ static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum 
             case UNARY_SCALE: y = v * s + bias; break;
             case UNARY_SILU: y = v / (1.0 + exp(-v)); break;
             case UNARY_SQR: y = v * v; break;
-            default: y = 0.5 * v * (1.0 + tanh(gelu_c * (v + 0.044715 * v * v * v))); break;
+            case UNARY_TANH: y = tanh(v); break;
+            default: y = gelu_f16_lookup((float)v); break;
             }
             cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)y);
         }
@@ -163,3 +202,4 @@ void cpu_compute_scale(const struct cpu_compute_params *p, struct bp_tensor *t) 
 void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SILU); }
 void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_GELU); }
 void cpu_compute_sqr(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SQR); }
+void cpu_compute_tanh(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_TANH); }
