@@ -66,8 +66,20 @@ static char *next_line(FILE *f)
     return line;
 }
 
+static void free_inputs(void)
+{
+    for (size_t i = 0; i < n_sets; i++)
+        for (size_t k = 0; k < sets[i].n; k++) {
+            free((char *)sets[i].m[k].role);
+            free((char *)sets[i].m[k].content);
+        }
+    for (size_t i = 0; i < n_tmpls; i++) free(tmpls[i].text);
+    n_sets = n_tmpls = 0;
+}
+
 static void load_inputs(void)
 {
+    free_inputs();
     FILE *f = fopen(DATA "messages.txt", "r");
     ck_assert_msg(f, "cannot open " DATA "messages.txt");
     n_sets = 0;
@@ -202,6 +214,7 @@ START_TEST(test_chat_every_case_is_llama_cpps_byte_for_byte)
     free(buf);
     ck_assert_int_gt(cases, 1500);
     ck_assert_int_ge(refused, 40);
+    free_inputs();
     ck_assert_msg(failed == 0, "%d of %d cases differ from llama.cpp's output (the first are on stderr)",
                   failed, cases);
 }
@@ -239,6 +252,7 @@ START_TEST(test_chat_detects_the_format_llama_cpp_formats_as)
         ck_assert_msg(strstr(list, item), "%s: llama.cpp formats it as %s, we detect %s", fl[1], fl[2], name);
     }
     fclose(f);
+    free_inputs();
     ck_assert_int_gt(n, 60);
 }
 END_TEST
