@@ -286,6 +286,11 @@ START_TEST(test_chat_refusal_names_the_first_line)
                      BP_ERR_UNSUPPORTED);
     ck_assert_str_eq(err, "the chat template is empty, which llama.cpp's formatter refuses too; name one of "
                           "its 54 built-in formats (chatml, llama3, ...) instead.");
+    bp_chat_template_unknown(" \n\t ", err, sizeof err);
+    ck_assert_ptr_nonnull(strstr(err, "the chat template is blank,"));
+    char line[64];
+    bp_chat_template_first_line("\r\n  a\tb  \nc", line, sizeof line);
+    ck_assert_str_eq(line, "a b");
     ck_assert_int_eq(bp_chat_template_detect("ChatML"), BP_CHAT_TEMPLATE_UNKNOWN);
     ck_assert_int_eq(bp_chat_template_detect("chatml "), BP_CHAT_TEMPLATE_UNKNOWN);
     ck_assert_int_eq(bp_chat_template_detect(NULL), BP_CHAT_CHATML);

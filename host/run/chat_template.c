@@ -480,33 +480,42 @@ bp_status bp_chat_template_apply(enum bp_chat_template id, const struct bp_chat_
     return o.oom || held.oom ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
 
-void bp_chat_template_unknown(const char *tmpl, char *err, size_t cap)
+void bp_chat_template_first_line(const char *tmpl, char *buf, size_t cap)
 {
     const char *s = tmpl ? tmpl : "";
     while (*s && is_space(*s)) s++;
     size_t n = strcspn(s, "\r\n");
     while (n > 0 && is_space(s[n - 1])) n--;
-    char line[80];
-    size_t k = 0;
     const size_t max = 60;
-    for (size_t i = 0; i < n && i < max; i++) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && i < max && k + 4 < cap; i++) {
         /* cut before a UTF-8 sequence that would not fit whole */
         const unsigned char c = (unsigned char)s[i];
         const size_t l = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
         if (i + l > max) break;
-        line[k++] = c < 0x20 || c == 0x7F ? ' ' : (char)c;
+        buf[k++] = c < 0x20 || c == 0x7F ? ' ' : (char)c;
     }
-    line[k] = '\0';
+    if (k < n && k + 4 <= cap) {
+        memcpy(buf + k, "...", 3);
+        k += 3;
+    }
+    if (cap) buf[k < cap ? k : cap - 1] = '\0';
+}
+
+void bp_chat_template_unknown(const char *tmpl, char *err, size_t cap)
+{
+    char line[80];
+    bp_chat_template_first_line(tmpl, line, sizeof line);
     const int names = (int)bp_chat_template_builtin_names(NULL, 0);
-    if (!n)
-        bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the chat template is empty, which llama.cpp's "
+    if (!line[0])
+        bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the chat template is %s, which llama.cpp's "
                     "formatter refuses too; name one of its %d built-in formats (chatml, llama3, "
-                    "...) instead.", names);
+                    "...) instead.", tmpl && *tmpl ? "blank" : "empty", names);
     else
-        bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the chat template whose first line is \"%s%s\" is "
+        bp_run_fail(err, cap, BP_ERR_UNSUPPORTED, "the chat template whose first line is \"%s\" is "
                     "not one llama.cpp formats without Jinja: it is none of the %d built-in names "
                     "(chatml, llama3, ...) and has none of the markers llama.cpp detects a format by.",
-                    line, k < n ? "..." : "", names);
+                    line, names);
 }
 
 bp_status bp_chat_template_format(const char *tmpl, const struct bp_chat_message *msgs, size_t n,

@@ -110,8 +110,13 @@ bp_status bp_chat_template_apply(enum bp_chat_template id, const struct bp_chat_
                                  size_t n, bool add_assistant, char **buf, size_t *len,
                                  size_t *cap);
 
+/* The first non-blank line of tmpl, trimmed, control bytes as spaces, cut
+ * at 60 bytes (never inside a UTF-8 character) with "..." when longer, into
+ * buf (cap >= 64; NULL tmpl reads as ""). */
+void bp_chat_template_first_line(const char *tmpl, char *buf, size_t cap);
+
 /* The refusal of a template no rule matches: one sentence into err that
- * quotes its first non-blank line (trimmed, cut at 60 bytes). */
+ * quotes its first line (bp_chat_template_first_line). */
 void bp_chat_template_unknown(const char *tmpl, char *err, size_t cap);
 
 /* Detect and apply in one: BP_ERR_UNSUPPORTED and bp_chat_template_unknown's
