@@ -14,15 +14,18 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "chat_template.h"
 #include "cli.h"
 #include "json.h"
 #include "decoder.h"
 #include "dist.h"
 #include "llama_schema.h"
 #include "model.h"
+#include "run_chat.h"
 #include "run_text.h"
 #include "profile.h"
 #include "split.h"
+#include "tokenizer_builtin.h"
 
 #define ERR_CAP 1024
 
@@ -32,7 +35,7 @@ static void help(void)
          "                     [--prompt TEXT | --prompt-file F | --prompt-tokens 1,2,3 |\n"
          "                      --prompt-len N] [--n-gen N] [--temp T] [--top-k N] [--top-p P]\n"
          "                     [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed N]\n"
-         "                     [--ignore-eos]\n"
+         "                     [--ignore-eos] [--chat [--system TEXT] [--template NAME-OR-TEXT]]\n"
          "                     [--threads N] [--compare DEVICE] [--json]\n"
          "                     [--dump-logits FILE] [--weight-type T] [--weight-seed N]\n"
          "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
@@ -88,16 +91,29 @@ static void help(void)
          "  --plan               print the memory plan (weights in the device's layout,\n"
          "                       KV cache at --n-ctx, step buffers; per sub-device of a\n"
          "                       meta device, per rank of a dist: job) and stop; a plain\n"
-         "                       run refuses before allocating when the plan does not fit\n");
+         "                       run refuses before allocating when the plan does not fit\n"
+         "  --chat               a conversation on the terminal: each line of stdin is a\n"
+         "                       user turn (--prompt is the first), the whole conversation\n"
+         "                       formatted with the model's chat template as llama.cpp's\n"
+         "                       llama_chat_apply_template does; only what is new since the\n"
+         "                       last reply is evaluated. A reply ends at end of generation\n"
+         "                       (or after --n-gen tokens when given); end of file ends the\n"
+         "                       chat. --n-ctx defaults to the model's context, at most 4096\n"
+         "  --system TEXT        with --chat: a system message first\n"
+         "  --template NAME-OR-TEXT  with --chat: a built-in chat format (chatml, llama3,\n"
+         "                       ...: 'backplane chat-template --list') or a template's text\n"
+         "                       instead of the model's\n");
     fputs(run_text_help, stdout);
 }
 
 struct opts {
     const char *model, *device, *compare, *dump, *save, *prompt_list;
+    const char *system, *tmpl;  /* --chat's --system and --template */
     int64_t prompt_len, n_gen, n_ctx, prefill_runs;
     int threads;
     int64_t offload_layers;
     bool json, fused, bandwidth, strict, profile, plan;
+    bool chat, n_gen_given;
     enum bp_type wtype;
     const struct bp_llama_mix *mix;   /* --weight-type named a llama.cpp mix */
     uint64_t seed;
@@ -202,6 +218,9 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--bandwidth")) o->bandwidth = true;
         else if (!strcmp(a, "--plan")) o->plan = true;
         else if (!strcmp(a, "--strict")) o->strict = true;
+        else if (!strcmp(a, "--chat")) o->chat = true;
+        else if (!strcmp(a, "--system")) { NEEDV(); o->system = v; }
+        else if (!strcmp(a, "--template")) { NEEDV(); o->tmpl = v; }
         else if (!strcmp(a, "--offload-layers")) {
             NEEDV();
             if (!parse_i64(v, 1, 1 << 20, &o->offload_layers))
@@ -223,6 +242,7 @@ static int parse(int argc, char **argv, struct opts *o)
             NEEDV();
             if (!parse_i64(v, 0, 1 << 20, &o->n_gen))
                 return cli_usage_error("run", "--n-gen wants a number >= 0, not '%s'.", v);
+            o->n_gen_given = true;
         } else if (!strcmp(a, "--prefill-runs")) {
             NEEDV();
             if (!parse_i64(v, 1, 1000, &o->prefill_runs))
@@ -255,6 +275,21 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (!!o->prompt_list + !!o->text.prompt + !!o->text.prompt_file > 1)
         return cli_usage_error("run", "give one of --prompt, --prompt-file and --prompt-tokens.");
+    if (!o->chat && (o->system || o->tmpl))
+        return cli_usage_error("run", "%s goes with --chat.", o->system ? "--system" : "--template");
+    if (o->chat) {
+        /* what a conversation on one process has no use for */
+        const struct { bool set; const char *name; } off[] = {
+            { o->prompt_list != NULL, "--prompt-tokens" }, { o->text.prompt_file != NULL, "--prompt-file" },
+            { o->compare != NULL, "--compare" }, { o->dump != NULL, "--dump-logits" },
+            { o->json, "--json" }, { o->plan, "--plan" }, { o->bandwidth, "--bandwidth" },
+            { o->prefill_runs > 1, "--prefill-runs" }, { o->profile, "--profile" },
+            { o->n_gen_given && o->n_gen == 0, "--n-gen 0" },
+            { bp_run_dist_wanted(o->device), "a dist: device" },
+        };
+        for (size_t k = 0; k < sizeof off / sizeof off[0]; k++)
+            if (off[k].set) return cli_usage_error("run", "--chat does not take %s.", off[k].name);
+    }
     return 0;
 }
 
@@ -763,6 +798,70 @@ static struct bp_run_model *load_model(const struct opts *o, struct progress *pr
     return m;
 }
 
+/* --chat: the tokenizer, the chat template and a session sized for a
+ * conversation, then run_chat.c's loop on stdin. */
+static int chat(const struct opts *o, const struct bp_run_model *m, struct bp_device *dev, struct progress *pr)
+{
+    const char *name = o->model ? o->model : "builtin:tiny";
+    char err[ERR_CAP], *from_model = NULL;
+    struct bp_tokenizer *tok = NULL;
+    struct bp_run_session *s = NULL;
+    int rc = CLI_EXIT_FAIL;
+    if (bp_run_tokenizer_for(name, &tok, err, sizeof err) != BP_OK) {
+        cli_error("--chat needs the model's tokenizer, but %s", err);
+        goto out;
+    }
+    if (bp_tokenizer_n_tokens(tok) > m->hp.n_vocab) {
+        cli_error("the tokenizer has %d tokens but the model's vocabulary only %" PRId64 "; the "
+                  "file is inconsistent.", bp_tokenizer_n_tokens(tok), m->hp.n_vocab);
+        goto out;
+    }
+    if (!o->tmpl && bp_chat_template_of_model(name, &from_model, err, sizeof err) != BP_OK) {
+        cli_error("%s", err);
+        goto out;
+    }
+    const struct run_chat_opts c = { .tmpl = o->tmpl ? o->tmpl : from_model, .system = o->system,
+                                     .first = o->text.prompt, .max_reply = o->n_gen_given ? o->n_gen : 0 };
+    if (bp_chat_template_detect(c.tmpl) == BP_CHAT_TEMPLATE_UNKNOWN) {
+        bp_chat_template_unknown(c.tmpl, err, sizeof err);
+        const size_t l = strlen(err);
+        if (l && err[l - 1] == '.') err[l - 1] = '\0';   /* the sentence goes on below */
+        cli_error("%s; choose a format with --template NAME ('backplane chat-template --list').", err);
+        goto out;
+    }
+    const int64_t n_ctx = o->n_ctx ? o->n_ctx : m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (n_ctx > m->hp.n_ctx_train) {
+        cli_error("--n-ctx %" PRId64 " is more than the model's context of %" PRId64 " positions.", n_ctx,
+                  m->hp.n_ctx_train);
+        goto out;
+    }
+    /* Planned for a prefill of the whole cache: a conversation read again
+     * from the start can be that long. */
+    struct bp_run_plan plan;
+    struct bp_run_plan_options po = { .n_ctx = n_ctx, .n_prompt = n_ctx, .offload_layers = o->offload_layers,
+                                      .strict = o->strict };
+    if (bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK && !bp_run_plan_fits(&plan, err, sizeof err)) {
+        cli_error("%s", err);
+        goto out;
+    }
+    struct bp_run_session_options so = { .n_ctx = n_ctx, .n_threads = o->threads, .progress = upload_progress,
+                                         .progress_user = pr, .offload_layers = o->offload_layers,
+                                         .strict = o->strict };
+    const bool made = bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK;
+    progress_done(pr);
+    pr->tty = false;   /* the conversation has the terminal now */
+    if (!made) {
+        cli_error("%s", err);
+        goto out;
+    }
+    rc = run_chat(&c, &o->text, s, tok, m->hp.n_vocab, stdin);
+out:
+    bp_run_session_free(s);
+    bp_tokenizer_free(tok);
+    free(from_model);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct opts o;
@@ -807,6 +906,10 @@ int cmd_run(int argc, char **argv)
     if (!o.dist) dev = pick_device(o.device);
     struct bp_device *cdev = o.compare ? pick_device(o.compare) : NULL;
     if (!dev || (o.compare && !cdev)) goto out;
+    if (o.chat) {
+        rc = chat(&o, m, dev, &pr);
+        goto out;
+    }
     int64_t n_prompt = 0;
     const bool text_prompt = o.text.prompt || o.text.prompt_file;
     tok = run_text_tokenizer(&o.text, o.model ? o.model : "builtin:tiny");

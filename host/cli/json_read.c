@@ -29,6 +29,56 @@ static void skip_ws(struct parser *ps)
 
 static bool parse_value(struct parser *ps, struct json_value *v, int depth);
 
+/* Four hex digits at p, or -1. */
+static long hex4(const char *p)
+{
+    long u = 0;
+    for (int i = 0; i < 4; i++) {
+        const char c = p[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        u = u * 16 + d;
+    }
+    return u;
+}
+
+/* A \u escape after the "\u" at ps->p (a surrogate pair takes the second
+ * escape too) as UTF-8 into utf8; its length, or 0 after a failure. */
+static int parse_u_escape(struct parser *ps, char utf8[4])
+{
+    long u = hex4(ps->p);
+    if (u < 0) return fail(ps, "bad \\u escape in a string"), 0;
+    ps->p += 4;
+    if (u >= 0xD800 && u <= 0xDBFF) {
+        const long lo = ps->p[0] == '\\' && ps->p[1] == 'u' ? hex4(ps->p + 2) : -1;
+        if (lo < 0xDC00 || lo > 0xDFFF) return fail(ps, "a lone surrogate in a \\u escape"), 0;
+        ps->p += 6;
+        u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+    } else if (u >= 0xDC00 && u <= 0xDFFF) {
+        return fail(ps, "a lone surrogate in a \\u escape"), 0;
+    }
+    /* the tree's strings are C strings: a NUL would cut them short unseen */
+    if (u == 0) return fail(ps, "\\u0000 in a string"), 0;
+    if (u < 0x80) { utf8[0] = (char)u; return 1; }
+    if (u < 0x800) {
+        utf8[0] = (char)(0xC0 | (u >> 6));
+        utf8[1] = (char)(0x80 | (u & 0x3F));
+        return 2;
+    }
+    if (u < 0x10000) {
+        utf8[0] = (char)(0xE0 | (u >> 12));
+        utf8[1] = (char)(0x80 | ((u >> 6) & 0x3F));
+        utf8[2] = (char)(0x80 | (u & 0x3F));
+        return 3;
+    }
+    utf8[0] = (char)(0xF0 | (u >> 18));
+    utf8[1] = (char)(0x80 | ((u >> 12) & 0x3F));
+    utf8[2] = (char)(0x80 | ((u >> 6) & 0x3F));
+    utf8[3] = (char)(0x80 | (u & 0x3F));
+    return 4;
+}
+
 static char *parse_string(struct parser *ps)
 {
     if (*ps->p != '"') return fail(ps, "expected a string"), NULL;
@@ -37,28 +87,24 @@ static char *parse_string(struct parser *ps)
     char *out = malloc(cap);
     if (!out) return fail(ps, "out of memory"), NULL;
     while (*ps->p && *ps->p != '"') {
-        char c = *ps->p++;
-        if (c == '\\') {
+        char bytes[4] = { *ps->p++ };
+        int k = 1;
+        if (bytes[0] == '\\') {
             char e = *ps->p++;
             static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-            const char *k = e ? strchr(from, e) : NULL;
-            if (k) c = to[k - from];
-            else if (e == 'u' && strlen(ps->p) >= 4) {
-                unsigned u = 0;
-                if (sscanf(ps->p, "%4x", &u) != 1) break;
-                ps->p += 4;
-                c = u < 0x80 ? (char)u : '?';
-            } else {
-                free(out);
-                return fail(ps, "bad escape in a string"), NULL;
-            }
+            const char *m = e ? strchr(from, e) : NULL;
+            if (m) bytes[0] = to[m - from];
+            else if (e == 'u') k = parse_u_escape(ps, bytes);
+            else k = fail(ps, "bad escape in a string");
+            if (!k) { free(out); return NULL; }
         }
-        if (n + 2 > cap) {
+        if (n + (size_t)k + 1 > cap) {
             char *m = realloc(out, cap *= 2);
             if (!m) { free(out); return fail(ps, "out of memory"), NULL; }
             out = m;
         }
-        out[n++] = c;
+        memcpy(out + n, bytes, (size_t)k);
+        n += (size_t)k;
     }
     if (*ps->p != '"') { free(out); return fail(ps, "unterminated string"), NULL; }
     ps->p++;

@@ -1,6 +1,7 @@
-/* json_read.h — a small JSON reader for the CLI's own files (check reports):
- * a whole document into a tree. Not a general-purpose parser: no \u escapes
- * beyond ASCII, nesting at most 64 deep. */
+/* json_read.h — a small JSON reader for the CLI's own files (check reports, chat
+ * messages): a whole document into a tree. Not a general-purpose parser: nesting at
+ * most 64 deep, and strings are C strings (\u escapes become UTF-8; \u0000
+ * is refused). */
 #ifndef BP_CLI_JSON_READ_H
 #define BP_CLI_JSON_READ_H
 

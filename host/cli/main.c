@@ -18,13 +18,14 @@ static const struct command commands[] = {
     {"bench", cmd_bench, "benchmark an op on a device against references measured in the same run"},
     {"run", cmd_run, "run a Llama decoder (GGUF or built-in model) on a device"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer"},
+    {"chat-template", cmd_chat_template, "format a conversation with a model's chat template, as llama.cpp does"},
 };
 
 static void usage(FILE *f)
 {
     fputs("usage: backplane <command> [options]\n\ncommands:\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
     fputs("\nRun 'backplane <command> --help' for a command's options.\n"
           "Environment: BACKPLANE_PLUGIN_PATH, BACKPLANE_BACKENDS, BACKPLANE_DEVICES, "
           "BACKPLANE_LOG.\n", f);

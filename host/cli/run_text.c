@@ -192,6 +192,26 @@ bool run_gen_emit(struct run_gen *g, int32_t token)
     return !g->ignore_eos && bp_tokenizer_is_eog(g->tok, token);
 }
 
+void run_gen_accept(struct run_gen *g, const int32_t *ids, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) bp_sampler_accept(g->sampler, ids[i]);
+}
+
+void run_gen_next_reply(struct run_gen *g)
+{
+    if (g->stream) {
+        size_t n;
+        const char *s = bp_token_stream_flush(g->stream, &n);
+        append(g, s, n);
+    }
+    if (g->print) {
+        fputc('\n', stdout);
+        fflush(stdout);
+    }
+    g->len = 0;
+    if (g->text) g->text[0] = '\0';
+}
+
 void run_gen_end(struct run_gen *g)
 {
     if (g->stream) {

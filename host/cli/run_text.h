@@ -58,5 +58,12 @@ int32_t run_gen_next(struct run_gen *g, const float *logits);
  * generation (end of generation and no --ignore-eos). */
 bool run_gen_emit(struct run_gen *g, int32_t token);
 void run_gen_end(struct run_gen *g);
+/* The sampler's history takes n more tokens the model read (a chat's next
+ * prompt), as run_gen_begin takes the first prompt. */
+void run_gen_accept(struct run_gen *g, const int32_t *ids, int64_t n);
+/* Between two replies of a chat: what the stream held back is printed and
+ * kept, then a newline when printing; the text empties for the next reply,
+ * and the sampler goes on (its seed and history are the conversation's). */
+void run_gen_next_reply(struct run_gen *g);
 
 #endif /* BP_RUN_TEXT_H */
