@@ -161,8 +161,16 @@ done
 quant "$out/llama-plain.gguf" llama-plain-q8_0.gguf 7
 quant "$out/qwen2.gguf" qwen2-q8_0.gguf 7
 echo "== quantized references"
+# Gemma's GELU reads an f16 table (ggml-cpu), so a last-bit difference in a
+# gate value can move its output by an f16 step, which the 8-bit activations
+# of the next product then carry on: measured on gemma3-256-q4_k_m,
+# backplane's cpu matches llama.cpp to 1e-5 up to position 9 and within 0.105
+# after it, and backplane's own vulkan0 and cpu differ by 0.12; the same file
+# in F32 matches to 2e-4. Its tolerance is 0.15.
 for c in llama qwen2 qwen3 gemma3 phi3; do
-    ref "$c-256-q4_k_m.gguf" 256 6e-2 "$c-256-q4_k_m.logits"
+    tol=6e-2
+    [[ $c == gemma3 ]] && tol=0.15
+    ref "$c-256-q4_k_m.gguf" 256 "$tol" "$c-256-q4_k_m.logits"
 done
 for c in llama-plain qwen2; do
     ref "$c-q8_0.gguf" 256 6e-2 "$c-q8_0.logits"
