@@ -189,6 +189,10 @@ START_TEST(test_check_passes_on_cpu_against_itself)
     ck_assert_int_ge(passed, 100);
     ck_assert_int_ge(cli_count_lines(r.out, "PASS", "MUL_MAT"), 20);
     ck_assert_int_ge(cli_count_lines(r.out, "PASS", "FLASH_ATTN_EXT"), 5);
+    /* ABI 1.2's ops: every template in both types */
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", "ROPE_EXT"), 14);
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", "TANH"), 8);
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", "FLASH_ATTN_SOFTCAP"), 10);
     free(r.out);
 }
 END_TEST
