@@ -189,6 +189,10 @@ START_TEST(test_check_passes_on_cpu_against_itself)
     ck_assert_int_ge(passed, 100);
     ck_assert_int_ge(cli_count_lines(r.out, "PASS", "MUL_MAT"), 20);
     ck_assert_int_ge(cli_count_lines(r.out, "PASS", "FLASH_ATTN_EXT"), 5);
+    /* ABI 1.2's ops: every template in both types */
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", "ROPE_EXT"), 14);
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", "TANH"), 8);
+    ck_assert_int_eq(cli_count_lines(r.out, "PASS", "FLASH_ATTN_SOFTCAP"), 10);
     free(r.out);
 }
 END_TEST
@@ -247,6 +251,23 @@ START_TEST(test_check_meta_over_cpus_passes_mirrored_and_split)
     ck_assert_msg(r.rc == 0 && failed == 0, "meta:cpu*3 failed:\n%s", r.out);
     ck_assert_int_ge(cli_count_lines(r.out, "PASS", "[split]"), 20);
     ck_assert_int_ge(cli_count_lines(r.out, "PASS", "MUL_MAT        q4_0 w[256,17] x[256,7] [split]"), 1);
+    free(r.out);
+}
+END_TEST
+
+/* ABI 1.2's ops on meta:cpu*3: every case passes mirrored, and the split
+ * pass cuts x by heads (ROPE_EXT, its factors mirrored), rows (TANH) and
+ * q, k, v by heads in whole GQA groups (FLASH_ATTN_SOFTCAP). */
+START_TEST(test_check_meta_over_cpus_splits_the_abi_1_2_ops)
+{
+    struct run r = run_cli(NULL, true, "check --device meta:cpu*3 --op ROPE_EXT --op TANH --op FLASH_ATTN_SOFTCAP");
+    int passed = -1, failed = -1, unsup = -1;
+    ck_assert_msg(summary_of(r.out, "meta0", &passed, &failed, &unsup), "no summary in:\n%s", r.out);
+    ck_assert_msg(r.rc == 0 && failed == 0 && unsup == 0, "meta:cpu*3 failed:\n%s", r.out);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "ROPE_EXT"), 14);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "factors [split]"), 4);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "TANH           f32  x[65,3,2] [split]"), 1);
+    ck_assert_int_ge(cli_count_lines(r.out, "PASS", "GQA mask f32 cap=0.5 [split]"), 2);
     free(r.out);
 }
 END_TEST
@@ -462,6 +483,7 @@ int main(void)
     tcase_add_test(tc, test_check_passes_on_cpu_against_itself);
     tcase_add_test(tc, test_check_meta_fails_a_broken_sub_device_in_either_place);
     tcase_add_test(tc, test_check_meta_over_cpus_passes_mirrored_and_split);
+    tcase_add_test(tc, test_check_meta_over_cpus_splits_the_abi_1_2_ops);
     tcase_add_test(tc, test_check_fails_a_device_with_a_wrong_add);
     tcase_add_test(tc, test_check_reports_an_out_of_bounds_write);
     tcase_add_test(tc, test_check_reports_nan_in_an_output);

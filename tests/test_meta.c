@@ -153,6 +153,41 @@ START_TEST(test_meta_refuses_op_without_rule_naming_it)
 }
 END_TEST
 
+/* ROPE_EXT's frequency factors hold one value per pair of every head, so
+ * a device holding part of them cannot rotate: refused by name. */
+START_TEST(test_meta_refuses_rope_ext_with_split_factors)
+{
+    struct bp_device *m = meta_over_cpu(2, NULL);
+    meta_test_split = (struct bp_meta_split){.state = BP_META_SPLIT_AXIS_0};
+    struct bp_context *c;
+    ck_assert_int_eq(bp_context_new(8, &c), BP_OK);
+    struct bp_tensor *x = bp_tensor_set_name(bp_tensor_new_3d(c, BP_TYPE_F32, 64, 4, 3), "x");
+    struct bp_tensor *pos = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, 3), "pos");
+    struct bp_tensor *ff = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_F32, 32), "split_factors");
+    const struct bp_rope_ext_params p = {.n_dims = 64, .mode = BP_ROPE_MODE_NEOX, .freq_base = 5e5f,
+                                         .freq_scale = 1.0f, .attn_factor = 1.0f};
+    struct bp_tensor *y = bp_tensor_set_name(bp_rope_ext(c, x, pos, ff, &p), "q_rot");
+    ck_assert_ptr_nonnull(y);
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(c, bp_device_buffer_type(m), NULL, &buf), BP_OK);
+    struct bp_graph *g;
+    ck_assert_int_eq(bp_graph_new(4, &g), BP_OK);
+    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(m, "n_threads=1", &be), BP_OK);
+    log_capture_begin();
+    bp_status st = bp_backend_graph_compute(be, g);
+    const char *text = log_capture_end();
+    ck_assert_int_eq(st, BP_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(text, "ROPE_EXT") && strstr(text, "q_rot") && strstr(text, "frequency factors"),
+                  "log does not name op, tensor and the split factors: %s", text);
+    bp_backend_free(be);
+    bp_graph_free(g);
+    bp_buffer_free(buf);
+    bp_context_free(c);
+}
+END_TEST
+
 START_TEST(test_meta_refuses_meta_of_meta)
 {
     struct bp_device *m = meta_over_cpu(2, NULL);
@@ -399,6 +434,7 @@ int main(void)
     tcase_add_test(tc, test_meta_buffer_refuses_reading_partial);
     tcase_add_loop_test(tc, test_meta_butterfly_sums_row_parallel_matmul_on_2_to_6_devices, 2, 7);
     tcase_add_test(tc, test_meta_refuses_op_without_rule_naming_it);
+    tcase_add_test(tc, test_meta_refuses_rope_ext_with_split_factors);
     tcase_add_test(tc, test_meta_refuses_meta_of_meta);
     tcase_add_test(tc, test_meta_device_sums_memory);
     tcase_add_test(tc, test_meta_buffer_holds_only_each_devices_slices);

@@ -54,6 +54,13 @@ static int build_all(struct bp_tensor **out)
     out[n++] = bp_soft_max(ctx, sx, NULL, 1.0f);
     struct bp_tensor *rx = t4(BP_TYPE_F32, 16, 4, 3, 1), *pos = t4(BP_TYPE_I32, 3, 1, 1, 1);
     out[n++] = bp_rope(ctx, rx, pos, 8, BP_ROPE_MODE_NEOX, 10000.0f, 1.0f);
+    struct bp_tensor *ff = t4(BP_TYPE_F32, 6, 1, 1, 1);
+    const struct bp_rope_ext_params rp = { .n_dims = 12, .mode = BP_ROPE_MODE_NORMAL, .freq_base = 1e4f,
+                                           .freq_scale = 0.25f, .n_ctx_orig = 2048, .ext_factor = 1.0f,
+                                           .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f };
+    out[n++] = bp_rope_ext(ctx, rx, pos, ff, &rp);
+    out[n++] = bp_rope_ext(ctx, rx, pos, NULL, &rp);
+    out[n++] = bp_tanh(ctx, a);
     struct bp_tensor *dst = t4(BP_TYPE_F16, 8, 6, 4, 2);
     out[n++] = bp_cpy(ctx, a, dst);
     out[n++] = bp_cont(ctx, bp_transpose(ctx, a));
@@ -64,6 +71,7 @@ static int build_all(struct bp_tensor **out)
                      *v = t4(BP_TYPE_F16, 24, 9, 2, 1), *fm = t4(BP_TYPE_F16, 9, 4, 1, 1);
     out[n++] = bp_flash_attn_ext(ctx, q, k, v, fm, 0.125f);
     out[n++] = bp_flash_attn_ext(ctx, q, k, v, NULL, 0.125f);
+    out[n++] = bp_flash_attn_softcap(ctx, q, k, v, fm, 0.125f, 50.0f);
     ck_assert_int_eq(bp_context_status(ctx), BP_OK);
     return n;
 }
@@ -117,6 +125,8 @@ static void m_rope_odd(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->o
 static void m_rope_mode(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op_params[1] = 1; }
 static void m_rope_wide(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op_params[0] = 18; }
 static void m_bad_op(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op = BP_OP_COUNT; }
+static void m_src2_f16(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[2].type = BP_TYPE_F16; }
+static void m_src2_rows(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[2].ne[1] = 2; }
 
 static const struct mutation mutations[] = {
     { BP_OP_MUL_MAT, "K of W differs from K of X", m_src0_dim0 },
@@ -159,6 +169,18 @@ static const struct mutation mutations[] = {
     { BP_OP_FLASH_ATTN_EXT, "mask length not n_kv", m_src3_dim0 },
     { BP_OP_FLASH_ATTN_EXT, "mask with fewer rows than queries", m_src3_rows },
     { BP_OP_FLASH_ATTN_EXT, "mask neither F32 nor F16", m_src3_type },
+    { BP_OP_ROPE_EXT, "factors not one per pair", m_src2_dim0 },
+    { BP_OP_ROPE_EXT, "factors not F32", m_src2_f16 },
+    { BP_OP_ROPE_EXT, "factors not one row", m_src2_rows },
+    { BP_OP_ROPE_EXT, "odd n_dims", m_rope_odd },
+    { BP_OP_ROPE_EXT, "unknown mode", m_rope_mode },
+    { BP_OP_ROPE_EXT, "n_dims beyond the head", m_rope_wide },
+    { BP_OP_ROPE_EXT, "positions not one per token", m_src1_dim0 },
+    { BP_OP_TANH, "result type not x's", m_dst_type },
+    { BP_OP_TANH, "result shape not x's", m_dst_dim },
+    { BP_OP_FLASH_ATTN_SOFTCAP, "K head size not Q's", m_src1_dim0 },
+    { BP_OP_FLASH_ATTN_SOFTCAP, "V length not K's", m_src2_dim1 },
+    { BP_OP_FLASH_ATTN_SOFTCAP, "mask with fewer rows than queries", m_src3_rows },
     { BP_OP_ADD, "an op outside the table", m_bad_op },
 };
 

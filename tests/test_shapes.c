@@ -396,6 +396,144 @@ START_TEST(test_flash_attn_ext_rejects_mismatches)
 }
 END_TEST
 
+/* -------------------------------------------------------- ABI 1.2's ops */
+
+static struct bp_rope_ext_params yarn_params(void)
+{
+    return (struct bp_rope_ext_params){ .n_dims = 32, .mode = BP_ROPE_MODE_NEOX, .freq_base = 10000.0f,
+                                        .freq_scale = 0.25f, .n_ctx_orig = 4096, .ext_factor = 1.0f,
+                                        .attn_factor = 0.9f, .beta_fast = 32.0f, .beta_slow = 1.0f };
+}
+
+START_TEST(test_rope_ext_keeps_shape_and_stores_params_and_factors)
+{
+    struct bp_tensor *x = T(BP_TYPE_F16, 64, 8, 5, 1, "k");
+    struct bp_tensor *pos = T(BP_TYPE_I32, 5, 1, 1, 1, "pos");
+    struct bp_tensor *ff = T(BP_TYPE_F32, 16, 1, 1, 1, "rope_freqs");
+    const struct bp_rope_ext_params p = yarn_params();
+    struct bp_tensor *r = bp_rope_ext(ctx, x, pos, ff, &p);
+    assert_ne(r, 64, 8, 5, 1);
+    ck_assert_int_eq(r->op, BP_OP_ROPE_EXT);
+    ck_assert_int_eq(r->type, BP_TYPE_F16);
+    ck_assert_ptr_eq(r->src[1], pos);
+    ck_assert_ptr_eq(r->src[2], ff);
+    ck_assert_int_eq(bp_op_param_i32(r, 0), 32);
+    ck_assert_int_eq(bp_op_param_i32(r, 1), BP_ROPE_MODE_NEOX);
+    ck_assert_float_eq(bp_op_param_f32(r, 2), 10000.0f);
+    ck_assert_float_eq(bp_op_param_f32(r, 3), 0.25f);
+    ck_assert_int_eq(bp_op_param_i32(r, 4), 4096);
+    ck_assert_float_eq(bp_op_param_f32(r, 5), 1.0f);
+    ck_assert_float_eq(bp_op_param_f32(r, 6), 0.9f);
+    ck_assert_float_eq(bp_op_param_f32(r, 7), 32.0f);
+    ck_assert_float_eq(bp_op_param_f32(r, 8), 1.0f);
+    /* Without factors and YaRN: src2 stays NULL, n_ctx_orig may be 0. */
+    struct bp_rope_ext_params plain = p;
+    plain.ext_factor = 0.0f;
+    plain.n_ctx_orig = 0;
+    struct bp_tensor *r2 = bp_rope_ext(ctx, x, pos, NULL, &plain);
+    ck_assert_ptr_nonnull(r2);
+    ck_assert_ptr_null(r2->src[2]);
+    ck_assert_int_eq(bp_context_status(ctx), BP_OK);
+}
+END_TEST
+
+START_TEST(test_rope_ext_rejects_bad_factors_and_scaling)
+{
+#define X() T(BP_TYPE_F32, 64, 8, 5, 1, "q")
+#define P() T(BP_TYPE_I32, 5, 1, 1, 1, "pos")
+    struct bp_rope_ext_params p = yarn_params();
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, NULL), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "NULL");
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), T(BP_TYPE_F32, 17, 1, 1, 1, "rope_freqs"), &p), BP_ERR_SHAPE,
+                    "ROPE_EXT", "freq_factors 'rope_freqs' [17, 1, 1, 1] is f32", "must be f32 [16]");
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), T(BP_TYPE_F16, 16, 1, 1, 1, "rope_freqs"), &p), BP_ERR_SHAPE,
+                    "ROPE_EXT", "is f16");
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), T(BP_TYPE_F32, 16, 2, 1, 1, "rope_freqs"), &p), BP_ERR_SHAPE,
+                    "ROPE_EXT", "[16, 2, 1, 1]");
+    p.n_ctx_orig = 0; /* YaRN needs the original context */
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "n_ctx_orig 0");
+    p = yarn_params();
+    p.beta_fast = 0.0f;
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "beta");
+    p = yarn_params();
+    p.beta_slow = -1.0f;
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "beta");
+    p = yarn_params();
+    p.freq_scale = 0.0f; /* YaRN's magnitude takes ln(1 / freq_scale) */
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "freq_scale");
+    p = yarn_params();
+    p.attn_factor = NAN;
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "finite");
+    p = yarn_params();
+    p.ext_factor = INFINITY;
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "finite");
+    /* ROPE's own rules, in ROPE_EXT's name */
+    p = yarn_params();
+    p.n_dims = 33;
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "n_dims is 33");
+    p = yarn_params();
+    p.mode = 1;
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), P(), NULL, &p), BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "mode is 1");
+    p = yarn_params();
+    ASSERT_REJECTED(bp_rope_ext(ctx, X(), T(BP_TYPE_I32, 4, 1, 1, 1, "pos"), NULL, &p), BP_ERR_SHAPE,
+                    "ROPE_EXT", "pos 'pos' [4, 1, 1, 1]");
+    ASSERT_REJECTED(bp_rope_ext(ctx, T(BP_TYPE_I32, 64, 8, 5, 1, "q"), P(), NULL, &p),
+                    BP_ERR_INVALID_ARGUMENT, "ROPE_EXT", "i32");
+#undef X
+#undef P
+}
+END_TEST
+
+START_TEST(test_tanh_keeps_shape_and_type_and_rejects_int)
+{
+    struct bp_tensor *x = T(BP_TYPE_BF16, 7, 3, 2, 1, "logits");
+    struct bp_tensor *y = bp_tanh(ctx, x);
+    assert_ne(y, 7, 3, 2, 1);
+    ck_assert_int_eq(y->op, BP_OP_TANH);
+    ck_assert_int_eq(y->type, BP_TYPE_BF16);
+    ck_assert_ptr_eq(y->src[0], x);
+    ASSERT_REJECTED(bp_tanh(ctx, T(BP_TYPE_I32, 4, 1, 1, 1, "ids")), BP_ERR_INVALID_ARGUMENT, "TANH",
+                    "x 'ids' [4, 1, 1, 1]", "i32");
+    ASSERT_REJECTED(bp_tanh(ctx, T(BP_TYPE_Q8_0, 32, 1, 1, 1, "w")), BP_ERR_INVALID_ARGUMENT, "TANH", "q8_0");
+}
+END_TEST
+
+START_TEST(test_flash_attn_softcap_stores_scale_and_cap)
+{
+    struct bp_tensor *q = T(BP_TYPE_F32, 64, 5, 8, 2, "q");
+    struct bp_tensor *k = T(BP_TYPE_F16, 64, 40, 2, 2, "k");
+    struct bp_tensor *v = T(BP_TYPE_F16, 32, 40, 2, 2, "v");
+    struct bp_tensor *m = T(BP_TYPE_F16, 40, 8, 1, 1, "kq_mask");
+    struct bp_tensor *o = bp_flash_attn_softcap(ctx, q, k, v, m, 0.125f, 50.0f);
+    assert_ne(o, 32, 8, 5, 2);
+    ck_assert_int_eq(o->op, BP_OP_FLASH_ATTN_SOFTCAP);
+    ck_assert_int_eq(o->type, BP_TYPE_F32);
+    ck_assert_ptr_eq(o->src[3], m);
+    ck_assert_float_eq(bp_op_param_f32(o, 0), 0.125f);
+    ck_assert_float_eq(bp_op_param_f32(o, 1), 50.0f);
+}
+END_TEST
+
+START_TEST(test_flash_attn_softcap_rejects_bad_caps_and_shapes)
+{
+#define Q() T(BP_TYPE_F32, 64, 5, 8, 2, "q")
+#define K() T(BP_TYPE_F16, 64, 40, 2, 2, "k")
+#define V() T(BP_TYPE_F16, 32, 40, 2, 2, "v")
+    const float bad[] = { 0.0f, -50.0f, INFINITY, NAN };
+    for (int i = 0; i < 4; i++)
+        ASSERT_REJECTED(bp_flash_attn_softcap(ctx, Q(), K(), V(), NULL, 0.125f, bad[i]), BP_ERR_INVALID_ARGUMENT,
+                        "FLASH_ATTN_SOFTCAP", "softcap", "finite and positive");
+    ASSERT_REJECTED(bp_flash_attn_softcap(ctx, Q(), T(BP_TYPE_F16, 32, 40, 2, 2, "k"), V(), NULL, 1, 50),
+                    BP_ERR_SHAPE, "FLASH_ATTN_SOFTCAP", "dim 0");
+    ASSERT_REJECTED(bp_flash_attn_softcap(ctx, Q(), K(), V(), T(BP_TYPE_F16, 40, 4, 1, 1, "m"), 1, 50),
+                    BP_ERR_SHAPE, "FLASH_ATTN_SOFTCAP", "mask 'm' [40, 4, 1, 1]");
+    ASSERT_REJECTED(bp_flash_attn_softcap(ctx, T(BP_TYPE_F16, 64, 5, 8, 2, "q"), K(), V(), NULL, 1, 50),
+                    BP_ERR_INVALID_ARGUMENT, "FLASH_ATTN_SOFTCAP", "q 'q'", "f16");
+#undef Q
+#undef K
+#undef V
+}
+END_TEST
+
 /* ------------------------------------------------------------------ views */
 
 START_TEST(test_reshape_aliases_the_owner)
@@ -620,6 +758,10 @@ START_TEST(test_null_inputs_give_null_and_keep_the_first_error)
     ck_assert_ptr_null(bp_transpose(ctx, NULL));
     ck_assert_ptr_null(bp_set_rows(ctx, x, NULL, NULL));
     ck_assert_ptr_null(bp_flash_attn_ext(ctx, x, NULL, x, NULL, 1));
+    const struct bp_rope_ext_params rp = yarn_params();
+    ck_assert_ptr_null(bp_rope_ext(ctx, NULL, x, NULL, &rp));
+    ck_assert_ptr_null(bp_tanh(ctx, NULL));
+    ck_assert_ptr_null(bp_flash_attn_softcap(ctx, x, NULL, x, NULL, 1, 50));
     /* A NULL context is an error of its own. */
     ck_assert_ptr_null(bp_silu(NULL, x));
     ck_assert_ptr_nonnull(strstr(bp_last_error(), "context is NULL"));
@@ -799,6 +941,11 @@ static Suite *shapes_suite(void)
     tcase_add_test(tc, test_rope_rejects_bad_dims_positions_and_mode);
     tcase_add_test(tc, test_flash_attn_ext_gives_heads_before_tokens);
     tcase_add_test(tc, test_flash_attn_ext_rejects_mismatches);
+    tcase_add_test(tc, test_rope_ext_keeps_shape_and_stores_params_and_factors);
+    tcase_add_test(tc, test_rope_ext_rejects_bad_factors_and_scaling);
+    tcase_add_test(tc, test_tanh_keeps_shape_and_type_and_rejects_int);
+    tcase_add_test(tc, test_flash_attn_softcap_stores_scale_and_cap);
+    tcase_add_test(tc, test_flash_attn_softcap_rejects_bad_caps_and_shapes);
     tcase_add_test(tc, test_reshape_aliases_the_owner);
     tcase_add_test(tc, test_reshape_rejects_count_contiguity_and_blocks);
     tcase_add_test(tc, test_view_offsets_accumulate_to_the_owner);

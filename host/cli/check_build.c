@@ -159,6 +159,9 @@ void check_fill_input(const struct check_input *in, uint64_t seed, void *dst, si
         }
         break;
     }
+    case CHECK_FILL_FACTORS:
+        for (size_t i = 0; i < n; i++) store_float(type, dst, i, 4.5f + 3.5f * rand_unit(&s));
+        break;
     case CHECK_FILL_UNIFORM:
     default:
         for (size_t i = 0; i < n; i++) store_float(type, dst, i, rand_unit(&s));

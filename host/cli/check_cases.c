@@ -66,6 +66,7 @@ static struct bp_tensor *build_unary(struct check_builder *b, const struct check
     case BP_OP_SILU: return bp_silu(b->ctx, x);
     case BP_OP_GELU: return bp_gelu(b->ctx, x);
     case BP_OP_SQR: return bp_sqr(b->ctx, x);
+    case BP_OP_TANH: return bp_tanh(b->ctx, x);
     case BP_OP_CONT: return bp_cont(b->ctx, x);
     default: return NULL;
     }
@@ -85,6 +86,26 @@ static struct bp_tensor *build_rope(struct check_builder *b, const struct check_
     struct bp_tensor *x = in_uniform(b, "x", c->type, c->a, LAYOUT0(c->variant));
     struct bp_tensor *pos = check_input(b, "pos", BP_TYPE_I32, CHECK_FILL_IDS, 100, c->a[2], 1, 1, 1);
     return bp_rope(b->ctx, x, pos, c->i0, c->i1, c->f0, c->f1);
+}
+
+/* ROPE_EXT: i0 n_dims, i1 mode, f0 base, f1 freq_scale, f2 ext_factor, f3
+ * attn_factor (0: 1), c[0] n_ctx_orig (0: none, positions below 100);
+ * with n_ctx_orig the positions reach twice it, past the original context
+ * where YaRN matters. WITH_FACTORS: freq factors in [1, 8). */
+static struct bp_tensor *build_rope_ext(struct check_builder *b, const struct check_case *c)
+{
+    struct bp_tensor *x = in_uniform(b, "x", c->type, c->a, LAYOUT0(c->variant));
+    const int64_t n_ctx_orig = c->c[0], range = n_ctx_orig ? 2 * n_ctx_orig : 100;
+    struct bp_tensor *pos = check_input(b, "pos", BP_TYPE_I32, CHECK_FILL_IDS, range, c->a[2], 1, 1, 1);
+    struct bp_tensor *ff = NULL;
+    if (c->variant & WITH_FACTORS)
+        ff = check_input(b, "freq_factors", BP_TYPE_F32, CHECK_FILL_FACTORS, 0, c->i0 / 2, 1, 1, 1);
+    const struct bp_rope_ext_params p = {
+        .n_dims = c->i0, .mode = c->i1, .freq_base = c->f0, .freq_scale = c->f1,
+        .n_ctx_orig = (int)n_ctx_orig, .ext_factor = c->f2,
+        .attn_factor = c->f3 != 0.0f ? c->f3 : 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f,
+    };
+    return bp_rope_ext(b->ctx, x, pos, ff, &p);
 }
 
 /* i0: source type, i1: destination type; b: the destination leaf when it is
@@ -134,7 +155,8 @@ static struct bp_tensor *build_mul_mat(struct check_builder *b, const struct che
     return bp_mul_mat(b->ctx, w, x);
 }
 
-/* a: {D, n_q, H, B}; b: {Dv, n_kv, H_kv}; K/V of c->type, mask of type2. */
+/* a: {D, n_q, H, B}; b: {Dv, n_kv, H_kv}; K/V of c->type, mask of type2;
+ * FLASH_ATTN_SOFTCAP: f0 the cap. */
 static struct bp_tensor *build_flash_attn(struct check_builder *b, const struct check_case *c)
 {
     int64_t D = c->a[0], nq = c->a[1], H = c->a[2], B = c->a[3];
@@ -149,7 +171,9 @@ static struct bp_tensor *build_flash_attn(struct check_builder *b, const struct 
         const int64_t mne[4] = {nkv, nq + 2, 1, 1};
         mask = in_layout(b, "mask", c->type2, CHECK_FILL_MASK, 0, mne, LAYOUT_CONTIGUOUS);
     }
-    return bp_flash_attn_ext(b->ctx, q, k, v, mask, 1.0f / sqrtf((float)D));
+    const float scale = 1.0f / sqrtf((float)D);
+    if (c->op == BP_OP_FLASH_ATTN_SOFTCAP) return bp_flash_attn_softcap(b->ctx, q, k, v, mask, scale, c->f0);
+    return bp_flash_attn_ext(b->ctx, q, k, v, mask, scale);
 }
 
 /* ---- the table ---- */
@@ -171,7 +195,7 @@ struct check_template {
     enum bp_type type2;
     int64_t a[4], b[4], c[4];
     int variant;
-    float f0, f1;
+    float f0, f1, f2, f3;
     int i0, i1;
     check_build_fn build;
     const char *desc;
@@ -391,7 +415,54 @@ static const struct check_template templates[] = {
     /* Ops added later go last: a case's inputs are seeded by its index, so
      * appending keeps every earlier case's inputs and results as they were. */
     UNARY(BP_OP_SQR),
+
+    /* ROPE_EXT (ABI 1.2): i0 n_dims, i1 mode, f0 base, f1 freq_scale, f2
+     * ext_factor, f3 attn_factor, c[0] n_ctx_orig. Llama 3's factors; YaRN
+     * at a quarter of the frequency over an original context of 512 (pairs
+     * 3 to 16 of 32 mixed); magnitudes other than 1; partial n_dims. */
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {64, 4, 5, 1}, .i0 = 64, .i1 = 0,
+     .f0 = 500000.0f, .f1 = 1.0f, .variant = WITH_FACTORS, .build = build_rope_ext,
+     .desc = "x[64,4,5] normal n_dims=64 factors"},
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {64, 4, 5, 1}, .i0 = 64, .i1 = NEOX,
+     .f0 = 500000.0f, .f1 = 1.0f, .variant = WITH_FACTORS, .build = build_rope_ext,
+     .desc = "x[64,4,5] neox n_dims=64 factors"},
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {64, 4, 5, 1}, .i0 = 64, .i1 = 0,
+     .f0 = 10000.0f, .f1 = 0.25f, .f2 = 1.0f, .c = {512}, .build = build_rope_ext,
+     .desc = "x[64,4,5] normal yarn freq_scale=0.25 ext=1 n_ctx_orig=512"},
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {64, 4, 5, 1}, .i0 = 64, .i1 = NEOX,
+     .f0 = 10000.0f, .f1 = 0.25f, .f2 = 1.0f, .f3 = 0.8f, .c = {512}, .variant = WITH_FACTORS,
+     .build = build_rope_ext,
+     .desc = "x[64,4,5] neox yarn freq_scale=0.25 ext=1 attn=0.8 factors"},
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {48, 3, 7, 1}, .i0 = 32, .i1 = NEOX,
+     .f0 = 10000.0f, .f1 = 0.25f, .f2 = 1.0f, .c = {512}, .build = build_rope_ext,
+     .desc = "x[48,3,7] neox n_dims=32 yarn freq_scale=0.25 ext=1"},
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {48, 3, 7, 1}, .i0 = 32, .i1 = 0,
+     .f0 = 10000.0f, .f1 = 0.5f, .f3 = 1.5f, .variant = WITH_FACTORS, .build = build_rope_ext,
+     .desc = "x[48,3,7] normal n_dims=32 freq_scale=0.5 attn=1.5 factors"},
+    {.op = BP_OP_ROPE_EXT, .types = F32 | F16, .a = {64, 4, 3, 1}, .i0 = 64, .i1 = NEOX,
+     .f0 = 10000.0f, .f1 = 0.25f, .f2 = 1.0f, .c = {512}, .variant = LAYOUT_ROWS_PERMUTED | WITH_FACTORS,
+     .build = build_rope_ext, .desc = "x[64,4,3] rows permuted neox yarn factors"},
+
+    /* TANH (ABI 1.2). */
+    UNARY(BP_OP_TANH),
 #undef UNARY
+
+    /* FLASH_ATTN_SOFTCAP (ABI 1.2): as FLASH_ATTN_EXT, f0 the cap. 0.5
+     * bends these scores (std about 0.33) hard; 50 is Gemma 2's. */
+    {.op = BP_OP_FLASH_ATTN_SOFTCAP, .types = F32 | F16, .a = {64, 4, 4, 1}, .b = {64, 33, 4},
+     .f0 = 0.5f, .build = build_flash_attn, .desc = "q[64,4,4] kv[64,33,4] no mask cap=0.5"},
+    {.op = BP_OP_FLASH_ATTN_SOFTCAP, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {64, 3, 8, 1},
+     .b = {64, 17, 2}, .f0 = 0.5f, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[64,3,8] kv[64,17,2] GQA mask f32 cap=0.5"},
+    {.op = BP_OP_FLASH_ATTN_SOFTCAP, .types = F32 | F16, .type2 = BP_TYPE_F16, .a = {32, 1, 4, 1},
+     .b = {48, 65, 1}, .f0 = 50.0f, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[32,1,4] k[32,65,1] v[48,65,1] GQA mask f16 cap=50"},
+    {.op = BP_OP_FLASH_ATTN_SOFTCAP, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {64, 5, 4, 2},
+     .b = {64, 16, 2}, .f0 = 1.0f, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[64,5,4,2] kv[64,16,2,2] GQA mask cap=1"},
+    {.op = BP_OP_FLASH_ATTN_SOFTCAP, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {64, 3, 4, 1},
+     .b = {64, 17, 2}, .f0 = 0.5f, .variant = WITH_MASK | LAYOUT_ROWS_PERMUTED,
+     .build = build_flash_attn, .desc = "q[64,3,4] kv[64,17,2] rows permuted mask cap=0.5"},
 };
 
 #define MAX_CASES 512
@@ -408,7 +479,8 @@ static void expand(void)
             struct check_case *c = &cases[n_cases++];
             *c = (struct check_case){
                 .op = tp->op, .type = (enum bp_type)ty, .type2 = tp->type2,
-                .variant = tp->variant, .f0 = tp->f0, .f1 = tp->f1, .i0 = tp->i0, .i1 = tp->i1,
+                .variant = tp->variant, .f0 = tp->f0, .f1 = tp->f1, .f2 = tp->f2, .f3 = tp->f3,
+                .i0 = tp->i0, .i1 = tp->i1,
                 .build = tp->build,
             };
             for (int d = 0; d < 4; d++) {

@@ -33,11 +33,14 @@ static const struct threshold_row thresholds[] = {
      * an NMSE of about 9e-8 on uniform inputs. */
     {BP_OP_GELU,           1e-6, 1e-5, 1e-4},
     {BP_OP_SQR,            1e-7, 1e-5, 1e-4},
+    {BP_OP_TANH,           1e-7, 1e-5, 1e-4},
     {BP_OP_RMS_NORM,       1e-6, 1e-5, 1e-4},
     {BP_OP_SOFT_MAX,       1e-6, 1e-6, 1e-5},  /* the output is f32 whatever the mask type */
     {BP_OP_ROPE,           1e-6, 1e-5, 1e-4},
+    {BP_OP_ROPE_EXT,       1e-6, 1e-5, 1e-4},  /* positions to 1024: a float angle is off by ~1e-4 */
     {BP_OP_MUL_MAT,        1e-6, 1e-5, 1e-4},  /* f16 weights: the activations may be rounded too */
     {BP_OP_FLASH_ATTN_EXT, 1e-6, 5e-5, 5e-4},
+    {BP_OP_FLASH_ATTN_SOFTCAP, 1e-6, 5e-5, 5e-4},
 };
 
 /* Quantized inputs: the device and the reference start from the same bytes,

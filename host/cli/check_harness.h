@@ -20,6 +20,7 @@ enum check_fill {
     CHECK_FILL_IDS,         /* I32 in [0, range) */
     CHECK_FILL_IDS_UNIQUE,  /* I32 in [0, range), distinct within each row of ids */
     CHECK_FILL_MASK,        /* floats in [-1, 1), about a quarter -INFINITY (never column 0) */
+    CHECK_FILL_FACTORS,     /* floats in [1, 8): ROPE_EXT's frequency factors */
 };
 
 #define CHECK_MAX_INPUTS 8
@@ -36,6 +37,7 @@ enum layout {
 #define LAYOUT0(v) ((v) & 0xf)
 #define LAYOUT1(v) (((v) >> 4) & 0xf)
 #define WITH_MASK 0x100
+#define WITH_FACTORS 0x200 /* ROPE_EXT: a frequency-factor input */
 
 struct check_input {
     struct bp_tensor *t;
@@ -70,6 +72,7 @@ struct check_case {
     int64_t c[4];
     int variant;         /* builder-specific flag (non-contiguous input, ...) */
     float f0, f1;
+    float f2, f3;        /* further float parameters (ROPE_EXT's ext_factor, attn_factor) */
     int i0, i1;
     check_build_fn build;
     char desc[96];       /* "w[33,17] x[33,5] permuted" */

@@ -70,12 +70,15 @@ static const struct split_rule rules[] = {
     {BP_OP_SILU, {"x"}, 1, rows_of_a},
     {BP_OP_GELU, {"x"}, 1, rows_of_a},
     {BP_OP_SQR, {"x"}, 1, rows_of_a},
+    {BP_OP_TANH, {"x"}, 1, rows_of_a},
     {BP_OP_RMS_NORM, {"x"}, 1, rows_of_a},
     {BP_OP_SOFT_MAX, {"x"}, 1, rows_without_mask},
     {BP_OP_SOFT_MAX, {"x"}, 2, batch_with_mask},
     {BP_OP_ROPE, {"x"}, 1, rows_of_a},             /* heads */
+    {BP_OP_ROPE_EXT, {"x"}, 1, rows_of_a},         /* heads; the factors stay whole */
     {BP_OP_GET_ROWS, {"table"}, 0, table_columns},
     {BP_OP_FLASH_ATTN_EXT, {"q", "k", "v"}, 2, heads},
+    {BP_OP_FLASH_ATTN_SOFTCAP, {"q", "k", "v"}, 2, heads},
 };
 
 static const struct split_rule *rule_of(const struct check_case *c)
@@ -100,7 +103,8 @@ int check_split_fn(void *user, const struct bp_tensor *t, struct bp_meta_split *
         out->state = r->axis;
         /* Grouped-query attention: a device's query heads must be the
          * groups of its kv heads, so q is cut in whole groups. */
-        if (c->op == BP_OP_FLASH_ATTN_EXT && !strcmp(t->name, "q")) out->granularity = c->a[2] / c->b[2];
+        if ((c->op == BP_OP_FLASH_ATTN_EXT || c->op == BP_OP_FLASH_ATTN_SOFTCAP) && !strcmp(t->name, "q"))
+            out->granularity = c->a[2] / c->b[2];
         return 1;
     }
     return 0;

@@ -66,8 +66,9 @@ static struct bp_tensor *rope_node(struct bp_context *ctx, enum bp_op op, struct
                            (double)freq_base, (double)freq_scale, bp__operand("x", x, d));
     if (ff && (ff->type != BP_TYPE_F32 || ff->ne[0] != n_dims / 2 || ff->ne[1] != 1 || ff->ne[2] != 1 ||
                ff->ne[3] != 1))
-        return bp__op_fail(ctx, op, BP_ERR_SHAPE, "%s must be f32 [%d] (one factor per rotated pair "
-                           "of n_dims %d).", bp__operand("freq_factors", ff, d), n_dims / 2, n_dims);
+        return bp__op_fail(ctx, op, BP_ERR_SHAPE, "%s is %s; it must be f32 [%d] (one factor per "
+                           "rotated pair of n_dims %d).", bp__operand("freq_factors", ff, d),
+                           bp_type_name((enum bp_type)ff->type), n_dims / 2, n_dims);
     struct bp_tensor *t = bp__op_result(ctx, op, (enum bp_type)x->type, x->ne, x, pos, ff, NULL);
     if (t) {
         t->op_params[0] = n_dims;

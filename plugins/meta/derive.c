@@ -308,6 +308,14 @@ static bp_status derive_rope(struct derive *x)
     return copy_a(x);
 }
 
+/* ROPE_EXT is ROPE with a third source, the frequency factors, which every
+ * device reads whole (one per rotated pair of every head). */
+static bp_status derive_rope_ext(struct derive *x)
+{
+    if (x->eff[2]->state != MIRRORED) return refuse(x->node, "its frequency factors are split");
+    return derive_rope(x);
+}
+
 static bp_status derive_cpy(struct derive *x)
 {
     if (!meta_layout_same(x->A, x->B) || memcmp(x->a->ne, x->b->ne, sizeof x->a->ne) != 0)
@@ -405,6 +413,9 @@ static const struct meta_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_SET_ROWS] = { derive_set_rows, NULL, NULL },
     [BP_OP_FLASH_ATTN_EXT] = { derive_flash_attn, NULL, NULL },
     [BP_OP_SQR] = { copy_a, NULL, NULL },
+    [BP_OP_ROPE_EXT] = { derive_rope_ext, NULL, NULL },
+    [BP_OP_TANH] = { copy_a, NULL, NULL },
+    [BP_OP_FLASH_ATTN_SOFTCAP] = { derive_flash_attn, NULL, NULL },
 };
 
 static const struct meta_op_rule *rule_of(int32_t op)
