@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const struct bp_arch bp_arch_qwen2, bp_arch_qwen3, bp_arch_gemma2, bp_arch_gemma3,
-    bp_arch_phi3, bp_arch_mistral3;
-
 const struct bp_arch *const bp_archs[] = {
     &bp_arch_llama, &bp_arch_qwen2, &bp_arch_qwen3, &bp_arch_gemma2, &bp_arch_gemma3, &bp_arch_phi3,
     &bp_arch_mistral3, NULL,
@@ -271,4 +268,52 @@ int bp_arch_read_hparams(const struct bp_arch *a, const struct bp_gguf *g, struc
     if (a->qscale_embd_depth && hp->n_layer == a->qscale_embd_depth)
         hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
     return BP_OK;
+}
+
+static int write_key(const struct bp_run_hparams *hp, const char *arch, const struct bp_arch_key *k,
+                     struct bp_gguf_writer *w)
+{
+    if (k->field == CHECKED) return BP_OK;
+    const char *field = (const char *)hp + k->field;
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", arch, k->suffix);
+    switch (k->kind) {
+    case BP_ARCH_KV_U32: {
+        int64_t v;
+        memcpy(&v, field, sizeof v);
+        return v ? bp_gguf_add_u32(w, key, (uint32_t)v) : BP_OK;
+    }
+    case BP_ARCH_KV_F32: {
+        float v;
+        memcpy(&v, field, sizeof v);
+        return v != 0.0f ? bp_gguf_add_f32(w, key, v) : BP_OK;
+    }
+    case BP_ARCH_KV_BOOL: { /* attention.causal, stored inverted */
+        bool v;
+        memcpy(&v, field, sizeof v);
+        return v ? bp_gguf_add_bool(w, key, false) : BP_OK;
+    }
+    case BP_ARCH_KV_STR: break;
+    }
+    return BP_OK;
+}
+
+int bp_arch_write_hparams(const struct bp_run_hparams *hp, struct bp_gguf_writer *w)
+{
+    static const char *const scaling[] = {
+        [BP_RUN_ROPE_LINEAR] = "linear", [BP_RUN_ROPE_NONE] = "none",
+        [BP_RUN_ROPE_YARN] = "yarn", [BP_RUN_ROPE_LONGROPE] = "longrope",
+    };
+    const struct bp_arch *a = hp->arch ? hp->arch : &bp_arch_llama;
+    int s = bp_gguf_add_string(w, "general.architecture", a->name);
+    for (const struct bp_arch_key *k = bp_arch_common_keys; s == BP_OK && k->suffix; k++)
+        s = write_key(hp, a->name, k, w);
+    for (const struct bp_arch_key *k = a->keys; s == BP_OK && k && k->suffix; k++)
+        s = write_key(hp, a->name, k, w);
+    if (s == BP_OK && hp->rope_scaling != BP_RUN_ROPE_LINEAR) {
+        char key[96];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a->name);
+        s = bp_gguf_add_string(w, key, scaling[hp->rope_scaling]);
+    }
+    return s;
 }

@@ -95,7 +95,8 @@ extern const struct bp_arch_key bp_arch_common_keys[];
 const struct bp_arch *bp_arch_find(const char *name, size_t len);
 /* The architectures, NULL-terminated (for messages and `info`). */
 extern const struct bp_arch *const bp_archs[];
-extern const struct bp_arch bp_arch_llama;
+extern const struct bp_arch bp_arch_llama, bp_arch_qwen2, bp_arch_qwen3, bp_arch_gemma2, bp_arch_gemma3,
+    bp_arch_phi3, bp_arch_mistral3;
 
 /* Read hp's metadata for architecture a from g: every key of the common
  * table and a's own, with their types checked (a known key of another type
@@ -104,6 +105,12 @@ extern const struct bp_arch bp_arch_llama;
  * sentence in err on refusal. */
 int bp_arch_read_hparams(const struct bp_arch *a, const struct bp_gguf *g, struct bp_run_hparams *hp,
                          char *err, size_t cap);
+
+struct bp_gguf_writer;
+/* Write hp's keys into w as bp_arch_read_hparams reads them back: every key
+ * of the common table and hp's architecture's whose value is set, with the
+ * table's type, and rope.scaling.type when it is not linear. */
+int bp_arch_write_hparams(const struct bp_run_hparams *hp, struct bp_gguf_writer *w);
 
 /* Whether layer l of hp's model attends through a sliding window. */
 bool bp_arch_layer_swa(const struct bp_run_hparams *hp, int64_t l);

@@ -48,12 +48,25 @@ static const struct builtin_config configs[] = {
               .rope_base = 10000.0f, .rms_eps = 1e-5f, .arch = &bp_arch_llama,
                 .value_length = 64 },
       false, "1.1 G parameters in TinyLlama-1.1B's shape, untied output" },
+    /* The other families at 1B class, for the benchmarks against llama.cpp
+     * (their real vocabularies, 151936 and 262144 tokens, would make the
+     * embedding most of the model). */
+    { "qwen2-1b", { .n_vocab = 32000, .n_embd = 1536, .n_ff = 8960, .n_layer = 28, .n_head = 12,
+                    .n_head_kv = 2, .head_dim = 128, .n_rot = 128, .n_ctx_train = 32768,
+                    .rope_base = 1000000.0f, .rms_eps = 1e-6f, .arch = &bp_arch_qwen2,
+                    .value_length = 128 },
+      true, "1.3 G parameters in Qwen2.5-1.5B's shape, 32000-token vocabulary, tied output" },
+    { "gemma3-1b", { .n_vocab = 32000, .n_embd = 1152, .n_ff = 6912, .n_layer = 26, .n_head = 4,
+                     .n_head_kv = 1, .head_dim = 256, .n_rot = 256, .n_ctx_train = 32768,
+                     .rope_base = 1000000.0f, .rms_eps = 1e-6f, .arch = &bp_arch_gemma3,
+                     .value_length = 256, .n_swa = 512, .swa_period = 6, .rope_base_swa = 10000.0f },
+      true, "0.7 G parameters in Gemma-3-1B's shape, 32000-token vocabulary, tied output" },
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
 const char *const *bp_run_builtin_names(void)
 {
-    static const char *const names[] = { "test", "tiny", "1b", NULL };
+    static const char *const names[] = { "test", "tiny", "1b", "qwen2-1b", "gemma3-1b", NULL };
     return names;
 }
 

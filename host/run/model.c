@@ -277,17 +277,8 @@ bp_status bp_run_model_save_gguf(const struct bp_run_model *m, const char *path,
     bp_status s = bp_gguf_writer_new(version, alignment, &w);
     if (s != BP_OK) return s;
     const struct bp_run_hparams *hp = &m->hp;
-    if ((s = bp_gguf_add_string(w, "general.architecture", (hp->arch ? hp->arch : &bp_arch_llama)->name)) ||
+    if ((s = (bp_status)bp_arch_write_hparams(hp, w)) ||
         (s = bp_gguf_add_string(w, "general.name", m->name)) ||
-        (s = bp_gguf_add_u32(w, "llama.block_count", (uint32_t)hp->n_layer)) ||
-        (s = bp_gguf_add_u32(w, "llama.context_length", (uint32_t)hp->n_ctx_train)) ||
-        (s = bp_gguf_add_u32(w, "llama.embedding_length", (uint32_t)hp->n_embd)) ||
-        (s = bp_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)hp->n_ff)) ||
-        (s = bp_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)hp->n_head)) ||
-        (s = bp_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_head_kv)) ||
-        (s = bp_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->n_rot)) ||
-        (s = bp_gguf_add_f32(w, "llama.rope.freq_base", hp->rope_base)) ||
-        (s = bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->rms_eps)) ||
         (m->mix && (s = bp_gguf_add_u32(w, "general.file_type", m->mix->ftype))))
         goto out;
     for (size_t i = 0; i < m->n_weights; i++) {
