@@ -198,6 +198,7 @@ static void write_zero_model(const char *path)
     ck_assert_int_eq(bp_gguf_add_u32(w, "llama.embedding_length", E), BP_OK);
     ck_assert_int_eq(bp_gguf_add_u32(w, "llama.feed_forward_length", F), BP_OK);
     ck_assert_int_eq(bp_gguf_add_u32(w, "llama.attention.head_count", 2), BP_OK);
+    ck_assert_int_eq(bp_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f), BP_OK);
     ck_assert_int_eq(bp_gguf_add_string(w, "tokenizer.ggml.model", "llama"), BP_OK);
     ck_assert_int_eq(bp_gguf_add_string_array(w, "tokenizer.ggml.tokens", tok, V), BP_OK);
     ck_assert_int_eq(bp_gguf_add_array(w, "tokenizer.ggml.scores", BP_GGUF_F32, score, V), BP_OK);

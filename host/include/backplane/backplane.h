@@ -364,16 +364,16 @@ BP_API struct bp_tensor *bp_soft_max(struct bp_context *ctx, struct bp_tensor *x
 /* ROPE: x rotated by positions pos (I32) over its first n_dims values. */
 BP_API struct bp_tensor *bp_rope(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
                                  int n_dims, int mode, float freq_base, float freq_scale);
-/* ROPE_EXT (ABI 1.2): ROPE with llama.cpp's frequency factors, linear and
- * YaRN scaling and magnitude (bp_ops.h has the formula); freq_factors is
- * NULL or F32 [n_dims / 2]. With ext_factor 0 and attn_factor 1 and no
- * factors it computes what bp_rope does. */
+/* The parameters of ROPE_EXT (bp_ops.h has the formula). */
 struct bp_rope_ext_params {
     int n_dims, mode;
     float freq_base, freq_scale;
     int n_ctx_orig;
     float ext_factor, attn_factor, beta_fast, beta_slow;
 };
+/* ROPE_EXT (ABI 1.2): ROPE with llama.cpp's frequency factors (NULL or F32
+ * [n_dims / 2]), linear and YaRN scaling and magnitude; a node in ctx, or
+ * NULL with bp_last_error set on a shape, type or parameter it breaks. */
 BP_API struct bp_tensor *bp_rope_ext(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
                                      struct bp_tensor *freq_factors,
                                      const struct bp_rope_ext_params *p);
