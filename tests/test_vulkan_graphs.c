@@ -309,6 +309,133 @@ START_TEST(test_vulkan_buffer_beyond_storage_range_binds_each_tensor)
 }
 END_TEST
 
+/* ------------------------------------ Gemma 2 / YaRN style attention */
+
+/* ggml's rope_yarn for pair i at position pos (bp_ops.h): cos and sin of the
+ * pair's angle times the magnitude. */
+static void yarn_angle(const struct bp_rope_ext_params *rp, double ff, int i, double pos, double *c,
+                       double *s)
+{
+    const double theta_ext = pos * pow(rp->freq_base, -2.0 * i / rp->n_dims) / ff;
+    double theta = rp->freq_scale * theta_ext, m = rp->attn_factor;
+    if (rp->ext_factor != 0.0f) {
+        const double lb = 2.0 * log(rp->freq_base), two_pi = 2.0 * M_PI;
+        const double lo = fmax(0.0, floor(rp->n_dims * log(rp->n_ctx_orig / (two_pi * rp->beta_fast)) / lb));
+        const double hi = fmin(rp->n_dims - 1, ceil(rp->n_dims * log(rp->n_ctx_orig / (two_pi * rp->beta_slow)) / lb));
+        const double ramp = (1.0 - fmin(1.0, fmax(0.0, (i - lo) / fmax(0.001, hi - lo)))) * rp->ext_factor;
+        theta = theta * (1.0 - ramp) + theta_ext * ramp;
+        m *= 1.0 + 0.1 * log(1.0 / rp->freq_scale);
+    }
+    *c = cos(theta) * m;
+    *s = sin(theta) * m;
+}
+
+/* NEOX rotation of head vector v (length D) in place. */
+static void yarn_rotate(double *v, int D, const struct bp_rope_ext_params *rp, const double *ff, double pos)
+{
+    for (int i = 0; i < D / 2; i++) {
+        double c, s;
+        yarn_angle(rp, ff[i], i, pos, &c, &s);
+        const double a = v[i], b = v[i + D / 2];
+        v[i] = a * c - b * s;
+        v[i + D / 2] = a * s + b * c;
+    }
+}
+
+/* One graph with ABI 1.2's three ops as a Gemma 2 / YaRN model strings
+ * them: q and k turned by ROPE_EXT (frequency factors, YaRN past the
+ * original context), causal FLASH_ATTN_SOFTCAP over GQA heads, and the
+ * output capped by SCALE, TANH, SCALE, against the same steps in double. */
+START_TEST(test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_reference)
+{
+    bp_load_plugins(NULL);
+    struct bp_device *dev = vk0();
+    enum { D = 32, H = 4, HKV = 2, T = 6 };
+    const float attn_cap = 2.0f, out_cap = 0.5f, scale = 0.17677669529663687f; /* 1 / sqrt(D) */
+    const struct bp_rope_ext_params rp = { .n_dims = D, .mode = BP_ROPE_MODE_NEOX, .freq_base = 10000.0f,
+                                           .freq_scale = 0.25f, .n_ctx_orig = 64, .ext_factor = 1.0f,
+                                           .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f };
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(32, &ctx), BP_OK);
+    struct bp_tensor *qx = bp_tensor_new_3d(ctx, BP_TYPE_F32, D, H, T);
+    struct bp_tensor *kx = bp_tensor_new_3d(ctx, BP_TYPE_F32, D, HKV, T);
+    struct bp_tensor *v = bp_tensor_new_3d(ctx, BP_TYPE_F16, D, T, HKV);
+    struct bp_tensor *pos = bp_tensor_new_1d(ctx, BP_TYPE_I32, T);
+    struct bp_tensor *ffac = bp_tensor_new_1d(ctx, BP_TYPE_F32, D / 2);
+    struct bp_tensor *mask = bp_tensor_new_2d(ctx, BP_TYPE_F32, T, T);
+    struct bp_tensor *q = bp_permute(ctx, bp_rope_ext(ctx, qx, pos, ffac, &rp), 0, 2, 1, 3);
+    struct bp_tensor *k = bp_permute(ctx, bp_rope_ext(ctx, kx, pos, ffac, &rp), 0, 2, 1, 3);
+    struct bp_tensor *o = bp_flash_attn_softcap(ctx, q, k, v, mask, scale, attn_cap);
+    struct bp_tensor *y = bp_scale(ctx, bp_tanh(ctx, bp_scale(ctx, o, 1.0f / out_cap, 0.0f)), out_cap, 0.0f);
+    ck_assert_msg(y != NULL, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+
+    unsigned seed = 17;
+    float qv[T * H * D], kv[T * HKV * D], ffv[D / 2], mv[T * T];
+    uint16_t vh[HKV * T * D];
+    double vd[HKV * T * D];
+    for (int i = 0; i < T * H * D; i++) qv[i] = 2.0f * frand(&seed);
+    for (int i = 0; i < T * HKV * D; i++) kv[i] = 2.0f * frand(&seed);
+    for (int i = 0; i < HKV * T * D; i++) {
+        vh[i] = bp_f32_to_f16(frand(&seed));
+        vd[i] = bp_f16_to_f32(vh[i]);
+    }
+    for (int i = 0; i < D / 2; i++) ffv[i] = 1.0f + 0.5f * (float)i;
+    const int32_t pv[T] = { 90, 91, 92, 93, 94, 95 }; /* past the original 64 */
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) mv[j + T * i] = j <= i ? 0.0f : -INFINITY;
+    ck_assert_int_eq(bp_tensor_set(qx, qv, 0, sizeof qv), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(kx, kv, 0, sizeof kv), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(v, vh, 0, sizeof vh), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(pos, pv, 0, sizeof pv), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(ffac, ffv, 0, sizeof ffv), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(mask, mv, 0, sizeof mv), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    compute(be, y);
+    float got[D * H * T];
+    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof got), BP_OK);
+
+    double qr[T][H][D], kr[T][HKV][D], ff[D / 2];
+    for (int i = 0; i < D / 2; i++) ff[i] = ffv[i];
+    for (int t = 0; t < T; t++) {
+        for (int h = 0; h < H; h++) {
+            for (int d = 0; d < D; d++) qr[t][h][d] = qv[d + D * (h + H * t)];
+            yarn_rotate(qr[t][h], D, &rp, ff, pv[t]);
+        }
+        for (int h = 0; h < HKV; h++) {
+            for (int d = 0; d < D; d++) kr[t][h][d] = kv[d + D * (h + HKV * t)];
+            yarn_rotate(kr[t][h], D, &rp, ff, pv[t]);
+        }
+    }
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            const int kh = h / (H / HKV);
+            double sc[T], mx = -INFINITY, sum = 0.0;
+            for (int j = 0; j <= t; j++) {
+                double dot = 0.0;
+                for (int d = 0; d < D; d++) dot += qr[t][h][d] * kr[j][kh][d];
+                sc[j] = attn_cap * tanh(dot * scale / attn_cap);
+                if (sc[j] > mx) mx = sc[j];
+            }
+            for (int j = 0; j <= t; j++) sum += exp(sc[j] - mx);
+            for (int d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int j = 0; j <= t; j++) acc += exp(sc[j] - mx) / sum * vd[d + D * (j + T * kh)];
+                const double want = out_cap * tanh(acc / out_cap);
+                const float g = got[d + D * (h + H * t)];
+                ck_assert_msg(fabs(g - want) <= 2e-5, "token %d head %d d %d: got %.7g, want %.7g", t, h, d,
+                              (double)g, want);
+            }
+        }
+    bp_backend_free(be);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+    bp_unload();
+}
+END_TEST
+
 /* --------------------------------------------------------------- main */
 
 int main(void)
@@ -325,6 +452,7 @@ int main(void)
     tcase_add_test(tc, test_vulkan_fused_qkv_views_with_bf16_weights_match_cpu_every_step);
     tcase_add_test(tc, test_vulkan_fused_qkv_on_packed_16bit_words_match_cpu_every_step);
     tcase_add_test(tc, test_vulkan_buffer_beyond_storage_range_binds_each_tensor);
+    tcase_add_test(tc, test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_reference);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

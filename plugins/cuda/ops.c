@@ -9,6 +9,7 @@
  * cuBLAS (W dequantized to F16 first when quantized) when libcublas loads,
  * otherwise to the same kernels, which are correct at any M.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -214,6 +215,11 @@ static int launch_sqr(struct cuda_backend *cb, struct bp_tensor *t, int node_ind
     (void)node_index;
     return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_SQR, 0, 0, cb->stream);
 }
+static int launch_tanh(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_TANH, 0, 0, cb->stream);
+}
 static int launch_rms_norm(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     (void)node_index;
@@ -225,12 +231,33 @@ static int launch_soft_max(struct cuda_backend *cb, struct bp_tensor *t, int nod
     return cuda_launch_soft_max(tv(t), tv(t->src[0]), tv(t->src[1]), bp_op_param_f32(t, 0),
                                 cb->stream);
 }
+/* ROPE, and ROPE_EXT with the parts of bp_ops.h's formula that depend on
+ * neither the position nor the pair worked out here in double, as the cpu
+ * reference does, so that YaRN's floor and ceil fall the same way. */
 static int launch_rope(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     (void)node_index;
-    return cuda_launch_rope(tv(t), tv(t->src[0]), tv(t->src[1]), bp_op_param_i32(t, 0),
-                            bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX, bp_op_param_f32(t, 2),
-                            bp_op_param_f32(t, 3), cb->stream);
+    const int n_dims = bp_op_param_i32(t, 0);
+    const float base = bp_op_param_f32(t, 2), fs = bp_op_param_f32(t, 3);
+    struct cuda_rope_ext ext = { .ext_factor = 0.0f, .corr_lo = 0.0f, .corr_hi = 0.0f, .mscale = 1.0f };
+    const struct bp_tensor *ff = NULL;
+    if (t->op == BP_OP_ROPE_EXT) {
+        ff = t->src[2];
+        ext.ext_factor = bp_op_param_f32(t, 5);
+        double mscale = bp_op_param_f32(t, 6);
+        if (ext.ext_factor != 0.0f) {
+            const double n_ctx = bp_op_param_i32(t, 4), two_pi = 2.0 * 3.14159265358979323846;
+            const double lb2 = 2.0 * log((double)base);
+            const double c_fast = n_dims * log(n_ctx / (two_pi * bp_op_param_f32(t, 7))) / lb2;
+            const double c_slow = n_dims * log(n_ctx / (two_pi * bp_op_param_f32(t, 8))) / lb2;
+            ext.corr_lo = (float)fmax(0.0, floor(c_fast));
+            ext.corr_hi = (float)fmin((double)n_dims - 1.0, ceil(c_slow));
+            mscale *= 1.0 + 0.1 * log(1.0 / fs);
+        }
+        ext.mscale = (float)mscale;
+    }
+    return cuda_launch_rope(tv(t), tv(t->src[0]), tv(t->src[1]), tv(ff), n_dims,
+                            bp_op_param_i32(t, 1) == BP_ROPE_MODE_NEOX, base, fs, ext, cb->stream);
 }
 static int launch_dup(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
@@ -246,8 +273,9 @@ static int launch_set_rows(struct cuda_backend *cb, struct bp_tensor *t, int nod
 static int launch_flash_attn(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     (void)node_index;
+    const float softcap = t->op == BP_OP_FLASH_ATTN_SOFTCAP ? bp_op_param_f32(t, 1) : 0.0f;
     return cuda_launch_flash_attn(tv(t), tv(t->src[0]), tv(t->src[1]), tv(t->src[2]),
-                                  tv(t->src[3]), bp_op_param_f32(t, 0), cb->stream);
+                                  tv(t->src[3]), bp_op_param_f32(t, 0), softcap, cb->stream);
 }
 
 /* THE OP TABLE: one row per op a kernel computes (views need no row). */
@@ -267,6 +295,9 @@ static const struct cuda_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_SET_ROWS] = { two_floats, launch_set_rows },
     [BP_OP_FLASH_ATTN_EXT] = { attn_ok, launch_flash_attn },
     [BP_OP_SQR] = { float_src, launch_sqr },
+    [BP_OP_ROPE_EXT] = { float_src, launch_rope },
+    [BP_OP_TANH] = { float_src, launch_tanh },
+    [BP_OP_FLASH_ATTN_SOFTCAP] = { attn_ok, launch_flash_attn },
 };
 
 static const struct cuda_op_rule *rule_of(int32_t op)

@@ -5,6 +5,7 @@
  * in order (src[i] -> binding i), the node itself is binding VK_PB_OUT;
  * every shader lives in shaders/<name>.comp.
  */
+#include <math.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -164,10 +165,37 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     }
 }
+/* ROPE_EXT: the parts of bp_ops.h's formula that do not depend on the
+ * position or the pair, worked out in double as the cpu reference does, so
+ * that YaRN's floor and ceil fall the same way on both. */
+static void plan_rope(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    p->aux[0] = mode;
+    if (mode == VK_ROPE_EXT) {
+        const double n_dims = bp_op_param_i32(t, 0), base = bp_op_param_f32(t, 2);
+        const double fs = bp_op_param_f32(t, 3), ext_factor = bp_op_param_f32(t, 5);
+        double mscale = bp_op_param_f32(t, 6);
+        float lo = 0.0f, hi = 0.0f;
+        if (ext_factor != 0.0) {
+            const double n_ctx = bp_op_param_i32(t, 4), pi2 = 2.0 * 3.14159265358979323846;
+            const double c_fast = n_dims * log(n_ctx / (pi2 * bp_op_param_f32(t, 7))) / (2.0 * log(base));
+            const double c_slow = n_dims * log(n_ctx / (pi2 * bp_op_param_f32(t, 8))) / (2.0 * log(base));
+            lo = (float)fmax(0.0, floor(c_fast));
+            hi = (float)fmin(n_dims - 1.0, ceil(c_slow));
+            mscale *= 1.0 + 0.1 * log(1.0 / fs);
+        }
+        const float ms = (float)mscale;
+        p->aux[1] = t->src[2] != NULL;
+        memcpy(&p->aux[2], &lo, 4);
+        memcpy(&p->aux[3], &hi, 4);
+        memcpy(&p->aux[4], &ms, 4);
+    }
+    grid((uint64_t)bp_nelements(t), 128, p->groups);
+}
 static void plan_flash_attn(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
-    (void)mode;
     p->aux[0] = t->src[3] != NULL; /* has a mask */
+    p->aux[1] = mode;
     grid((uint64_t)bp_nelements(t), 64, p->groups);
 }
 
@@ -180,7 +208,8 @@ static const struct vk_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_SCALE] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SCALE, plan_elementwise },
     [BP_OP_RMS_NORM] = { float_src, VK_SH_RMS_NORM, 0, plan_per_row },
     [BP_OP_SOFT_MAX] = { float_src, VK_SH_SOFT_MAX, 0, plan_soft_max },
-    [BP_OP_ROPE] = { float_src, VK_SH_ROPE, 0, plan_per_element },
+    [BP_OP_ROPE] = { float_src, VK_SH_ROPE, VK_ROPE_PLAIN, plan_rope },
+    [BP_OP_ROPE_EXT] = { float_src, VK_SH_ROPE, VK_ROPE_EXT, plan_rope },
     [BP_OP_SILU] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SILU, plan_elementwise },
     [BP_OP_GELU] = { float_src, VK_SH_ELEMENTWISE, VK_EW_GELU, plan_elementwise },
     [BP_OP_CPY] = { cpy_ok, VK_SH_ELEMENTWISE, VK_EW_COPY, plan_elementwise },
@@ -188,6 +217,8 @@ static const struct vk_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_SET_ROWS] = { two_floats, VK_SH_SET_ROWS, 0, plan_set_rows },
     [BP_OP_FLASH_ATTN_EXT] = { attn_ok, VK_SH_FLASH_ATTN, 0, plan_flash_attn },
     [BP_OP_SQR] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SQR, plan_elementwise },
+    [BP_OP_TANH] = { float_src, VK_SH_ELEMENTWISE, VK_EW_TANH, plan_elementwise },
+    [BP_OP_FLASH_ATTN_SOFTCAP] = { attn_ok, VK_SH_FLASH_ATTN, VK_ATTN_SOFTCAP, plan_flash_attn },
 };
 
 static const struct vk_op_rule *rule_of(int32_t op)

@@ -371,9 +371,11 @@ struct bp_rope_ext_params {
     int n_ctx_orig;
     float ext_factor, attn_factor, beta_fast, beta_slow;
 };
-/* ROPE_EXT (ABI 1.2): ROPE with llama.cpp's frequency factors (NULL or F32
- * [n_dims / 2]), linear and YaRN scaling and magnitude; a node in ctx, or
- * NULL with bp_last_error set on a shape, type or parameter it breaks. */
+/* The ROPE_EXT node of x at positions pos in ctx, p copied into its params
+ * (p is only read); NULL with bp_last_error set when p is NULL, the
+ * factors are not F32 [n_dims / 2], ext_factor, attn_factor or a beta is
+ * not finite, or YaRN (ext_factor != 0) lacks n_ctx_orig, positive betas
+ * or a positive freq_scale; ROPE's own refusals apply too. */
 BP_API struct bp_tensor *bp_rope_ext(struct bp_context *ctx, struct bp_tensor *x, struct bp_tensor *pos,
                                      struct bp_tensor *freq_factors,
                                      const struct bp_rope_ext_params *p);

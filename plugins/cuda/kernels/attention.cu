@@ -1,5 +1,6 @@
 /*
- * attention.cu — FLASH_ATTN_EXT: one warp per (head, query, batch) output
+ * attention.cu — FLASH_ATTN_EXT and FLASH_ATTN_SOFTCAP (softcap > 0: each
+ * score capped, c tanh(score / c), before the mask): one warp per (head, query, batch) output
  * row with an online softmax over the keys (running maximum and sum), so
  * any n_kv fits without scratch. Lanes split the head dimension; each lane
  * keeps Dv/32 accumulators (Dv <= CUDA_FA_MAX_DV). A row whose every key
@@ -13,7 +14,7 @@
 #define FA_WARPS 4
 
 __global__ void k_flash_attn(cuda_tview o, cuda_tview q, cuda_tview k, cuda_tview v, cuda_tview m,
-                             float scale, int64_t rows)
+                             float scale, float softcap, int64_t rows)
 {
     const int64_t r = blockIdx.x * (int64_t)FA_WARPS + threadIdx.y;
     if (r >= rows) return;
@@ -31,6 +32,7 @@ __global__ void k_flash_attn(cuda_tview o, cuda_tview q, cuda_tview k, cuda_tvie
         float s = 0.0f;
         for (int64_t d = lane; d < D; d += 32) s += ld_f(qr + d * q.nb[0], q.type) * ld_f(kr + d * k.nb[0], k.type);
         s = warp_sum(s) * scale;
+        if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
         if (mr) s += ld_f(mr + j * m.nb[0], m.type);
         if (s == -INFINITY) continue;
         const float nmx = fmaxf(mx, s);
@@ -52,11 +54,11 @@ __global__ void k_flash_attn(cuda_tview o, cuda_tview q, cuda_tview k, cuda_tvie
 }
 
 extern "C" int cuda_launch_flash_attn(cuda_tview o, cuda_tview q, cuda_tview k, cuda_tview v,
-                                      cuda_tview m, float scale, cudaStream_t s)
+                                      cuda_tview m, float scale, float softcap, cudaStream_t s)
 {
     const int64_t rows = nrows(o);
     if (v.ne[0] > FA_MAX_DV) return (int)cudaErrorInvalidValue;
     dim3 block(32, FA_WARPS);
-    k_flash_attn<<<(unsigned)((rows + FA_WARPS - 1) / FA_WARPS), block, 0, s>>>(o, q, k, v, m, scale, rows);
+    k_flash_attn<<<(unsigned)((rows + FA_WARPS - 1) / FA_WARPS), block, 0, s>>>(o, q, k, v, m, scale, softcap, rows);
     return (int)cudaGetLastError();
 }

@@ -1,5 +1,5 @@
 /*
- * elementwise.cu — ADD/MUL (b repeats over a), SCALE, SILU, GELU, SQR, the
+ * elementwise.cu — ADD/MUL (b repeats over a), SCALE, SILU, GELU, SQR, TANH, the
  * element-order copy behind CPY/CONT, GET_ROWS (float or quantized
  * tables), SET_ROWS, and the packed helpers of the all-reduce. Grid-stride
  * loops over destination elements; sources are read through their byte
@@ -31,6 +31,7 @@ __global__ void k_unary(cuda_tview d, cuda_tview x, int kind, float s, float bia
         if (kind == CUDA_UNARY_SCALE) y = v * s + bias;
         else if (kind == CUDA_UNARY_SILU) y = v / (1.0f + expf(-v));
         else if (kind == CUDA_UNARY_SQR) y = v * v;
+        else if (kind == CUDA_UNARY_TANH) y = tanhf(v);
         else y = 0.5f * v * (1.0f + tanhf(gelu_c * (v + 0.044715f * v * v * v)));
         st_f(at(d, i[0], i[1], i[2], i[3]), d.type, y);
     }

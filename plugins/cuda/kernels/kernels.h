@@ -35,7 +35,18 @@ struct cuda_block_q8_1 {
     int8_t qs[32];
 };
 
-enum cuda_unary { CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2, CUDA_UNARY_SQR = 3 };
+enum cuda_unary {
+    CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2, CUDA_UNARY_SQR = 3, CUDA_UNARY_TANH = 4
+};
+
+/* What ROPE_EXT adds to ROPE, with the parts that depend on neither the
+ * position nor the pair worked out on the host: ROPE is ext_factor 0 and
+ * mscale 1 (and no factors). */
+struct cuda_rope_ext {
+    float ext_factor;       /* YaRN's mix; 0: none */
+    float corr_lo, corr_hi; /* YaRN's correction range of pair indices */
+    float mscale;           /* cos and sin are multiplied by it */
+};
 
 int cuda_launch_binary(struct cuda_tview dst, struct cuda_tview a, struct cuda_tview b, int is_mul,
                        cudaStream_t s);
@@ -53,10 +64,15 @@ int cuda_launch_rms_norm(struct cuda_tview dst, struct cuda_tview x, float eps, 
 /* mask.data == NULL: no mask. */
 int cuda_launch_soft_max(struct cuda_tview dst, struct cuda_tview x, struct cuda_tview mask,
                          float scale, cudaStream_t s);
-int cuda_launch_rope(struct cuda_tview dst, struct cuda_tview x, struct cuda_tview pos, int n_dims,
-                     int neox, float freq_base, float freq_scale, cudaStream_t s);
+/* ROPE and ROPE_EXT; ff.data == NULL: no frequency factors. */
+int cuda_launch_rope(struct cuda_tview dst, struct cuda_tview x, struct cuda_tview pos, struct cuda_tview ff,
+                     int n_dims, int neox, float freq_base, float freq_scale, struct cuda_rope_ext ext,
+                     cudaStream_t s);
+/* FLASH_ATTN_EXT, and FLASH_ATTN_SOFTCAP when softcap > 0 (each score
+ * softcap tanh(score / softcap) before the mask). */
 int cuda_launch_flash_attn(struct cuda_tview dst, struct cuda_tview q, struct cuda_tview k,
-                           struct cuda_tview v, struct cuda_tview mask, float scale, cudaStream_t s);
+                           struct cuda_tview v, struct cuda_tview mask, float scale, float softcap,
+                           cudaStream_t s);
 
 /* MUL_MAT, any W type, float X: one warp per output element (fallback). */
 int cuda_launch_mul_mat_generic(struct cuda_tview dst, struct cuda_tview w, struct cuda_tview x,

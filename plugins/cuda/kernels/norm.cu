@@ -88,8 +88,12 @@ __global__ void k_soft_max(cuda_tview d, cuda_tview x, cuda_tview m, float scale
 }
 
 /* Items per row: n_dims/2 rotated pairs plus ne0 - n_dims copied elements. */
-__global__ void k_rope(cuda_tview d, cuda_tview x, cuda_tview pos, int n_dims, int neox, float base,
-                       float freq_scale, int64_t per_row, int64_t n)
+/* Pair j turns by theta = (pos freq_scale) fe, fe = base^(-2j/n_dims) /
+ * factor_j, or under YaRN by theta (1 - ramp_j) + pos fe ramp_j; cos and
+ * sin carry the magnitude (bp_ops.h). In double, as the cpu reference; with
+ * no factors, YaRN or magnitude the arithmetic is ROPE's. */
+__global__ void k_rope(cuda_tview d, cuda_tview x, cuda_tview pos, cuda_tview ff, int n_dims, int neox,
+                       float base, float freq_scale, cuda_rope_ext ext, int64_t per_row, int64_t n)
 {
     const int64_t half = n_dims / 2;
     for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < n;
@@ -103,10 +107,19 @@ __global__ void k_rope(cuda_tview d, cuda_tview x, cuda_tview pos, int n_dims, i
             st_f(dr + i0 * d.nb[0], d.type, ld_f(xr + i0 * x.nb[0], x.type));
             continue;
         }
-        const double p = (double)*(const int *)at(pos, i2, 0, 0, 0) * (double)freq_scale;
-        const double theta = p * pow((double)base, -2.0 * (double)j / (double)n_dims);
+        const double p = (double)*(const int *)at(pos, i2, 0, 0, 0);
+        double fe = pow((double)base, -2.0 * (double)j / (double)n_dims);
+        if (ff.data) fe /= (double)*(const float *)at(ff, j, 0, 0, 0);
+        double theta = p * (double)freq_scale * fe;
+        if (ext.ext_factor != 0.0f) {
+            const double y = ((double)j - ext.corr_lo) / fmax(0.001, (double)ext.corr_hi - ext.corr_lo);
+            const double ramp = (1.0 - fmin(1.0, fmax(0.0, y))) * ext.ext_factor;
+            theta = theta * (1.0 - ramp) + p * fe * ramp;
+        }
         double sn, cs;
         sincos(theta, &sn, &cs);
+        sn *= ext.mscale;
+        cs *= ext.mscale;
         const int64_t a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
         const float x0 = ld_f(xr + a * x.nb[0], x.type), x1 = ld_f(xr + b * x.nb[0], x.type);
         st_f(dr + a * d.nb[0], d.type, (float)(x0 * cs - x1 * sn));
@@ -126,12 +139,12 @@ extern "C" int cuda_launch_soft_max(cuda_tview d, cuda_tview x, cuda_tview m, fl
     return (int)cudaGetLastError();
 }
 
-extern "C" int cuda_launch_rope(cuda_tview d, cuda_tview x, cuda_tview pos, int n_dims, int neox,
-                                float base, float freq_scale, cudaStream_t s)
+extern "C" int cuda_launch_rope(cuda_tview d, cuda_tview x, cuda_tview pos, cuda_tview ff, int n_dims,
+                                int neox, float base, float freq_scale, cuda_rope_ext ext, cudaStream_t s)
 {
     const int64_t per_row = n_dims / 2 + (d.ne[0] - n_dims);
     const int64_t n = per_row * nrows(d);
     if (n == 0) return 0;
-    k_rope<<<grid_for(n, 256), 256, 0, s>>>(d, x, pos, n_dims, neox, base, freq_scale, per_row, n);
+    k_rope<<<grid_for(n, 256), 256, 0, s>>>(d, x, pos, ff, n_dims, neox, base, freq_scale, ext, per_row, n);
     return (int)cudaGetLastError();
 }

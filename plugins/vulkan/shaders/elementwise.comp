@@ -23,6 +23,8 @@ void main()
         v = v / (1.0 + exp(-v));
     } else if (mode == VK_EW_SQR) {
         v = v * v;
+    } else if (mode == VK_EW_TANH) {
+        v = tanh(clamp(v, -15.0, 15.0)); // +-1 in float past 15, and no inf/inf inside tanh
     } else if (mode == VK_EW_GELU) {
         float u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
         v = 0.5 * v * (1.0 + tanh(u));

@@ -1,7 +1,9 @@
 #version 450
-// FLASH_ATTN_EXT, one output element (d, h, iq, b) per invocation with an
-// online softmax over the keys. q slot 0, k slot 1, v slot 2, mask slot 3
-// (aux0 = 1 when present). Output [Dv, H, n_q, B]. The simple, exact path.
+// FLASH_ATTN_EXT and FLASH_ATTN_SOFTCAP, one output element (d, h, iq, b)
+// per invocation with an online softmax over the keys. q slot 0, k slot 1,
+// v slot 2, mask slot 3 (aux0 = 1 when present). aux1 = VK_ATTN_SOFTCAP:
+// each score becomes c tanh(score / c), c = op param 1, before the mask.
+// Output [Dv, H, n_q, B]. The simple, exact path.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
@@ -15,6 +17,8 @@ void main()
     uint kh = h / (tne(0u, 2u) / tne(1u, 2u));
     bool hm = aux(0u) == 1u;
     float scale = pf(0u);
+    bool capped = aux(1u) == VK_ATTN_SOFTCAP;
+    float cap = capped ? pf(1u) : 1.0;
     uint qr = at(0u, 0u, iq, h, b);
     uint mr = hm ? at(3u, 0u, iq, h % tne(3u, 2u), b % tne(3u, 3u)) : 0u;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
@@ -25,6 +29,7 @@ void main()
         for (uint e = 0u; e < D; e++)
             s += ld(0u, qr + e * tnb(0u, 0u), ttype(0u)) * ld(1u, kr + e * tnb(1u, 0u), ttype(1u));
         s *= scale;
+        if (capped) s = cap * tanh(clamp(s / cap, -15.0, 15.0)); // tanh is +-1 in float past 15
         if (hm) s += ld(3u, mr + j * tnb(3u, 0u), ttype(3u));
         if (s == NEG_INF) continue;
         float nm = max(mx, s);

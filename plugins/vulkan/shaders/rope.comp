@@ -1,6 +1,10 @@
 #version 450
-// One output element per invocation; pos (I32) in slot 1.
-// op params: n_dims, mode, freq_base, freq_scale.
+// ROPE and ROPE_EXT, one output element per invocation; pos (I32) in slot 1,
+// ROPE_EXT's frequency factors (F32, one per pair) in slot 2 when aux1 = 1.
+// op params: n_dims, mode, freq_base, freq_scale; ROPE_EXT also n_ctx_orig,
+// ext_factor, attn_factor, beta_fast, beta_slow, of which the shader reads
+// ext_factor: the plugin turns the rest into YaRN's correction range
+// (aux2, aux3) and the magnitude (aux4) once per node (vk_params.h).
 layout(local_size_x = 128) in;
 #include "common.glsl"
 
@@ -21,9 +25,26 @@ void main()
     uint p, a, b;
     if (neox) { p = c.x < half_d ? c.x : c.x - half_d; a = p; b = p + half_d; }
     else { p = c.x / 2u; a = 2u * p; b = a + 1u; }
-    float pos = float(ld_i32(1u, at(1u, c.z, 0u, 0u, 0u))) * pf(3u);
-    float theta = pos * pow(pf(2u), -2.0 * float(p) / float(n_dims));
-    float cs = cos(theta), sn = sin(theta);
+    int pos_i = ld_i32(1u, at(1u, c.z, 0u, 0u, 0u));
+    float freq = pow(pf(2u), -2.0 * float(p) / float(n_dims));
+    float theta, m = 1.0;
+    if (aux(0u) == VK_ROPE_EXT) {
+        // theta_ext = pos freq / factor, theta_int = freq_scale theta_ext;
+        // under YaRN the pair's ramp mixes the two (bp_ops.h).
+        float theta_ext = float(pos_i) * freq;
+        if (aux(1u) == 1u) theta_ext /= ld(2u, at(2u, p, 0u, 0u, 0u), T_F32);
+        theta = pf(3u) * theta_ext;
+        float ext_factor = pf(5u);
+        if (ext_factor != 0.0) {
+            float lo = uintBitsToFloat(aux(2u)), hi = uintBitsToFloat(aux(3u));
+            float ramp = (1.0 - clamp((float(p) - lo) / max(0.001, hi - lo), 0.0, 1.0)) * ext_factor;
+            theta = theta * (1.0 - ramp) + theta_ext * ramp;
+        }
+        m = uintBitsToFloat(aux(4u));
+    } else {
+        theta = float(pos_i) * pf(3u) * freq;
+    }
+    float cs = cos(theta) * m, sn = sin(theta) * m;
     float x0 = ld(0u, xr + a * nb, ty), x1 = ld(0u, xr + b * nb, ty);
     st(o, ttype(OUT), c.x == a ? x0 * cs - x1 * sn : x0 * sn + x1 * cs);
 }

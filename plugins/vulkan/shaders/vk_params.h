@@ -29,5 +29,17 @@
 #define VK_EW_SILU 2u
 #define VK_EW_GELU 3u
 #define VK_EW_SQR 4u
+#define VK_EW_TANH 5u
+
+/* aux words of the rope shader: aux[0] VK_ROPE_PLAIN or VK_ROPE_EXT; for
+ * ROPE_EXT aux[1] = 1 when slot 2 holds the frequency factors, and the
+ * float bits of YaRN's correction range (aux[2] lo, aux[3] hi) and of the
+ * magnitude (aux[4]), which the plugin works out once per node. */
+#define VK_ROPE_PLAIN 0u
+#define VK_ROPE_EXT 1u
+
+/* aux[1] of the flash_attn shader: 1 for FLASH_ATTN_SOFTCAP, whose cap is
+ * op param 1 (aux[0] says whether there is a mask). */
+#define VK_ATTN_SOFTCAP 1u
 
 #endif
