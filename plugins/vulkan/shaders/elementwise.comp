@@ -26,8 +26,16 @@ void main()
     } else if (mode == VK_EW_TANH) {
         v = tanh(clamp(v, -15.0, 15.0)); // +-1 in float past 15, and no inf/inf inside tanh
     } else if (mode == VK_EW_GELU) {
-        float u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
-        v = 0.5 * v * (1.0 + tanh(u));
+        // As ggml-cpu computes it (and so llama.cpp's CPU logits for Gemma):
+        // the input rounded to f16, the tanh GELU of that in f32, rounded to
+        // f16 (ggml's table); 0 below -10 and the input itself above 10.
+        if (v <= -10.0) {
+            v = 0.0;
+        } else if (v < 10.0) {
+            float h = unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x;
+            float u = clamp(0.7978845608028654 * h * (1.0 + 0.044715 * h * h), -15.0, 15.0);
+            v = unpackHalf2x16(packHalf2x16(vec2(0.5 * h * (1.0 + tanh(u)), 0.0))).x;
+        }
     }
     st(at(OUT, c.x, c.y, c.z, c.w), ttype(OUT), v);
 }
