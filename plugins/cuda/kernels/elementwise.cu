@@ -32,7 +32,12 @@ __global__ void k_unary(cuda_tview d, cuda_tview x, int kind, float s, float bia
         else if (kind == CUDA_UNARY_SILU) y = v / (1.0f + expf(-v));
         else if (kind == CUDA_UNARY_SQR) y = v * v;
         else if (kind == CUDA_UNARY_TANH) y = tanhf(v);
-        else y = 0.5f * v * (1.0f + tanhf(gelu_c * (v + 0.044715f * v * v * v)));
+        else if (v <= -10.0f) y = 0.0f;
+        else if (v >= 10.0f) y = v;
+        else { /* as ggml-cpu's table: input and result rounded to f16 */
+            const float h = __half2float(__float2half_rn(v));
+            y = __half2float(__float2half_rn(0.5f * h * (1.0f + tanhf(gelu_c * h * (1.0f + 0.044715f * h * h)))));
+        }
         st_f(at(d, i[0], i[1], i[2], i[3]), d.type, y);
     }
 }
