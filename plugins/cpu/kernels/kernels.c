@@ -71,7 +71,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        GEMM_Q4_K },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K,
                        GEMM_Q6_K },
-    ABI_1_2_ENTRIES(ref),
+    ABI_1_2_ENTRIES(x86),
 };
 #if defined(__AVX512F__)
 #define ISA_NAME "avx512"
