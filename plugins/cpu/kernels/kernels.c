@@ -96,7 +96,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        gemm_q4_K_via },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_neon, NULL, cpu_dequantize_row_q6_K,
                        gemm_q6_K_via },
-    ABI_1_2_ENTRIES(ref),
+    ABI_1_2_ENTRIES(neon),
 };
 #define ISA_NAME "neon"
 #else
