@@ -7,8 +7,9 @@
  *  - quantized MUL_MAT equals a double-precision product of the weights as
  *    GET_ROWS dequantizes them with the F32 activation, within the bound
  *    the activation's 8-bit quantization allows, in every chunking regime
- *    and with more threads than chunks; results are bit-identical for every
- *    thread count; batched and broadcast weights;
+ *    and with more threads than chunks, for every weight type; results are
+ *    bit-identical for every thread count; batched and broadcast weights;
+ *    GET_ROWS of every quantized type is bp_dequantize of the row;
  *  - the pool: many small graphs in a row, cancellation mid-graph, thread
  *    count changed between graphs (1..8 threads on however many cores);
  *  - the CPU_REPACK buffer type: set/get of whole tensors and of any byte
@@ -59,9 +60,16 @@ static void *random_weights(enum bp_type t, int64_t nblocks)
         unsigned char *blk = w + (size_t)b * bs;
         uint16_t d = bp_f32_to_f16(0.01f + (float)(rnd64() % 100) * 1e-4f);
         uint16_t dm = bp_f32_to_f16((float)(rnd64() % 100) * 1e-4f);
-        if (t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0) memcpy(blk, &d, 2);
-        if (t == BP_TYPE_Q4_K) { memcpy(blk, &d, 2); memcpy(blk + 2, &dm, 2); }
+        if (t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_IQ4_NL ||
+            t == BP_TYPE_IQ4_XS)
+            memcpy(blk, &d, 2);
+        if (t == BP_TYPE_Q4_K || t == BP_TYPE_Q5_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &dm, 2);
+        }
         if (t == BP_TYPE_Q6_K) memcpy(blk + 208, &d, 2);
+        if (t == BP_TYPE_Q2_K) { memcpy(blk + 80, &d, 2); memcpy(blk + 82, &dm, 2); }
+        if (t == BP_TYPE_Q3_K) memcpy(blk + 108, &d, 2);
     }
     return w;
 }
@@ -153,7 +161,9 @@ static void mm_check(struct mm_case *c, const float *got, const char *what)
 
 static const enum bp_type weight_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
                                              BP_TYPE_Q6_K, BP_TYPE_F16, BP_TYPE_BF16,
-                                             BP_TYPE_F32 };
+                                             BP_TYPE_F32, BP_TYPE_Q4_1, BP_TYPE_Q5_0,
+                                             BP_TYPE_Q5_1, BP_TYPE_IQ4_NL, BP_TYPE_Q2_K,
+                                             BP_TYPE_Q3_K, BP_TYPE_Q5_K, BP_TYPE_IQ4_XS };
 #define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
 
 /* (N, M): single rows on either side (64-row chunks), fewer than four
@@ -171,7 +181,9 @@ START_TEST(test_mul_mat_matches_dequantized_reference_in_every_chunk_regime)
         mm_build(&c, t, K, shapes[s][0], shapes[s][1], 1, 1);
         float *one = mm_run(&c, 1);
         mm_check(&c, one, "1 thread");
-        for (int th = 2; th <= 8; th += 3) { /* 2, 5, 8: more threads than chunks */
+        static const int thread_counts[] = { 2, 3, 4, 5, 8 }; /* 5, 8: more threads than chunks */
+        for (size_t ti = 0; ti < sizeof thread_counts / sizeof thread_counts[0]; ti++) {
+            const int th = thread_counts[ti];
             float *many = mm_run(&c, th);
             /* OpenBLAS (large-M F32 in the SIMD variants) blocks each
              * thread's slice its own way: held to the bound, not to bits */
@@ -197,6 +209,44 @@ START_TEST(test_mul_mat_broadcasts_weights_over_batches)
     mm_check(&c, y, "broadcast");
     free(y);
     fx_free(&c.f);
+}
+END_TEST
+
+/* GET_ROWS of a quantized table gives, for every id (repeated, out of
+ * order), bp_dequantize of that row's bytes, to the bit; with 1 to 4
+ * threads. */
+START_TEST(test_get_rows_of_every_quantized_type_is_bp_dequantize_of_the_row)
+{
+    const enum bp_type t = weight_types[_i];
+    if (!bp_type_is_quantized(t)) return;
+    const int64_t K = 2 * (bp_type_block_size(t) > 32 ? 256 : 32), N = 7;
+    static const int32_t ids[] = { 6, 0, 3, 3, 5, 1, 6, 2, 4 };
+    const int64_t n_ids = (int64_t)(sizeof ids / sizeof ids[0]);
+    struct fx f;
+    fx_init(&f);
+    struct bp_tensor *w = bp_tensor_new_2d(f.ctx, t, K, N);
+    struct bp_tensor *id = bp_tensor_new_1d(f.ctx, BP_TYPE_I32, n_ids);
+    struct bp_tensor *rows = bp_get_rows(f.ctx, w, id);
+    ck_assert_ptr_nonnull(rows);
+    fx_alloc(&f);
+    const size_t rs = bp_row_size(t, K);
+    unsigned char *wd = random_weights(t, K / bp_type_block_size(t) * N);
+    ck_assert_int_eq(bp_tensor_set(w, wd, 0, rs * (size_t)N), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(id, ids, 0, sizeof ids), BP_OK);
+    float *want = malloc((size_t)(K * n_ids) * sizeof *want), *got = malloc((size_t)(K * n_ids) * sizeof *got);
+    for (int64_t r = 0; r < n_ids; r++)
+        ck_assert_int_eq(bp_dequantize(t, wd + rs * (size_t)ids[r], want + r * K, K), BP_OK);
+    for (int th = 1; th <= 4; th++) {
+        ck_assert_int_eq(bp_backend_set_n_threads(f.be, th), BP_OK);
+        ck_assert_msg(fx_compute(&f, rows) == BP_OK, "get_rows %s: %s", bp_type_name(t), bp_last_error());
+        ck_assert_int_eq(bp_tensor_get(rows, got, 0, (size_t)(K * n_ids) * sizeof *got), BP_OK);
+        ck_assert_msg(memcmp(got, want, (size_t)(K * n_ids) * sizeof *got) == 0,
+                      "get_rows %s with %d threads differs from bp_dequantize", bp_type_name(t), th);
+    }
+    free(wd);
+    free(want);
+    free(got);
+    fx_free(&f);
 }
 END_TEST
 
@@ -572,6 +622,8 @@ int main(void)
     tcase_add_loop_test(tc, test_mul_mat_matches_dequantized_reference_in_every_chunk_regime, 0,
                         N_WEIGHT_TYPES);
     tcase_add_loop_test(tc, test_mul_mat_broadcasts_weights_over_batches, 0, N_WEIGHT_TYPES);
+    tcase_add_loop_test(tc, test_get_rows_of_every_quantized_type_is_bp_dequantize_of_the_row, 0,
+                        N_WEIGHT_TYPES);
     tcase_add_loop_test(tc, test_float_mul_mat_with_many_rows_matches_reference_at_every_tile_edge,
                         0, (int)(sizeof float_types / sizeof float_types[0]));
     tcase_add_test(tc, test_many_small_graphs_in_a_row_are_all_correct);

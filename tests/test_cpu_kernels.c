@@ -6,11 +6,14 @@
  * Exit 0: pass, 1: a mismatch, 77: this machine cannot run the build's ISA.
  *
  * Weights are random valid blocks (random quants, random small scales;
- * Q4_K with all 6-bit scale/min codes used); activations random or
- * long-tailed (a few huge values among small ones), converted by the
- * build's from_float. The integer parts of SIMD and reference are equal by
- * construction, so only float summation order may differ: the bound is
- * 1e-5 of the sum of |products| of the dequantized operands.
+ * every scale/min code and every high bit used, negative mins for Q4_1 and
+ * Q5_1); activations random or long-tailed (a few huge values among small
+ * ones), converted by the build's from_float. The integer parts of SIMD and
+ * reference are equal by construction, so only float summation order may
+ * differ: the bound is 1e-5 of the sum of |products| of the dequantized
+ * operands. The reference itself is held to the same bound against a
+ * double-precision dot of the dequantized weight and activation rows, for
+ * rows of 1, 2, 3, 7 and 17 blocks.
  *
  * The activation quantizers (from_float of Q8_0 and Q8_K) give the
  * reference's bytes exactly, with ties (half-integers under a block maximum
@@ -57,9 +60,19 @@ static void fill_weights(enum bp_type t, unsigned char *w, size_t bytes, int64_t
     for (size_t b = 0; b < bytes / bs; b++) {
         unsigned char *blk = w + b * bs;
         uint16_t d = bp_f32_to_f16(0.001f + 0.01f * fabsf(rndf())), d2 = bp_f32_to_f16(0.002f * fabsf(rndf()));
-        if (t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0) memcpy(blk, &d, 2);
-        if (t == BP_TYPE_Q4_K) { memcpy(blk, &d, 2); memcpy(blk + 2, &d2, 2); }
+        if (t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_IQ4_NL ||
+            t == BP_TYPE_IQ4_XS)
+            memcpy(blk, &d, 2);
+        if (t == BP_TYPE_Q4_K || t == BP_TYPE_Q5_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &d2, 2);
+        }
         if (t == BP_TYPE_Q6_K) memcpy(blk + 208, &d, 2);
+        if (t == BP_TYPE_Q2_K) { memcpy(blk + 80, &d, 2); memcpy(blk + 82, &d2, 2); }
+        if (t == BP_TYPE_Q3_K) memcpy(blk + 108, &d, 2);
+        /* a negative scale or min half the time: the signs must reach the sum */
+        if ((t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) && (rnd64() & 1)) blk[3] |= 0x80;
+        if (t == BP_TYPE_IQ4_NL && (rnd64() & 1)) blk[1] |= 0x80;
     }
 }
 
@@ -93,15 +106,25 @@ static void check_type(enum bp_type t, int64_t n, bool long_tail)
         const struct bp_block_q8_K *b = (const void *)xq;
         for (int64_t i = 0; i < n; i++) xf[i] = b[i / 256].d * b[i / 256].qs[i % 256];
     }
-    double mag = 0;
-    for (int64_t i = 0; i < n; i++) mag += fabs((double)wf[i] * xf[i]);
+    double mag = 0, exact = 0;
+    for (int64_t i = 0; i < n; i++) {
+        mag += fabs((double)wf[i] * xf[i]);
+        exact += (double)wf[i] * xf[i];
+    }
     const double tol = 1e-5 * mag + 1e-6;
-    checks++;
+    checks += 2;
     if (!(fabs((double)got - want) <= tol)) {
         failures++;
         printf("FAIL %s n=%lld %s: %s kernel %.9g, reference %.9g (tolerance %.3g)\n",
                bp_type_name(t), (long long)n, long_tail ? "long-tailed" : "uniform",
                cpu_kernels_isa(), got, want, tol);
+    }
+    /* and the reference itself against the dequantized operands in double */
+    if (!(fabs((double)want - exact) <= tol)) {
+        failures++;
+        printf("FAIL %s n=%lld %s: reference %.9g, double-precision dot %.9g (tolerance %.3g)\n",
+               bp_type_name(t), (long long)n, long_tail ? "long-tailed" : "uniform", want, exact,
+               tol);
     }
     free(w); free(xq); free(x); free(wf); free(xf);
 }
@@ -388,6 +411,8 @@ int main(int argc, char **argv)
         return bench_q8_K();
     if (argc > 1) { printf("usage: %s [--bench-q8k]\n", argv[0]); return 2; }
     const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                   BP_TYPE_Q4_1, BP_TYPE_Q5_0, BP_TYPE_Q5_1, BP_TYPE_IQ4_NL,
+                                   BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_Q5_K, BP_TYPE_IQ4_XS,
                                    BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int64_t bs = bp_type_block_size(types[ti]) > 1 ? bp_type_block_size(types[ti]) : 256;

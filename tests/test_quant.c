@@ -6,6 +6,13 @@
  * ggml's, round-trip error bounds, the accuracy of Q4_K/Q6_K against a port
  * of ggml's search written in this file, argument errors, and the path by
  * which plugins reach the functions (host services, via a probe plugin).
+ *
+ * The ABI 1.2 types (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS)
+ * are held to ggml itself: tests/data/quant/ has fixed inputs, the bytes
+ * ggml's quantizer made of them and the floats its dequantizer made of
+ * those bytes (scripts/quant-reference.sh); both directions must match
+ * bit for bit. Their layouts are also decoded here element by element from
+ * the description in bp_quant.h.
  */
 #include <check.h>
 #include <math.h>
@@ -217,7 +224,9 @@ END_TEST
 START_TEST(test_dequantize_all_zero_blocks_gives_zeros)
 {
     static const enum bp_type types[] = {BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
-                                         BP_TYPE_Q8_K};
+                                         BP_TYPE_Q8_K, BP_TYPE_Q4_1, BP_TYPE_Q5_0, BP_TYPE_Q5_1,
+                                         BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_Q5_K, BP_TYPE_IQ4_NL,
+                                         BP_TYPE_IQ4_XS};
     unsigned char zeros[2 * 292] = {0};
     float out[513];
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
@@ -775,6 +784,263 @@ START_TEST(test_q6_K_rmse_is_at_most_the_ggml_algorithm_baseline)
 }
 END_TEST
 
+/* ------------------------------- ABI 1.2 types: ggml's own vectors */
+
+static const enum bp_type new_types[] = {BP_TYPE_Q4_1, BP_TYPE_Q5_0,   BP_TYPE_Q5_1,  BP_TYPE_Q2_K,
+                                         BP_TYPE_Q3_K, BP_TYPE_Q5_K,   BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS};
+#define N_NEW_TYPES (sizeof new_types / sizeof new_types[0])
+
+enum { MAX_CASES = 16, MAX_CASE_FLOATS = 1024 };
+
+/* One case of tests/data/quant/: its inputs and, per type, ggml's bytes and floats. */
+struct vec_case {
+    char name[32];
+    int rows, n_per_row;
+    float x[MAX_CASE_FLOATS];
+    unsigned char q[MAX_CASE_FLOATS]; /* no type takes more than a byte per element */
+    size_t nq;
+    float y[MAX_CASE_FLOATS];
+    size_t nx, ny;
+};
+
+static struct vec_case vec_cases[MAX_CASES];
+static int n_vec_cases;
+
+/* Reads tests/data/quant/<file>: "case NAME ROWS N" starts a case (inputs.txt
+ * defines the cases, a type's file repeats them in the same order), "x" and
+ * "y" lines hold f32 bit patterns, "q" lines hex bytes. */
+static void read_vectors(const char *file)
+{
+    char path[1024], line[1024];
+    snprintf(path, sizeof path, "%s/tests/data/quant/%s", BP_TEST_SOURCE_DIR, file);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s (scripts/quant-reference.sh writes it)", path);
+    const bool inputs = !strcmp(file, "inputs.txt");
+    struct vec_case *c = NULL;
+    int at = 0;
+    if (inputs) n_vec_cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        if (!strncmp(line, "case ", 5)) {
+            char name[32];
+            int rows, n;
+            ck_assert_int_eq(sscanf(line + 5, "%31s %d %d", name, &rows, &n), 3);
+            if (inputs) {
+                ck_assert_int_lt(n_vec_cases, MAX_CASES);
+                c = &vec_cases[n_vec_cases++];
+                snprintf(c->name, sizeof c->name, "%s", name);
+                c->rows = rows;
+                c->n_per_row = n;
+                c->nx = 0;
+                ck_assert_int_le(rows * n, MAX_CASE_FLOATS);
+            } else {
+                ck_assert_int_lt(at, n_vec_cases);
+                c = &vec_cases[at++];
+                ck_assert_str_eq(c->name, name);
+                c->nq = c->ny = 0;
+            }
+            continue;
+        }
+        ck_assert_msg(c != NULL, "%s: data before the first case", path);
+        char *p = line + 2;
+        if (line[0] == 'q') {
+            unsigned v;
+            int used;
+            while (sscanf(p, "%2x%n", &v, &used) == 1) {
+                ck_assert_uint_lt(c->nq, sizeof c->q);
+                c->q[c->nq++] = (unsigned char)v;
+                p += used;
+            }
+        } else {
+            ck_assert_msg(line[0] == 'x' || line[0] == 'y', "%s: unknown line '%s'", path, line);
+            float *dst = line[0] == 'x' ? c->x : c->y;
+            size_t *n = line[0] == 'x' ? &c->nx : &c->ny;
+            char *end;
+            for (unsigned long u = strtoul(p, &end, 16); end != p; u = strtoul(p, &end, 16)) {
+                ck_assert_uint_lt(*n, MAX_CASE_FLOATS);
+                const uint32_t b = (uint32_t)u;
+                memcpy(&dst[(*n)++], &b, 4);
+                p = end;
+            }
+        }
+    }
+    fclose(f);
+    if (!inputs) ck_assert_int_eq(at, n_vec_cases);
+}
+
+static void read_type_vectors(enum bp_type t)
+{
+    char file[64];
+    read_vectors("inputs.txt");
+    snprintf(file, sizeof file, "ggml-%s.txt", bp_type_name(t));
+    read_vectors(file);
+}
+
+START_TEST(test_quantize_new_types_writes_ggml_bytes)
+{
+    const enum bp_type t = new_types[_i];
+    read_type_vectors(t);
+    ck_assert_int_ge(n_vec_cases, 8);
+    for (int c = 0; c < n_vec_cases; c++) {
+        const struct vec_case *v = &vec_cases[c];
+        const int64_t n = (int64_t)v->rows * v->n_per_row;
+        ck_assert_uint_eq(v->nx, (size_t)n);
+        ck_assert_uint_eq(v->nq, bp_row_size(t, n));
+        unsigned char got[MAX_CASE_FLOATS];
+        memset(got, 0xA5, sizeof got);
+        ck_assert_uint_eq(bp_quantize(t, v->x, got, v->rows, v->n_per_row), v->nq);
+        for (size_t i = 0; i < v->nq; i++)
+            ck_assert_msg(got[i] == v->q[i], "%s case '%s': byte %zu (block %zu, offset %zu) is "
+                          "0x%02x, ggml wrote 0x%02x", bp_type_name(t), v->name, i,
+                          i / bp_type_size(t), i % bp_type_size(t), got[i], v->q[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_dequantize_new_types_gives_ggml_floats)
+{
+    const enum bp_type t = new_types[_i];
+    read_type_vectors(t);
+    for (int c = 0; c < n_vec_cases; c++) {
+        const struct vec_case *v = &vec_cases[c];
+        const int64_t n = (int64_t)v->rows * v->n_per_row;
+        ck_assert_uint_eq(v->ny, (size_t)n);
+        float got[MAX_CASE_FLOATS + 1];
+        got[n] = 12345.0f;
+        ck_assert_int_eq(bp_dequantize(t, v->q, got, n), BP_OK);
+        for (int64_t i = 0; i < n; i++)
+            ck_assert_msg(fbits(got[i]) == fbits(v->y[i]), "%s case '%s' element %lld: %.9g "
+                          "(0x%08x), ggml %.9g (0x%08x)", bp_type_name(t), v->name, (long long)i,
+                          (double)got[i], fbits(got[i]), (double)v->y[i], fbits(v->y[i]));
+        ck_assert(got[n] == 12345.0f);
+    }
+}
+END_TEST
+
+/* Element e of a block of type t, decoded from bp_quant.h's description of
+ * the layout (bytes, not the structs), in the operation order it gives. */
+static float f16_at(const unsigned char *b, int off)
+{
+    return bp_f16_to_f32((uint16_t)(b[off] | b[off + 1] << 8));
+}
+
+static const int iq4nl_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
+
+static float decode_element(enum bp_type t, const unsigned char *b, int e)
+{
+    switch (t) {
+    case BP_TYPE_Q4_1: {
+        const int q = e < 16 ? b[4 + e] & 15 : b[4 + e - 16] >> 4;
+        return f16_at(b, 0) * (float)q + f16_at(b, 2);
+    }
+    case BP_TYPE_Q5_0: case BP_TYPE_Q5_1: {
+        const int qh_at = 2 + 2 * (t == BP_TYPE_Q5_1), qs_at = qh_at + 4;
+        const int lo = e < 16 ? b[qs_at + e] & 15 : b[qs_at + e - 16] >> 4;
+        const int q = lo | ((b[qh_at + e / 8] >> (e % 8)) & 1) << 4;
+        return t == BP_TYPE_Q5_0 ? f16_at(b, 0) * (float)(q - 16) : f16_at(b, 0) * (float)q + f16_at(b, 2);
+    }
+    case BP_TYPE_Q2_K: case BP_TYPE_Q3_K: {
+        const int h = e / 128, p = (e % 128) / 32, l = e % 32, sub = e / 16;
+        const int qs_at = t == BP_TYPE_Q2_K ? 16 : 32;
+        const int q = (b[qs_at + 32 * h + l] >> (2 * p)) & 3;
+        if (t == BP_TYPE_Q2_K) {
+            const int sc = b[sub];
+            return f16_at(b, 80) * (float)(sc & 15) * (float)q - f16_at(b, 82) * (float)(sc >> 4);
+        }
+        const int hbit = (b[l] >> (4 * h + p)) & 1;
+        const int s = ((b[96 + sub % 8] >> (4 * (sub / 8))) & 15) |
+                      ((b[96 + 8 + sub % 4] >> (2 * (sub / 4))) & 3) << 4;
+        return f16_at(b, 108) * (float)(s - 32) * (float)(q - 4 * !hbit);
+    }
+    case BP_TYPE_Q5_K: {
+        const int c = e / 64, hi = (e % 64) / 32, l = e % 32, j = e / 32;
+        const int lo = hi ? b[48 + 32 * c + l] >> 4 : b[48 + 32 * c + l] & 15;
+        const int q = lo | ((b[16 + l] >> (2 * c + hi)) & 1) << 4;
+        const unsigned char *s = b + 4;
+        const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        const int m = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+        return f16_at(b, 0) * (float)sc * (float)q - f16_at(b, 2) * (float)m;
+    }
+    case BP_TYPE_IQ4_NL:
+        return f16_at(b, 0) * (float)iq4nl_levels[e < 16 ? b[2 + e] & 15 : b[2 + e - 16] >> 4];
+    case BP_TYPE_IQ4_XS: {
+        const int sb = e / 32, j = e % 32;
+        const int scales_h = b[2] | b[3] << 8;
+        const int ls = ((b[4 + sb / 2] >> (4 * (sb % 2))) & 15) | ((scales_h >> (2 * sb)) & 3) << 4;
+        const unsigned char *qs = b + 8 + 16 * sb;
+        const int q = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+        return f16_at(b, 0) * (float)(ls - 32) * (float)iq4nl_levels[q];
+    }
+    default:
+        return NAN;
+    }
+}
+
+/* Random blocks with every f16 field set to a finite value, some negative,
+ * some subnormal, so the decode of every bit position shows. */
+START_TEST(test_dequantize_new_types_match_the_documented_layouts)
+{
+    const enum bp_type t = new_types[_i];
+    const size_t bs = bp_type_size(t);
+    const int64_t be = bp_type_block_size(t);
+    enum { NB = 6 };
+    unsigned char blocks[NB * 176];
+    static const uint16_t halves[] = {0x3555, 0xB800, 0x0203, 0x8011, 0x2E66, 0x3C00};
+    rng_state = 77 + (uint64_t)t;
+    for (size_t i = 0; i < NB * bs; i++) blocks[i] = (unsigned char)rng_next();
+    int f16_offsets[2] = {-1, -1};
+    switch (t) {
+    case BP_TYPE_Q4_1: case BP_TYPE_Q5_1: case BP_TYPE_Q5_K: f16_offsets[0] = 0; f16_offsets[1] = 2; break;
+    case BP_TYPE_Q2_K: f16_offsets[0] = 80; f16_offsets[1] = 82; break;
+    case BP_TYPE_Q3_K: f16_offsets[0] = 108; break;
+    default: f16_offsets[0] = 0; break;
+    }
+    for (int k = 0; k < NB; k++)
+        for (int f = 0; f < 2; f++)
+            if (f16_offsets[f] >= 0) {
+                const uint16_t h = halves[(k + 3 * f) % 6];
+                blocks[k * bs + (size_t)f16_offsets[f]] = (unsigned char)h;
+                blocks[k * bs + (size_t)f16_offsets[f] + 1] = (unsigned char)(h >> 8);
+            }
+    float got[NB * 256];
+    ck_assert_int_eq(bp_dequantize(t, blocks, got, NB * be), BP_OK);
+    for (int k = 0; k < NB; k++)
+        for (int64_t e = 0; e < be; e++) {
+            const float want = decode_element(t, blocks + k * bs, (int)e);
+            ck_assert_msg(fbits(got[k * be + e]) == fbits(want), "%s block %d element %lld: %.9g, "
+                          "the layout gives %.9g", bp_type_name(t), k, (long long)e,
+                          (double)got[k * be + e], (double)want);
+        }
+}
+END_TEST
+
+/* Relative RMSE on Gaussian data, the 1.2 types: each limit is about 1.2 to
+ * 1.5 times what ggml's quantizer gives on this data (q4_1 0.079, q5_0 0.044,
+ * q5_1 0.038, q2_K 0.30, q3_K 0.15, q5_K 0.036, iq4_nl and iq4_xs 0.078); a
+ * wrong level or scale costs far more. */
+START_TEST(test_round_trip_rmse_of_new_types_is_small)
+{
+    static const struct { enum bp_type t; double limit; } bounds[] = {
+        {BP_TYPE_Q4_1, 0.12}, {BP_TYPE_Q5_0, 0.06},   {BP_TYPE_Q5_1, 0.06},   {BP_TYPE_Q2_K, 0.45},
+        {BP_TYPE_Q3_K, 0.22}, {BP_TYPE_Q5_K, 0.045},  {BP_TYPE_IQ4_NL, 0.11}, {BP_TYPE_IQ4_XS, 0.11},
+    };
+    enum { N = 256 * 16 };
+    static float x[N], y[N];
+    static unsigned char q[N];
+    fill(x, N, DIST_GAUSS, 21);
+    double norm = 0;
+    for (int i = 0; i < N; i++) norm += (double)x[i] * x[i];
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+        ck_assert_uint_eq(bp_quantize(bounds[b].t, x, q, 4, N / 4), bp_row_size(bounds[b].t, N));
+        ck_assert_int_eq(bp_dequantize(bounds[b].t, q, y, N), BP_OK);
+        const double r = sqrt(sq_err(x, y, N) / norm);
+        fprintf(stderr, "%-6s gaussian relative rmse %.4f\n", bp_type_name(bounds[b].t), r);
+        ck_assert_msg(r < bounds[b].limit, "%s relative rmse %g", bp_type_name(bounds[b].t), r);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ errors */
 
 START_TEST(test_quantize_refuses_a_row_that_is_not_whole_blocks)
@@ -863,6 +1129,12 @@ static Suite *quant_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_q4_K_rmse_is_at_most_the_ggml_algorithm_baseline);
     tcase_add_test(tc, test_q6_K_rmse_is_at_most_the_ggml_algorithm_baseline);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("ggml vectors");
+    tcase_add_loop_test(tc, test_quantize_new_types_writes_ggml_bytes, 0, (int)N_NEW_TYPES);
+    tcase_add_loop_test(tc, test_dequantize_new_types_gives_ggml_floats, 0, (int)N_NEW_TYPES);
+    tcase_add_loop_test(tc, test_dequantize_new_types_match_the_documented_layouts, 0, (int)N_NEW_TYPES);
+    tcase_add_test(tc, test_round_trip_rmse_of_new_types_is_small);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_quantize_refuses_a_row_that_is_not_whole_blocks);

@@ -161,7 +161,7 @@ END_TEST
 struct mutation {
     const char *skip;        /* leave this tensor out */
     const char *bad_shape;   /* write this tensor with its dims swapped */
-    const char *raw_type;    /* write this tensor as ggml type 13 (q5_K) */
+    const char *raw_type;    /* write this tensor as ggml type 16 (iq2_xxs) */
     const char *arch;        /* general.architecture, default "llama" */
     uint32_t version, alignment;
 };
@@ -194,8 +194,8 @@ static uint8_t *model_image(const struct bp_run_model *m, const struct mutation 
         const struct bp_run_weight *x = &m->weights[i];
         if (mu->skip && !strcmp(x->name, mu->skip)) continue;
         if (mu->raw_type && !strcmp(x->name, mu->raw_type)) {
-            ck_assert_int_eq(bp_gguf_add_tensor_raw(w, x->name, 13, x->n_dims, x->ne, x->data,
-                                                    176 * (size_t)(x->ne[0] / 256 * x->ne[1])), BP_OK);
+            ck_assert_int_eq(bp_gguf_add_tensor_raw(w, x->name, 16, x->n_dims, x->ne, x->data,
+                                                    66 * (size_t)(x->ne[0] / 256 * x->ne[1])), BP_OK);
             continue;
         }
         int64_t ne[4];
@@ -316,7 +316,7 @@ END_TEST
 START_TEST(test_gguf_refuses_unsupported_tensor_type_naming_tensor_and_type)
 {
     expect_refusal(&(struct mutation){ .raw_type = "blk.0.ffn_gate.weight" },
-                   (const char *[]){ "'blk.0.ffn_gate.weight'", "q5_K", NULL });
+                   (const char *[]){ "'blk.0.ffn_gate.weight'", "iq2_xxs", NULL });
 }
 END_TEST
 

@@ -32,6 +32,16 @@ enum bp_type {
     BP_TYPE_Q4_K = 6,  /* 256 elements: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of 4-bit quants */
     BP_TYPE_Q6_K = 7,  /* 256 elements: 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8 scales, f16 d */
     BP_TYPE_Q8_K = 8,  /* 256 elements: f32 d, 256 int8 quants, 16 int16 block sums (activations only) */
+    /* ABI 1.2: the other weight types llama.cpp's presets and their
+     * fallbacks for rows not a multiple of 256 write (layouts in bp_quant.h). */
+    BP_TYPE_Q4_1 = 9,    /* 32 elements: f16 d, f16 m, 16 bytes of 4-bit quants (x = d*q + m) */
+    BP_TYPE_Q5_0 = 10,   /* 32 elements: f16 d, 32 high bits, 16 bytes of low nibbles (x = d*(q-16)) */
+    BP_TYPE_Q5_1 = 11,   /* 32 elements: f16 d, f16 m, 32 high bits, 16 bytes of low nibbles (x = d*q + m) */
+    BP_TYPE_Q2_K = 12,   /* 256 elements: 16 4-bit scale/min pairs, 2-bit quants, f16 d, f16 dmin */
+    BP_TYPE_Q3_K = 13,   /* 256 elements: high-bit mask, 2-bit quants, 16 6-bit scales, f16 d */
+    BP_TYPE_Q5_K = 14,   /* 256 elements: f16 d, f16 dmin, Q4_K's 12 scale bytes, high bits, nibbles */
+    BP_TYPE_IQ4_NL = 15, /* 32 elements: f16 d, 16 bytes of 4-bit indices into a non-linear table */
+    BP_TYPE_IQ4_XS = 16, /* 256 elements: f16 d, 8 6-bit scales, IQ4_NL's indices */
     BP_TYPE_COUNT
 };
 
@@ -39,9 +49,16 @@ static_assert(BP_TYPE_F32 == 0 && BP_TYPE_F16 == 1 && BP_TYPE_BF16 == 2 && BP_TY
               "bp_type values are frozen");
 static_assert(BP_TYPE_Q4_0 == 4 && BP_TYPE_Q8_0 == 5 && BP_TYPE_Q4_K == 6 &&
               BP_TYPE_Q6_K == 7 && BP_TYPE_Q8_K == 8, "bp_type values are frozen");
+static_assert(BP_TYPE_Q4_1 == 9 && BP_TYPE_Q5_0 == 10 && BP_TYPE_Q5_1 == 11 &&
+              BP_TYPE_Q2_K == 12 && BP_TYPE_Q3_K == 13 && BP_TYPE_Q5_K == 14 &&
+              BP_TYPE_IQ4_NL == 15 && BP_TYPE_IQ4_XS == 16, "bp_type values are frozen");
 
 #define BP_QK4_0 32
 #define BP_QK8_0 32
+#define BP_QK4_1 32
+#define BP_QK5_0 32
+#define BP_QK5_1 32
+#define BP_QK4_NL 32
 #define BP_QK_K  256
 
 /* Elements per block (1 for plain types); 0 for an unknown type. */
@@ -51,7 +68,12 @@ static inline int64_t bp_type_block_size(enum bp_type t)
     case BP_TYPE_F32: case BP_TYPE_F16: case BP_TYPE_BF16: case BP_TYPE_I32: return 1;
     case BP_TYPE_Q4_0: return BP_QK4_0;
     case BP_TYPE_Q8_0: return BP_QK8_0;
+    case BP_TYPE_Q4_1: return BP_QK4_1;
+    case BP_TYPE_Q5_0: return BP_QK5_0;
+    case BP_TYPE_Q5_1: return BP_QK5_1;
+    case BP_TYPE_IQ4_NL: return BP_QK4_NL;
     case BP_TYPE_Q4_K: case BP_TYPE_Q6_K: case BP_TYPE_Q8_K: return BP_QK_K;
+    case BP_TYPE_Q2_K: case BP_TYPE_Q3_K: case BP_TYPE_Q5_K: case BP_TYPE_IQ4_XS: return BP_QK_K;
     default: return 0;
     }
 }
@@ -69,6 +91,14 @@ static inline size_t bp_type_size(enum bp_type t)
     case BP_TYPE_Q4_K: return 2 + 2 + 12 + BP_QK_K / 2;           /* 144 */
     case BP_TYPE_Q6_K: return BP_QK_K / 2 + BP_QK_K / 4 + BP_QK_K / 16 + 2; /* 210 */
     case BP_TYPE_Q8_K: return 4 + BP_QK_K + BP_QK_K / 16 * 2;     /* 292 */
+    case BP_TYPE_Q4_1: return 2 + 2 + BP_QK4_1 / 2;               /* 20 */
+    case BP_TYPE_Q5_0: return 2 + 4 + BP_QK5_0 / 2;               /* 22 */
+    case BP_TYPE_Q5_1: return 2 + 2 + 4 + BP_QK5_1 / 2;           /* 24 */
+    case BP_TYPE_Q2_K: return BP_QK_K / 16 + BP_QK_K / 4 + 2 + 2; /* 84 */
+    case BP_TYPE_Q3_K: return BP_QK_K / 8 + BP_QK_K / 4 + 12 + 2; /* 110 */
+    case BP_TYPE_Q5_K: return 2 + 2 + 12 + BP_QK_K / 8 + BP_QK_K / 2; /* 176 */
+    case BP_TYPE_IQ4_NL: return 2 + BP_QK4_NL / 2;                /* 18 */
+    case BP_TYPE_IQ4_XS: return 2 + 2 + BP_QK_K / 64 + BP_QK_K / 2; /* 136 */
     default: return 0;
     }
 }
@@ -86,6 +116,14 @@ static inline const char *bp_type_name(enum bp_type t)
     case BP_TYPE_Q4_K: return "q4_K";
     case BP_TYPE_Q6_K: return "q6_K";
     case BP_TYPE_Q8_K: return "q8_K";
+    case BP_TYPE_Q4_1: return "q4_1";
+    case BP_TYPE_Q5_0: return "q5_0";
+    case BP_TYPE_Q5_1: return "q5_1";
+    case BP_TYPE_Q2_K: return "q2_K";
+    case BP_TYPE_Q3_K: return "q3_K";
+    case BP_TYPE_Q5_K: return "q5_K";
+    case BP_TYPE_IQ4_NL: return "iq4_nl";
+    case BP_TYPE_IQ4_XS: return "iq4_xs";
     default: return "unknown";
     }
 }

@@ -69,9 +69,13 @@ static void *make_weights(enum bp_type type, int64_t K, int64_t N, size_t bytes)
     for (size_t b = 0; b < nblk; b++) {
         unsigned char *blk = w + b * bs;
         switch (type) {
-        case BP_TYPE_Q4_0: case BP_TYPE_Q8_0: memcpy(blk, &small, 2); break;
-        case BP_TYPE_Q4_K: memcpy(blk, &small, 2); memcpy(blk + 2, &small, 2); break;
+        case BP_TYPE_Q4_0: case BP_TYPE_Q8_0: case BP_TYPE_Q5_0: case BP_TYPE_IQ4_NL:
+        case BP_TYPE_IQ4_XS: memcpy(blk, &small, 2); break;
+        case BP_TYPE_Q4_K: case BP_TYPE_Q5_K: case BP_TYPE_Q4_1: case BP_TYPE_Q5_1:
+            memcpy(blk, &small, 2); memcpy(blk + 2, &small, 2); break;
         case BP_TYPE_Q6_K: memcpy(blk + 208, &small, 2); break;
+        case BP_TYPE_Q2_K: memcpy(blk + 80, &small, 2); memcpy(blk + 82, &small, 2); break;
+        case BP_TYPE_Q3_K: memcpy(blk + 108, &small, 2); break;
         default: break;
         }
     }

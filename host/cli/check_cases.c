@@ -179,6 +179,7 @@ static struct bp_tensor *build_flash_attn(struct check_builder *b, const struct 
 /* ---- the table ---- */
 
 #define T(t) (1u << (t))
+static_assert(BP_TYPE_COUNT <= 32, "a template's types are a 32-bit mask");
 #define F32 T(BP_TYPE_F32)
 #define F16 T(BP_TYPE_F16)
 #define BF16 T(BP_TYPE_BF16)
@@ -186,8 +187,11 @@ static struct bp_tensor *build_flash_attn(struct check_builder *b, const struct 
 #define Q8_0 T(BP_TYPE_Q8_0)
 #define Q4_K T(BP_TYPE_Q4_K)
 #define Q6_K T(BP_TYPE_Q6_K)
-#define QUANT_32 (Q4_0 | Q8_0)          /* blocks of 32 */
-#define QUANT_ALL (QUANT_32 | Q4_K | Q6_K) /* K a multiple of 256 fits every block size */
+/* blocks of 32 */
+#define QUANT_32 (Q4_0 | Q8_0 | T(BP_TYPE_Q4_1) | T(BP_TYPE_Q5_0) | T(BP_TYPE_Q5_1) | T(BP_TYPE_IQ4_NL))
+/* K a multiple of 256 fits every block size */
+#define QUANT_ALL (QUANT_32 | Q4_K | Q6_K | T(BP_TYPE_Q2_K) | T(BP_TYPE_Q3_K) | T(BP_TYPE_Q5_K) | \
+                   T(BP_TYPE_IQ4_XS))
 
 struct check_template {
     enum bp_op op;
@@ -474,8 +478,15 @@ static void expand(void)
     if (n_cases) return;
     for (size_t t = 0; t < sizeof templates / sizeof templates[0]; t++) {
         const struct check_template *tp = &templates[t];
-        for (int ty = 0; ty < BP_TYPE_COUNT && n_cases < MAX_CASES; ty++) {
+        for (int ty = 0; ty < BP_TYPE_COUNT; ty++) {
             if (!(tp->types & T(ty))) continue;
+            if (n_cases == MAX_CASES) {
+                /* A case left out would pass unnoticed: say so. */
+                fprintf(stderr, "check: the case table holds %d cases; %s %s %s and the rest "
+                        "are not run (raise MAX_CASES in host/cli/check_cases.c)\n", MAX_CASES,
+                        bp_op_name(tp->op), bp_type_name((enum bp_type)ty), tp->desc);
+                return;
+            }
             struct check_case *c = &cases[n_cases++];
             *c = (struct check_case){
                 .op = tp->op, .type = (enum bp_type)ty, .type2 = tp->type2,

@@ -45,16 +45,16 @@ static const struct threshold_row thresholds[] = {
 
 /* Quantized inputs: the device and the reference start from the same bytes,
  * so a gather is exact and MUL_MAT differs only in what each side does with
- * the activations. A device that quantizes them (Q8_0 blocks of 32 for
- * Q4_0/Q8_0 weights, Q8_K blocks of 256 for the K-quants) adds rounding noise
- * of variance step^2/12 per element, step = amax/127; for the harness's
- * uniform [-1, 1) activations that is about 5e-6 against a signal variance
- * of 1/3, an expected NMSE of about 1.6e-5 whichever side quantizes (and up
- * to twice that when both do, differently). Measured over 200 random
- * w[256,17] x[256,1] cases: mean 1.7e-5, worst 1.1e-4 (17 outputs make the
- * estimate spread). The limit leaves room for that spread, for both sides
- * quantizing, and for f16 accumulation on GPUs; a wrong scale, min or nibble
- * order costs 1e-2 or more. */
+ * the activations. A device that quantizes them (Q8_0 blocks of 32 for the
+ * 32-element weight types, Q8_K blocks of 256 for the K-quants and IQ4_XS)
+ * adds rounding noise of variance step^2/12 per element, step = amax/127;
+ * for the harness's uniform [-1, 1) activations that is about 5e-6 against
+ * a signal variance of 1/3, an expected NMSE of about 1.6e-5 whichever side
+ * quantizes (and up to twice that when both do, differently). Measured over
+ * 200 random w[256,17] x[256,1] cases: mean 1.7e-5, worst 1.1e-4 (17 outputs
+ * make the estimate spread). The limit leaves room for that spread, for both
+ * sides quantizing, and for f16 accumulation on GPUs; a wrong scale, min or
+ * nibble order costs 1e-2 or more. */
 static const struct {
     enum bp_op op;
     enum bp_type type;
@@ -68,6 +68,22 @@ static const struct {
     {BP_OP_MUL_MAT,  BP_TYPE_Q8_0, 5e-4},
     {BP_OP_MUL_MAT,  BP_TYPE_Q4_K, 5e-4},
     {BP_OP_MUL_MAT,  BP_TYPE_Q6_K, 5e-4},
+    {BP_OP_GET_ROWS, BP_TYPE_Q4_1, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_Q5_0, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_Q5_1, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_Q2_K, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_Q3_K, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_Q5_K, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_IQ4_NL, 1e-7},
+    {BP_OP_GET_ROWS, BP_TYPE_IQ4_XS, 1e-7},
+    {BP_OP_MUL_MAT,  BP_TYPE_Q4_1, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_Q5_0, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_Q5_1, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_Q2_K, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_Q3_K, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_Q5_K, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_IQ4_NL, 5e-4},
+    {BP_OP_MUL_MAT,  BP_TYPE_IQ4_XS, 5e-4},
 };
 
 double check_threshold(enum bp_op op, enum bp_type type)

@@ -18,6 +18,8 @@
 
 static const enum bp_type weight_types[] = {
     BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+    BP_TYPE_Q4_1, BP_TYPE_Q5_0, BP_TYPE_Q5_1, BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_Q5_K,
+    BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS,
 };
 
 /* y[m*N + n] for x rows [row0, row0 + m) of xs; 0 on success, 1 when the

@@ -102,7 +102,8 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--type")) {
             if (!parse_type(v, &o.type))
                 return cli_usage_error("bench", "--type %s is not a type name (f32, f16, bf16, "
-                                       "q4_0, q8_0, q4_K, q6_K)", v);
+                                       "q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, "
+                                       "q6_K, iq4_nl, iq4_xs)", v);
         } else if (!strcasecmp(a, "-K") && parse_i64(v, 1, &n)) o.K = n;
         else if (!strcasecmp(a, "-N") && parse_i64(v, 1, &n)) o.N = n;
         else if (!strcasecmp(a, "-M") && parse_i64(v, 1, &n)) o.M = n;

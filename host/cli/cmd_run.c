@@ -46,14 +46,15 @@ static void help(void)
          "generated text or token ids with prefill and decode tokens per second. It\n"
          "stops at the model's end-of-generation token when it has a tokenizer.\n\n"
          "  --model PATH         a GGUF file of one of those architectures (f32, f16,\n"
-         "                       bf16, q4_0, q8_0, q4_K, q6_K weights; mapped, not\n"
+         "                       bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K,\n"
+         "                       q5_K, q6_K, iq4_nl, iq4_xs weights; mapped, not\n"
          "                       copied); a tensor or key it cannot compute is refused\n"
          "                       by name (`backplane info --model PATH` shows the file)\n"
          "  --model builtin:NAME built-in model with pseudo-random weights: 'test'\n"
          "                       (1.4 M parameters), 'tiny' (~100 M; the default) or\n"
          "                       '1b' (TinyLlama-1.1B's shape)\n"
          "  --weight-type T      storage type of a built-in model's weights: f32, f16 (the\n"
-         "                       default), bf16, q4_0, q8_0, q4_K, q6_K, or q4_K_M:\n"
+         "                       default), bf16, any quantized type above, or q4_K_M:\n"
          "                       llama.cpp's mix (q4_K, with q6_K in output and in\n"
          "                       attn_v and ffn_down of some layers)\n"
          "  --weight-seed N      seed of a built-in model's weights (default 1)\n"
@@ -264,8 +265,8 @@ static int parse(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--weight-type")) {
             NEEDV();
             if (!parse_type(v, &o->wtype, &o->mix))
-                return cli_usage_error("run", "--weight-type wants f32, f16, bf16, q4_0, q8_0, "
-                                       "q4_K, q6_K or q4_K_M, not '%s'.", v);
+                return cli_usage_error("run", "--weight-type wants f32, f16, bf16, a quantized "
+                                       "type (q4_0 ... iq4_xs) or q4_K_M, not '%s'.", v);
         } else if ((used = run_text_option(&o->text, a, v)) != 0) {
             if (used < 0) return CLI_EXIT_USAGE;
             i += used - 1;

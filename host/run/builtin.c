@@ -274,7 +274,7 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     const struct bp_llama_mix *mix = opts->mix ? opts->mix : &pure;
     if (!opts->mix && (wt == BP_TYPE_I32 || wt == BP_TYPE_Q8_K || bp_type_size(wt) == 0)) {
         snprintf(err, cap, "weight type '%s' is not one a model can be stored in; use f32, f16, "
-                 "bf16, q4_0, q8_0, q4_K, q6_K or q4_K_M.", bp_type_name(wt));
+                 "bf16, a quantized weight type (q4_0 ... iq4_xs) or q4_K_M.", bp_type_name(wt));
         return BP_ERR_UNSUPPORTED;
     }
     const struct bp_run_hparams *hp = &cfg->hp;

@@ -33,6 +33,14 @@ int bp_gguf_type_from_ggml(uint32_t t)
     case BP_GGML_TYPE_Q8_0: return BP_TYPE_Q8_0;
     case BP_GGML_TYPE_Q4_K: return BP_TYPE_Q4_K;
     case BP_GGML_TYPE_Q6_K: return BP_TYPE_Q6_K;
+    case BP_GGML_TYPE_Q4_1: return BP_TYPE_Q4_1;
+    case BP_GGML_TYPE_Q5_0: return BP_TYPE_Q5_0;
+    case BP_GGML_TYPE_Q5_1: return BP_TYPE_Q5_1;
+    case BP_GGML_TYPE_Q2_K: return BP_TYPE_Q2_K;
+    case BP_GGML_TYPE_Q3_K: return BP_TYPE_Q3_K;
+    case BP_GGML_TYPE_Q5_K: return BP_TYPE_Q5_K;
+    case BP_GGML_TYPE_IQ4_NL: return BP_TYPE_IQ4_NL;
+    case BP_GGML_TYPE_IQ4_XS: return BP_TYPE_IQ4_XS;
     default: return -1;
     }
 }
@@ -47,6 +55,14 @@ uint32_t bp_gguf_type_to_ggml(int t)
     case BP_TYPE_Q8_0: return BP_GGML_TYPE_Q8_0;
     case BP_TYPE_Q4_K: return BP_GGML_TYPE_Q4_K;
     case BP_TYPE_Q6_K: return BP_GGML_TYPE_Q6_K;
+    case BP_TYPE_Q4_1: return BP_GGML_TYPE_Q4_1;
+    case BP_TYPE_Q5_0: return BP_GGML_TYPE_Q5_0;
+    case BP_TYPE_Q5_1: return BP_GGML_TYPE_Q5_1;
+    case BP_TYPE_Q2_K: return BP_GGML_TYPE_Q2_K;
+    case BP_TYPE_Q3_K: return BP_GGML_TYPE_Q3_K;
+    case BP_TYPE_Q5_K: return BP_GGML_TYPE_Q5_K;
+    case BP_TYPE_IQ4_NL: return BP_GGML_TYPE_IQ4_NL;
+    case BP_TYPE_IQ4_XS: return BP_GGML_TYPE_IQ4_XS;
     default: return UINT32_MAX;
     }
 }

@@ -34,9 +34,17 @@ enum bp_gguf_vtype {
 #define BP_GGML_TYPE_F32  0
 #define BP_GGML_TYPE_F16  1
 #define BP_GGML_TYPE_Q4_0 2
+#define BP_GGML_TYPE_Q4_1 3
+#define BP_GGML_TYPE_Q5_0 6
+#define BP_GGML_TYPE_Q5_1 7
 #define BP_GGML_TYPE_Q8_0 8
+#define BP_GGML_TYPE_Q2_K 10
+#define BP_GGML_TYPE_Q3_K 11
 #define BP_GGML_TYPE_Q4_K 12
+#define BP_GGML_TYPE_Q5_K 13
 #define BP_GGML_TYPE_Q6_K 14
+#define BP_GGML_TYPE_IQ4_NL 20
+#define BP_GGML_TYPE_IQ4_XS 23
 #define BP_GGML_TYPE_BF16 30
 
 #define BP_GGUF_DEFAULT_ALIGNMENT 32

@@ -53,8 +53,9 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
         if (gt && gt->type < 0)
             return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                         "tensor '%s' has type %s (ggml type %u), which backplane does not "
-                        "support; requantize the model to f32, f16, bf16, q4_0, q8_0, q4_K or "
-                        "q6_K.", name, bp_gguf_ggml_type_name(gt->ggml_type), gt->ggml_type);
+                        "support; requantize the model to one it does: f32, f16, bf16, q4_0, "
+                        "q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl or iq4_xs.",
+                        name, bp_gguf_ggml_type_name(gt->ggml_type), gt->ggml_type);
         if (optional) return BP_OK;
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
                     "the model has no tensor '%s', which a %s model needs; the file is "
@@ -151,7 +152,8 @@ static bp_status account(struct bp_run_model *m, char *err, size_t cap)
         if (g->tensors[i].type < 0)
             return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                         "tensor '%s' has type %s (ggml type %u), which backplane does not support; "
-                        "requantize the model to f32, f16, bf16, q4_0, q8_0, q4_K or q6_K.",
+                        "requantize the model to one it does: f32, f16, bf16, q4_0, q4_1, q5_0, "
+                        "q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl or iq4_xs.",
                         g->tensors[i].name, bp_gguf_ggml_type_name(g->tensors[i].ggml_type),
                         g->tensors[i].ggml_type);
     return BP_OK;

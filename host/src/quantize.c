@@ -1,6 +1,7 @@
 /*
  * quantize.c — bp_quantize / bp_dequantize: argument checks and dispatch to
- * the per-format converters (quantize_q4_0.c, quantize_k.c, and the shared
+ * the per-format converters (quantize_q4_0.c, quantize_legacy.c,
+ * quantize_k.c, quantize_k_ref.c, quantize_iq4.c, and the shared
  * reference in <backplane/bp_quant_ref.h>) through one table of codecs; the
  * plain float types are converted here.
  */
@@ -42,6 +43,14 @@ BLOCK_CODEC(q8_0, bp_quantize_q8_0_ref, bp_dequantize_q8_0_ref)
 BLOCK_CODEC(q4_K, bp__quantize_q4_K, bp_dequantize_q4_K_ref)
 BLOCK_CODEC(q6_K, bp__quantize_q6_K, bp_dequantize_q6_K_ref)
 BLOCK_CODEC(q8_K, bp_quantize_q8_K_ref, bp_dequantize_q8_K_ref)
+BLOCK_CODEC(q4_1, bp__quantize_q4_1, bp_dequantize_q4_1_ref)
+BLOCK_CODEC(q5_0, bp__quantize_q5_0, bp_dequantize_q5_0_ref)
+BLOCK_CODEC(q5_1, bp__quantize_q5_1, bp_dequantize_q5_1_ref)
+BLOCK_CODEC(q2_K, bp__quantize_q2_K, bp_dequantize_q2_K_ref)
+BLOCK_CODEC(q3_K, bp__quantize_q3_K, bp_dequantize_q3_K_ref)
+BLOCK_CODEC(q5_K, bp__quantize_q5_K, bp_dequantize_q5_K_ref)
+BLOCK_CODEC(iq4_nl, bp__quantize_iq4_nl, bp_dequantize_iq4_nl_ref)
+BLOCK_CODEC(iq4_xs, bp__quantize_iq4_xs, bp_dequantize_iq4_xs_ref)
 #undef BLOCK_CODEC
 
 /* Every type bp_quantize and bp_dequantize convert, with its two
@@ -54,6 +63,9 @@ static const struct codec {
     {BP_TYPE_F32, q_f32, dq_f32},   {BP_TYPE_F16, q_f16, dq_f16},   {BP_TYPE_BF16, q_bf16, dq_bf16},
     {BP_TYPE_Q4_0, q_q4_0, dq_q4_0}, {BP_TYPE_Q8_0, q_q8_0, dq_q8_0}, {BP_TYPE_Q4_K, q_q4_K, dq_q4_K},
     {BP_TYPE_Q6_K, q_q6_K, dq_q6_K}, {BP_TYPE_Q8_K, q_q8_K, dq_q8_K},
+    {BP_TYPE_Q4_1, q_q4_1, dq_q4_1}, {BP_TYPE_Q5_0, q_q5_0, dq_q5_0}, {BP_TYPE_Q5_1, q_q5_1, dq_q5_1},
+    {BP_TYPE_Q2_K, q_q2_K, dq_q2_K}, {BP_TYPE_Q3_K, q_q3_K, dq_q3_K}, {BP_TYPE_Q5_K, q_q5_K, dq_q5_K},
+    {BP_TYPE_IQ4_NL, q_iq4_nl, dq_iq4_nl}, {BP_TYPE_IQ4_XS, q_iq4_xs, dq_iq4_xs},
 };
 
 static const struct codec *codec_of(enum bp_type type)
@@ -100,7 +112,7 @@ size_t bp_quantize_size(enum bp_type type, int64_t nrows, int64_t n_per_row)
 
 static void type_error(enum bp_type type, const char *what)
 {
-    char names[128] = "";
+    char names[256] = "";
     for (size_t i = 0, at = 0; i < sizeof codecs / sizeof codecs[0] && at < sizeof names; i++)
         at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "",
                                bp_type_name(codecs[i].type));

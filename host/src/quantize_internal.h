@@ -24,4 +24,18 @@ BP_HIDDEN void bp__quantize_q4_0(const float *x, struct bp_block_q4_0 *y, int64_
 BP_HIDDEN void bp__quantize_q4_K(const float *x, struct bp_block_q4_K *y, int64_t k);
 BP_HIDDEN void bp__quantize_q6_K(const float *x, struct bp_block_q6_K *y, int64_t k);
 
+/* quantize_legacy.c (ggml's reference, to the bit) */
+BP_HIDDEN void bp__quantize_q4_1(const float *x, struct bp_block_q4_1 *y, int64_t k);
+BP_HIDDEN void bp__quantize_q5_0(const float *x, struct bp_block_q5_0 *y, int64_t k);
+BP_HIDDEN void bp__quantize_q5_1(const float *x, struct bp_block_q5_1 *y, int64_t k);
+
+/* quantize_k_ref.c (ggml's reference, to the bit) */
+BP_HIDDEN void bp__quantize_q2_K(const float *x, struct bp_block_q2_K *y, int64_t k);
+BP_HIDDEN void bp__quantize_q3_K(const float *x, struct bp_block_q3_K *y, int64_t k);
+BP_HIDDEN void bp__quantize_q5_K(const float *x, struct bp_block_q5_K *y, int64_t k);
+
+/* quantize_iq4.c (ggml's search without an importance matrix, to the bit) */
+BP_HIDDEN void bp__quantize_iq4_nl(const float *x, struct bp_block_iq4_nl *y, int64_t k);
+BP_HIDDEN void bp__quantize_iq4_xs(const float *x, struct bp_block_iq4_xs *y, int64_t k);
+
 #endif /* BP_QUANTIZE_INTERNAL_H */

@@ -395,6 +395,292 @@ void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *va, const void *
     *s = sumf;
 }
 
+/* ---- the ABI 1.2 weight types ----
+ *
+ * One register holds a 32-element run: the 32-element blocks whole, and a
+ * sub-block of 32 (Q5_K, IQ4_XS) or two sub-blocks of 16 (Q2_K, Q3_K, one
+ * per 128-bit half) of the super-blocks. Unsigned quants (Q4_1, Q5_1, Q2_K,
+ * Q5_K) meet the signed activation bytes in maddubs directly (or vpdpbusd
+ * where it needs no scale); signed ones go through dot_i8 or its sign
+ * trick. Sub-block scales multiply the int16 pair sums in madd, so each
+ * super-block's integer sum is exact and meets the float scales once. */
+
+/* Unsigned times signed bytes, summed in groups of 4 into 8 int32. Neither
+ * maddubs pair can saturate: every caller's unsigned side is below 64. */
+static inline __m256i udot_u8(__m256i u, __m256i s)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* The 32 fifth bits of a Q5_0 / Q5_1 block as bytes: 0xFF where set. */
+static inline __m256i high_bits32(const uint8_t qh[4])
+{
+    uint32_t w;
+    memcpy(&w, qh, 4);
+    /* byte k takes byte k / 8 of the word, then tests bit k % 8 */
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w),
+        _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll, 0x0303030303030303ll));
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+/* The 16 IQ4_NL levels in both 128-bit halves, for pshufb. */
+static inline __m256i iq4nl_table(void)
+{
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)bp_iq4nl_values()));
+}
+
+/* Q4_1 and Q5_1 against Q8_0: d_x d_y sum(q_x q_y) + m_x d_y sum(q_y), the
+ * two integer sums side by side in two float accumulators. */
+static inline float q41_q51_finish(__m256 acc_d, __m256 acc_m)
+{
+    return hsum_ps(_mm256_add_ps(acc_d, acc_m));
+}
+
+void cpu_vec_dot_q4_1_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q4_1 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256 acc_d = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs);
+        const __m256i p = udot_u8(nibbles32(x[i].qs), qy);
+        const __m256i sy = udot_u8(ones, qy);
+        const float dy = f16(y[i].d);
+        acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * dy), _mm256_cvtepi32_ps(p), acc_d);
+        acc_m = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].m) * dy), _mm256_cvtepi32_ps(sy), acc_m);
+    }
+    *s = q41_q51_finish(acc_d, acc_m);
+}
+
+void cpu_vec_dot_q5_1_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q5_1 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const __m256i ones = _mm256_set1_epi8(1), b4 = _mm256_set1_epi8(0x10);
+    __m256 acc_d = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), _mm256_and_si256(high_bits32(x[i].qh), b4));
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs);
+        const __m256i p = udot_u8(q, qy);
+        const __m256i sy = udot_u8(ones, qy);
+        const float dy = f16(y[i].d);
+        acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * dy), _mm256_cvtepi32_ps(p), acc_d);
+        acc_m = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].m) * dy), _mm256_cvtepi32_ps(sy), acc_m);
+    }
+    *s = q41_q51_finish(acc_d, acc_m);
+}
+
+/* Q5_0: q - 16 is the nibble with the top four bits set where the fifth bit
+ * is clear (nibble - 16 in two's complement) and the nibble where it is set. */
+void cpu_vec_dot_q5_0_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q5_0 *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const __m256i top = _mm256_set1_epi8((char)0xF0);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < n / BP_QK8_0; i += 2) {
+        const __m256i q0 = _mm256_or_si256(nibbles32(x[i].qs), _mm256_andnot_si256(high_bits32(x[i].qh), top));
+        const __m256i q1 = _mm256_or_si256(nibbles32(x[i + 1].qs),
+                                           _mm256_andnot_si256(high_bits32(x[i + 1].qh), top));
+        const __m256i p0 = dot_i8(q0, _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs));
+        const __m256i p1 = dot_i8(q1, _mm256_loadu_si256((const __m256i *)(const void *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)), _mm256_cvtepi32_ps(p1),
+                               acc1);
+    }
+    for (; i < n / BP_QK8_0; i++) {
+        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), _mm256_andnot_si256(high_bits32(x[i].qh), top));
+        const __m256i p = dot_i8(q, _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+    }
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+/* IQ4_NL: the indices look their levels up with one pshufb. */
+void cpu_vec_dot_iq4_nl_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_iq4_nl *x = va;
+    const struct bp_block_q8_0 *y = vb;
+    const __m256i table = iq4nl_table();
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 1 < n / BP_QK8_0; i += 2) {
+        const __m256i q0 = _mm256_shuffle_epi8(table, nibbles32(x[i].qs));
+        const __m256i q1 = _mm256_shuffle_epi8(table, nibbles32(x[i + 1].qs));
+        const __m256i p0 = dot_i8(q0, _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs));
+        const __m256i p1 = dot_i8(q1, _mm256_loadu_si256((const __m256i *)(const void *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)), _mm256_cvtepi32_ps(p1),
+                               acc1);
+    }
+    for (; i < n / BP_QK8_0; i++) {
+        const __m256i q = _mm256_shuffle_epi8(table, nibbles32(x[i].qs));
+        const __m256i p = dot_i8(q, _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+    }
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+/* pshufb control that spreads int16 k0 of a 128-bit half over the low half
+ * of a register and int16 k1 over the high half (the scales of the two
+ * sub-blocks of 16 one 32-byte run of Q2_K / Q3_K covers). */
+static inline __m256i pick_i16(int k0, int k1)
+{
+    return _mm256_set_m128i(_mm_set1_epi16((short)(((2 * k1 + 1) << 8) | (2 * k1))),
+                            _mm_set1_epi16((short)(((2 * k0 + 1) << 8) | (2 * k0))));
+}
+
+/* Q2_K: per half of 128 elements, 32 bytes of quants give 4 planes of 2 bits
+ * (element 128h + 32p + l in bits 2p of byte l); the 4-bit scales ride in
+ * madd as int16, the 4-bit mins meet the block sums in one madd. */
+void cpu_vec_dot_q2_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q2_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        const __m128i sm = _mm_loadu_si128((const __m128i *)(const void *)x[i].scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+        const __m256i summ = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)(const void *)y[i].bsums));
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
+        const __m256i sc[2] = { _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sc16)),
+                                _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sc16, 1)) };
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(const void *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int p = 0; p < 4; p++) {
+                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * p), m3);
+                const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 32 * p));
+                const __m256i p16 = _mm256_maddubs_epi16(q, qy);
+                const __m256i scv = _mm256_shuffle_epi8(sc[h], pick_i16(2 * p, 2 * p + 1));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, scv));
+            }
+        }
+        const float d = f16(x[i].d) * y[i].d, dmin = f16(x[i].dmin) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(summ), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+/* The 16 six-bit Q3_K scales, minus 32, as bytes 0..15 of a register: three
+ * words of 32 bits unpacked four scales at a time. */
+static inline __m128i q3_K_scales_x86(const uint8_t packed[12])
+{
+    uint32_t a[3];
+    memcpy(a, packed, 12);
+    const uint32_t lo = 0x0F0F0F0Fu, hi = 0x03030303u;
+    const __m128i sc = _mm_set_epi32((int)(((a[1] >> 4) & lo) | (((a[2] >> 6) & hi) << 4)),
+                                     (int)(((a[0] >> 4) & lo) | (((a[2] >> 4) & hi) << 4)),
+                                     (int)((a[1] & lo) | (((a[2] >> 2) & hi) << 4)),
+                                     (int)((a[0] & lo) | ((a[2] & hi) << 4)));
+    return _mm_sub_epi8(sc, _mm_set1_epi8(32));
+}
+
+/* Q3_K: the quant in -4..3 is the two low bits, minus 4 where the high bit
+ * (bit 4h + p of hmask[l]) is clear; signed, so the sign moves onto the
+ * activation as in dot_i8, and the signed scales ride in madd. */
+void cpu_vec_dot_q3_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q3_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(q3_K_scales_x86(x[i].scales));
+        const __m256i sc[2] = { _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sc16)),
+                                _mm256_broadcastsi128_si256(_mm256_extracti128_si256(sc16, 1)) };
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)(const void *)x[i].hmask);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(const void *)(x[i].qs + 32 * h));
+            const int8_t *q8 = y[i].qs + 128 * h;
+            for (int p = 0; p < 4; p++) {
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + p), one);
+                /* lo + 4 * hb - 4 */
+                const __m256i q = _mm256_sub_epi8(_mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(bits, 2 * p), m3),
+                                                                  _mm256_slli_epi16(hb, 2)), four);
+                const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 32 * p));
+                const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(qy, q));
+                const __m256i scv = _mm256_shuffle_epi8(sc[h], pick_i16(2 * p, 2 * p + 1));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, scv));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+/* Q5_K: Q4_K's AVX2 loop with the fifth bit of each quant (bit j of qh[l]
+ * for sub-block j) or'ed in as 16. */
+void cpu_vec_dot_q5_K_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_q5_K *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++) bp_q4_K_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        /* min term: sum_j m[j] * (bsums[2j] + bsums[2j+1]) */
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[i].bsums);
+        const __m128i bpair = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        int64_t mins64;
+        memcpy(&mins64, mn, 8);
+        const __m128i mm = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(mins64)), bpair);
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)(const void *)x[i].qh);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(x[i].qs + 32 * c));
+            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one), 4);
+            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one), 4);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(b, m4), h0);
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4), h1);
+            const int8_t *q8 = y[i].qs + 64 * c;
+            const __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(const void *)q8));
+            const __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 32)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * c])));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * c + 1])));
+        }
+        const float d = f16(x[i].d) * y[i].d, dmin = f16(x[i].dmin) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_set_m128i(_mm_setzero_si128(), mm)),
+                               acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+/* IQ4_XS: IQ4_NL's lookup per sub-block of 32, its 6-bit scale in madd. */
+void cpu_vec_dot_iq4_xs_q8_K_x86(int64_t n, float *s, const void *va, const void *vb)
+{
+    const struct bp_block_iq4_xs *x = va;
+    const struct bp_block_q8_K *y = vb;
+    const __m256i table = iq4nl_table();
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / BP_QK_K; i++) {
+        __m256i sumi = _mm256_setzero_si256();
+        for (int b = 0; b < BP_QK_K / 32; b++) {
+            const __m256i q = _mm256_shuffle_epi8(table, nibbles32(x[i].qs + 16 * b));
+            const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)(y[i].qs + 32 * b));
+            const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(qy, q));
+            const short ls = (short)(bp_iq4_xs_scale(&x[i], b) - 32);
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, _mm256_set1_epi16(ls)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
 void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *va, const void *vb)
 {
     const float *a = va, *b = vb;

@@ -17,7 +17,21 @@
                        cpu_gemm_q4_K_x8_ref },                                                \
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_ref, NULL, cpu_dequantize_row_q6_K, \
                        cpu_gemm_q6_K_x8_ref },                                                \
-    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL }
+    [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },                  \
+    ABI_1_2_ENTRIES(ref)
+
+/* The ABI 1.2 weight types through the plain (non-repacked) path, with the
+ * dots of kernel set sfx (ref, x86, neon): the 32-element types against
+ * Q8_0, the 256-element ones against Q8_K. */
+#define ABI_1_2_ENTRIES(sfx)                                                                         \
+    [BP_TYPE_Q4_1] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_1_q8_0_##sfx, NULL, cpu_dequantize_row_q4_1 },     \
+    [BP_TYPE_Q5_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q5_0_q8_0_##sfx, NULL, cpu_dequantize_row_q5_0 },     \
+    [BP_TYPE_Q5_1] = { BP_TYPE_Q8_0, cpu_vec_dot_q5_1_q8_0_##sfx, NULL, cpu_dequantize_row_q5_1 },     \
+    [BP_TYPE_IQ4_NL] = { BP_TYPE_Q8_0, cpu_vec_dot_iq4_nl_q8_0_##sfx, NULL, cpu_dequantize_row_iq4_nl }, \
+    [BP_TYPE_Q2_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q2_K_q8_K_##sfx, NULL, cpu_dequantize_row_q2_K },     \
+    [BP_TYPE_Q3_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q3_K_q8_K_##sfx, NULL, cpu_dequantize_row_q3_K },     \
+    [BP_TYPE_Q5_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q5_K_q8_K_##sfx, NULL, cpu_dequantize_row_q5_K },     \
+    [BP_TYPE_IQ4_XS] = { BP_TYPE_Q8_K, cpu_vec_dot_iq4_xs_q8_K_##sfx, NULL, cpu_dequantize_row_iq4_xs }
 
 static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 
@@ -57,6 +71,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        GEMM_Q4_K },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K,
                        GEMM_Q6_K },
+    ABI_1_2_ENTRIES(x86),
 };
 #if defined(__AVX512F__)
 #define ISA_NAME "avx512"
@@ -81,6 +96,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        gemm_q4_K_via },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_neon, NULL, cpu_dequantize_row_q6_K,
                        gemm_q6_K_via },
+    ABI_1_2_ENTRIES(neon),
 };
 #define ISA_NAME "neon"
 #else

@@ -63,6 +63,14 @@ void cpu_dequantize_row_q4_0(const void *x, float *y, int64_t n);
 void cpu_dequantize_row_q8_0(const void *x, float *y, int64_t n);
 void cpu_dequantize_row_q4_K(const void *x, float *y, int64_t n);
 void cpu_dequantize_row_q6_K(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_q4_1(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_q5_0(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_q5_1(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_q2_K(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_q3_K(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_q5_K(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_iq4_nl(const void *x, float *y, int64_t n);
+void cpu_dequantize_row_iq4_xs(const void *x, float *y, int64_t n);
 void cpu_f16_to_f32_row(const void *x, float *y, int64_t n);
 void cpu_bf16_to_f32_row(const void *x, float *y, int64_t n);
 void cpu_f32_row_copy_out(const void *x, float *y, int64_t n);
@@ -71,6 +79,16 @@ void cpu_vec_dot_q4_0_q8_0_ref(int64_t n, float *s, const void *a, const void *b
 void cpu_vec_dot_q8_0_q8_0_ref(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q4_K_q8_K_ref(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q6_K_q8_K_ref(int64_t n, float *s, const void *a, const void *b);
+/* The 32-element types against Q8_0 (Q4_1 and Q5_1 too: see dot_ref.c), the
+ * 256-element ones against Q8_K. */
+void cpu_vec_dot_q4_1_q8_0_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_0_q8_0_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_1_q8_0_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q2_K_q8_K_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q3_K_q8_K_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_K_q8_K_ref(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_iq4_xs_q8_K_ref(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f32_ref(int64_t n, float *s, const void *a, const void *b);
 /* F16 / BF16 weight row against an F32 activation row. */
 void cpu_vec_dot_f16_ref(int64_t n, float *s, const void *a, const void *b);

@@ -70,6 +70,21 @@ void cpu_dequantize_row_q6_K(const void *x, float *y, int64_t n)
     bp_dequantize_q6_K_ref(x, y, n);
 }
 
+#define EXPANDER(t)                                                 \
+    void cpu_dequantize_row_##t(const void *x, float *y, int64_t n) \
+    {                                                               \
+        bp_dequantize_##t##_ref(x, y, n);                           \
+    }
+EXPANDER(q4_1)
+EXPANDER(q5_0)
+EXPANDER(q5_1)
+EXPANDER(q2_K)
+EXPANDER(q3_K)
+EXPANDER(q5_K)
+EXPANDER(iq4_nl)
+EXPANDER(iq4_xs)
+#undef EXPANDER
+
 void cpu_f16_to_f32_row(const void *vx, float *y, int64_t n)
 {
     const uint16_t *x = vx;

@@ -38,6 +38,15 @@ void cpu_quantize_row_q8_0_x86(const float *x, void *y, int64_t n);
 void cpu_quantize_row_q8_K_x86(const float *x, void *y, int64_t n);
 void cpu_vec_dot_q4_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q6_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
+/* The ABI 1.2 weight types (dot_x86.c): the reference's integer sums. */
+void cpu_vec_dot_q4_1_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_1_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_iq4_nl_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q2_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q3_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_K_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_iq4_xs_q8_K_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f32_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f16_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_bf16_x86(int64_t n, float *s, const void *a, const void *b);
@@ -83,6 +92,14 @@ void cpu_vec_dot_q4_0_q8_0_neon(int64_t n, float *s, const void *a, const void *
 void cpu_vec_dot_q8_0_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q4_K_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q6_K_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q4_1_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_0_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_1_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_iq4_nl_q8_0_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q2_K_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q3_K_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_q5_K_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
+void cpu_vec_dot_iq4_xs_q8_K_neon(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_f32_neon(int64_t n, float *s, const void *a, const void *b);
 #endif
 
