@@ -31,7 +31,7 @@
  * own, kept for the next prefill of the same shape; with
  * bp_run_session_options.n_prefill it is made, and its memory touched, at
  * load time, so the first prompt of a process runs as fast as later ones
- * (issue 15: a first prompt paid the page faults of its plan).
+ * (it would otherwise pay the page faults of its plan).
  *
  * Plans are computed through the scheduler (bp_sched) over the device and,
  * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
@@ -740,7 +740,7 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     if (r != BP_OK) return r;
     s->stats.graphs_built++;
     /* Intermediates share memory along the graph: a 512-token prefill of a
-     * 1B model would otherwise touch 2 GB of fresh pages (issue 15). With a
+     * 1B model would otherwise touch 2 GB of fresh pages. With a
      * fallback the scheduler places them per backend, reusing memory
      * the same way. */
     if (!s->fb) {
