@@ -15,6 +15,11 @@ if(TARGET bp_plugin_cpu)
   add_dependencies(test_vulkan_graphs bp_plugin_cpu)
 endif()
 set_tests_properties(test_vulkan_graphs PROPERTIES SKIP_RETURN_CODE 77)
+# The ABI 1.2 weight types: MUL_MAT on both shaders and GET_ROWS against
+# bp_quant_ref.h's dequantizers.
+bp_add_check_test(test_vulkan_quant SOURCES test_vulkan_quant.c device_gate.c)
+add_dependencies(test_vulkan_quant bp_plugin_vulkan)
+set_tests_properties(test_vulkan_quant PROPERTIES SKIP_RETURN_CODE 77)
 
 # Every op x type x shape of the check harness against the CPU reference,
 # on the native and the packed-word 16-bit paths.
