@@ -36,8 +36,9 @@ uint nib32(uint qs, uint j)
 uint q5_high(uint qh, uint j) { return (rd_u8(0u, qh + (j >> 3)) >> (j & 7u)) & 1u; }
 
 // IQ4_NL's 16 signed levels (bp_iq4nl_values), four int8 per word. A vector
-// indexed by a variable compiles to selects; a constant array would be
-// copied to per-invocation memory on many drivers.
+// indexed by a variable is a dynamic extract; glslang stores a constant
+// array to a function variable before indexing it, which some drivers leave
+// in per-invocation scratch memory.
 const uvec4 IQ4NL_PACKED = uvec4(0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u);
 float iq4nl_value(uint i)
 {
@@ -148,16 +149,15 @@ float wval(uint row, uint k)
         float sc = q4k_scale_min(blk, sub, m);
         return f16(rd_u16(0u, blk)) * sc * float(q) - f16(rd_u16(0u, blk + 2u)) * m;
     }
-    // Blocks of 32 and of 256 elements of the ABI 1.2 types.
-    uint nb32 = row + (k >> 5) * nb0, nb256 = row + (k >> 8) * nb0;
-    if (WTYPE == T_Q4_1) return wval_q4_1(nb32, k & 31u);
-    if (WTYPE == T_Q5_0) return wval_q5_0(nb32, k & 31u);
-    if (WTYPE == T_Q5_1) return wval_q5_1(nb32, k & 31u);
-    if (WTYPE == T_IQ4_NL) return wval_iq4_nl(nb32, k & 31u);
-    if (WTYPE == T_Q2_K) return wval_q2_k(nb256, k & 255u);
-    if (WTYPE == T_Q3_K) return wval_q3_k(nb256, k & 255u);
-    if (WTYPE == T_Q5_K) return wval_q5_k(nb256, k & 255u);
-    if (WTYPE == T_IQ4_XS) return wval_iq4_xs(nb256, k & 255u);
+    // The ABI 1.2 types: blocks of 32, then of 256 elements.
+    if (WTYPE == T_Q4_1) return wval_q4_1(row + (k >> 5) * nb0, k & 31u);
+    if (WTYPE == T_Q5_0) return wval_q5_0(row + (k >> 5) * nb0, k & 31u);
+    if (WTYPE == T_Q5_1) return wval_q5_1(row + (k >> 5) * nb0, k & 31u);
+    if (WTYPE == T_IQ4_NL) return wval_iq4_nl(row + (k >> 5) * nb0, k & 31u);
+    if (WTYPE == T_Q2_K) return wval_q2_k(row + (k >> 8) * nb0, k & 255u);
+    if (WTYPE == T_Q3_K) return wval_q3_k(row + (k >> 8) * nb0, k & 255u);
+    if (WTYPE == T_Q5_K) return wval_q5_k(row + (k >> 8) * nb0, k & 255u);
+    if (WTYPE == T_IQ4_XS) return wval_iq4_xs(row + (k >> 8) * nb0, k & 255u);
     // Q6_K: ql[128] qh[64] scales[16] d
     uint blk = row + (k >> 8) * nb0, j = k & 255u;
     uint h = j >> 7, r = j & 127u, qd = r >> 5, l = r & 31u;
