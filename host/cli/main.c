@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "run a Llama decoder (GGUF or built-in model) on a device"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer"},
     {"chat-template", cmd_chat_template, "format a conversation with a model's chat template, as llama.cpp does"},
+    {"help", cmd_help, "print a section of the guides: 'backplane help' lists the topics"},
 };
 
 static void usage(FILE *f)
@@ -26,7 +27,7 @@ static void usage(FILE *f)
     fputs("usage: backplane <command> [options]\n\ncommands:\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
-    fputs("\nRun 'backplane <command> --help' for a command's options.\n"
+    fputs("\nRun 'backplane <command> --help' for a command's options, 'backplane help' for the guides.\n"
           "Environment: BACKPLANE_PLUGIN_PATH, BACKPLANE_BACKENDS, BACKPLANE_DEVICES, "
           "BACKPLANE_LOG.\n", f);
 }
@@ -38,7 +39,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
-    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
         usage(stdout);
         return CLI_EXIT_OK;
     }
