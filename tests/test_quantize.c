@@ -8,7 +8,8 @@
  * case here quantizes the same input (checked by its sha256) with
  * backplane's planner and writer on 3 threads and asserts the same types,
  * and the same bytes where the data say backplane matched when they were
- * made. The llama-256 files, once shown to be llama.cpp's by their digest,
+ * made, and the runner loads every such file of an architecture it runs.
+ * The llama-256 files, once shown to be llama.cpp's by their digest,
  * run through the decoder on cpu against llama.cpp's logits of them. The
  * inputs are tests/data/arch files, the F32 models make-arch-models.py
  * writes into $BP_QUANT_GEN (the quantize_models fixture), and float copies
@@ -245,6 +246,12 @@ START_TEST(test_quantize_makes_llama_cpps_file)
         if (c->same)
             ck_assert_msg(!strcmp(sha, c->sha), "%s %s: backplane's file has sha256 %s, llama.cpp's %s", m->name,
                           c->preset, sha, c->sha);
+        /* the runner binds every file of a model it runs (MoE it refuses) */
+        struct bp_run_model *rm = NULL;
+        const bp_status ls = bp_run_model_load_gguf(out, &rm, err, sizeof err);
+        if (strcmp(m->name, "refuse-moe") != 0)
+            ck_assert_msg(ls == BP_OK, "%s %s: the runner does not load it: %s", m->name, c->preset, err);
+        bp_run_model_free(rm);
     }
     bp_quant_job_free(job);
     bp_gguf_close(g);
