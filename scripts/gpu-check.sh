@@ -241,7 +241,7 @@ if ! step configure 120 cmake -S "$root" -B "$build" -DBP_CUDA=ON -DBP_CUDA_ARCH
   state="finished"; write_summary; exit 1
 fi
 targets=(backplane_cli bp_plugin_cpu bp_plugin_meta bp_plugin_cuda bp_cuda_reference)
-[ "$tests" = ON ] && targets+=(test_cuda_policy test_cuda_load)
+[ "$tests" = ON ] && targets+=(test_cuda_policy test_cuda_quant test_cuda_load)
 if ! step build 240 cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
   fail "the build failed or ran out of time; see $log."
   state="finished"; write_summary; exit 1
@@ -269,6 +269,18 @@ step info 30 "$bp" info "$dev"
 step "check_$dev" 150 "$bp" check --device "$dev" --json
 record "check_$dev" "$(check_summary "$out/check_$dev.out")"
 [ "$step_rc" -eq 0 ] || fail "backplane check --device $dev"
+# The plugin takes MUL_MAT and GET_ROWS on every quantized weight type, so
+# each of those cases must have run on the device rather than been declined
+# (a declined case counts as unsupported, not failed, in check's exit code).
+quant_declined=$(awk '
+    function val(line) { sub(/^[^:]*: *"/, "", line); sub(/",?$/, "", line); return line }
+    /^ *"op": /   { op = val($0) }
+    /^ *"type": / { ty = val($0) }
+    /^ *"status": "unsupported"/ { if ((op == "MUL_MAT" || op == "GET_ROWS") && ty ~ /^i?q[0-9]/) n++ }
+    END { print n + 0 }' "$out/check_$dev.out" 2>/dev/null)
+record "check_${dev}_quant_declined" "${quant_declined:-null}"
+[ "${quant_declined:-0}" -eq 0 ] ||
+  fail "$dev declined $quant_declined quantized MUL_MAT/GET_ROWS case(s) of check (unsupported_cases names them)"
 
 # ------------------------------------------------------------------ reference figures
 if [ "$dry" -eq 1 ]; then

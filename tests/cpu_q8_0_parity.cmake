@@ -1,5 +1,5 @@
-# Q8_0 MUL_MAT at a 1B model's shapes against ggml-cpu's x86 arithmetic
-# (issue 15): once per variant, the scalar registration under valgrind.
+# Q8_0 MUL_MAT at a 1B model's shapes against ggml-cpu's x86 arithmetic:
+# once per variant, the scalar registration under valgrind.
 bp_add_check_test(test_cpu_q8_0_parity SOURCES test_cpu_q8_0_parity.c cpu_test_util.c
   LIBS ${CMAKE_DL_LIBS} ENV BACKPLANE_CPU_VARIANT=scalar)
 target_include_directories(test_cpu_q8_0_parity PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)

@@ -1,2 +1,2 @@
-# The host's list of known BACKPLANE_* variables covers every one the code reads.
+# Every variable the code reads is in the host's list of known variables and in docs/operating.md.
 add_test(NAME env_vars_known COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/env_vars_known.sh ${CMAKE_SOURCE_DIR})

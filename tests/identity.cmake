@@ -1,4 +1,4 @@
-# Device identity (issue 18, item 1): the fault-injection plugins under
+# Device identity: the fault-injection plugins under
 # fault_plugins/identity/ (one GPU through two plugins, a second GPU, a
 # software GPU), the real meta and cpu plugins, and vulkan0 on lavapipe
 # when the build has it. Not under valgrind's list: it loads lavapipe.

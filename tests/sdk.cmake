@@ -1,6 +1,6 @@
 # The installed SDK, exercised by a third party: install into a temporary
 # prefix, build examples/plugin out of tree (CMake package and make +
-# pkg-config), build the README's application example, then load the plugin
+# pkg-config), build the API guide's application example (docs/api.md), then load the plugin
 # into the installed CLI and pass `backplane check` on it. Needs make,
 # pkg-config and a C compiler on PATH (scripts/packages.txt).
 add_test(NAME test_sdk_out_of_tree_plugin_builds_loads_and_passes_check

@@ -89,10 +89,11 @@ if readelf -d "$prefix/lib/libbackplane.so" 2>/dev/null | grep -q 'libasan'; the
     app_flags="-fsanitize=address,undefined"
 fi
 mkdir -p "$tmp/app"
-# The application is the README's example, so the README cannot rot: it
-# computes silu(W x) for a known W and x on the default device.
-awk '/^```c$/ { on = 1; next } on && /^```/ { exit } on { print }' "$src_dir/README.md" >"$tmp/app/app.c"
-[[ -s $tmp/app/app.c ]] || fail "README.md has no \`\`\`c application example"
+# The application is the API guide's example (the first ```c block of
+# docs/api.md), so the guide cannot rot: it computes silu(W x) for a known W
+# and x on the default device.
+awk '/^```c$/ { on = 1; next } on && /^```/ { exit } on { print }' "$src_dir/docs/api.md" >"$tmp/app/app.c"
+[[ -s $tmp/app/app.c ]] || fail "docs/api.md has no \`\`\`c application example"
 cat >"$tmp/app/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.16)
 project(bp_sdk_app LANGUAGES C)
@@ -113,10 +114,10 @@ check_app_output() { # label output
         e1 = -0.5 / (1 + exp(0.5)); e2 = -1 / (1 + exp(1))
         d1 = f[2] - e1; d2 = f[3] - e2
         exit !(d1 * d1 < 1e-10 && d2 * d2 < 1e-10)
-    }' || fail "the $1 README example printed '$2', expected $(awk 'BEGIN {
+    }' || fail "the $1 API example printed '$2', expected $(awk 'BEGIN {
         printf "cpu: %g %g", -0.5 / (1 + exp(0.5)), -1 / (1 + exp(1)) }')"
 }
-say "building the README's application example with CMake (backplane::backplane) and pkg-config (backplane.pc)"
+say "building the API guide's application example with CMake (backplane::backplane) and pkg-config (backplane.pc)"
 quiet "$cmake_bin" -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_C_FLAGS="-Werror -Wall -Wextra $app_flags"
 quiet "$cmake_bin" --build "$tmp/app/build"
@@ -128,14 +129,14 @@ hdr_abi=$(awk '/^#define BP_ABI_MAJOR /{ma=$3} /^#define BP_ABI_MINOR /{mi=$3} E
 pc_abi=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=abi_major backplane-plugin).$(
     PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=abi_minor backplane-plugin)
 [[ $pc_abi == "$hdr_abi" ]] || fail "backplane-plugin.pc says ABI $pc_abi, the headers say $hdr_abi"
-out=$(BACKPLANE_DEVICES=cpu "$tmp/app/build/app" 2>&1) || fail "the CMake-built README example failed: $out"
+out=$(BACKPLANE_DEVICES=cpu "$tmp/app/build/app" 2>&1) || fail "the CMake-built API example failed: $out"
 check_app_output CMake-built "$out"
 pc_cflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags backplane)
 pc_libs=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --libs backplane)
 # shellcheck disable=SC2086
 quiet cc -std=c11 -Wall -Wextra -Werror $app_flags $pc_cflags -o "$tmp/app/app-pc" "$tmp/app/app.c" \
     $pc_libs -Wl,-rpath,"$prefix/lib"
-out=$(BACKPLANE_DEVICES=cpu "$tmp/app/app-pc" 2>&1) || fail "the pkg-config-built README example failed: $out"
+out=$(BACKPLANE_DEVICES=cpu "$tmp/app/app-pc" 2>&1) || fail "the pkg-config-built API example failed: $out"
 check_app_output pkg-config-built "$out"
 plugindir=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=plugindir backplane-plugin)
 [[ $(cd "$plugindir" 2>/dev/null && pwd -P) == $(cd "$prefix/lib/backplane" && pwd -P) ]] ||

@@ -8,9 +8,9 @@
  *
  * Half of the activation blocks are ties (half-integers under a maximum of
  * 127, so the multiplier is 1 and every element sits on a rounding
- * boundary): with halves rounded away from zero, as the plugin did before
- * issue 15, a quarter of their quants move by one and the results by about
- * 1e-3 of their magnitude; the bound below, 4e-6 of the sum of |block
+ * boundary): with halves rounded away from zero, as ggml's reference
+ * quantizer rounds them, a quarter of their quants move by one and the
+ * results by about 1e-3 of their magnitude; the bound below, 4e-6 of the sum of |block
  * terms|, leaves room for float summation order alone. Weights in the
  * plain CPU buffer (vec_dot) and in CPU_REPACK (the x8 gemm), on every
  * variant the suite is registered for.

@@ -39,6 +39,31 @@ START_TEST(test_run_cli_saved_gguf_gives_same_tokens_as_builtin)
 }
 END_TEST
 
+/* `info --model` shows a file as the runner reads it: the values below
+ * are the ones tests/data/arch/README.md gives gemma3.gguf (6 layers,
+ * window 4 on five of six, base 1e6 and 1e4, linear x8, q/k norms, tied). */
+START_TEST(test_run_cli_info_model_shows_architecture_rope_window_and_types)
+{
+    char out[16384];
+    ck_assert_msg(cli_run(CLI " info --model " BP_TEST_SOURCE_DIR "/tests/data/arch/gemma3.gguf --json",
+                          CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
+    const char *want[] = { "\"architecture\": \"gemma3\"", "\"n_layer\": 6", "\"sliding_window\": 4",
+                           "\"pairs\": \"neox\"", "\"freq_base\": 1000000", "\"scaling\": \"linear\"",
+                           "\"factor\": 8", "\"tied_output\": true", "\"attn_q_norm.weight\"",
+                           "\"post_ffw_norm.weight\"", "\"chat_template\"" };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "no %s in: %s", want[i], out);
+    ck_assert_msg(cli_run(CLI " info --model " BP_TEST_SOURCE_DIR "/tests/data/arch/qwen2-256-q4_k_m.gguf",
+                          CLI_OUT_AND_ERR, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "architecture:  qwen2") && strstr(out, "q4_K x") && strstr(out, "attn_q.bias"),
+                  "%s", out);
+    /* A file the runner refuses: the same sentence, exit 1. */
+    ck_assert_int_eq(cli_run(CLI " info --model " BP_TEST_SOURCE_DIR "/tests/data/arch/refuse-unknown-tensor.gguf",
+                             CLI_OUT_AND_ERR, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "'blk.0.foo.weight'"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_run_cli_bad_file_is_one_sentence_and_exit_1)
 {
     char dir[64];
@@ -173,6 +198,7 @@ int main(void)
     tcase_add_test(tc, test_run_cli_saved_gguf_gives_same_tokens_as_builtin);
     tcase_add_test(tc, test_run_cli_bad_file_is_one_sentence_and_exit_1);
     tcase_add_test(tc, test_run_cli_profile_names_the_ops_and_sums_within_the_graph);
+    tcase_add_test(tc, test_run_cli_info_model_shows_architecture_rope_window_and_types);
     tcase_add_test(tc, test_run_cli_prefill_runs_report_warm_and_keep_the_tokens);
     tcase_add_test(tc, test_run_cli_bandwidth_windows_each_against_their_probes);
     suite_add_tcase(s, tc);

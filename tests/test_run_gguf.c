@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <backplane/backplane.h>
@@ -275,6 +276,75 @@ START_TEST(test_gguf_model_saved_and_loaded_back_is_identical_and_gives_same_log
 }
 END_TEST
 
+/* Bytes of the mapping at map that this process holds in memory now (its
+ * Rss in /proc/self/smaps: what counts toward the peak, unlike the page
+ * cache, which mincore reports). */
+static size_t mapping_rss(const void *map)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    bool in = false;
+    size_t kb = SIZE_MAX;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)map >= lo && (uintptr_t)map < hi;
+            continue;
+        }
+        if (in && sscanf(line, "Rss: %zu kB", &kb) == 1) break;
+    }
+    fclose(f);
+    ck_assert_msg(kb != SIZE_MAX, "no mapping at %p in /proc/self/smaps", map);
+    return kb * 1024;
+}
+
+/* A session copies each weight into the device's buffer once and lets the
+ * file's pages go: after it is made, the weights' pages of the mapping no
+ * longer count toward the process's memory (llama.cpp keeps its mapping; the device copy
+ * beside it doubled the peak). The model still reads back right after,
+ * from the file: a second session on it gives the same logits. */
+START_TEST(test_gguf_session_lets_the_mapped_weight_pages_go)
+{
+    struct bp_run_model *m = builtin(BP_TYPE_Q8_0), *l = NULL;
+    char path[] = "/tmp/bp_test_run_XXXXXX", err[512];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(bp_run_model_save_gguf(m, path, 3, 32), BP_OK);
+    ck_assert_msg(bp_run_model_load_gguf(path, &l, err, sizeof err) == BP_OK, "%s", err);
+    struct bp_device *cpu = bp_device_by_name("cpu");
+    ck_assert_ptr_nonnull(cpu);
+    for (size_t i = 0; i < l->n_weights; i++) { /* touch every page, as a reader would */
+        volatile unsigned char sum = 0;
+        for (size_t k = 0; k < l->weights[i].size; k += 512) sum += ((const unsigned char *)l->weights[i].data)[k];
+    }
+    const size_t file = l->gguf->size;
+    ck_assert_uint_gt(mapping_rss(l->gguf->map), file * 9 / 10);
+    struct bp_run_session *s1, *s2;
+    struct bp_run_session_options so = { .n_ctx = 8 };
+    ck_assert_msg(bp_run_session_new(l, cpu, &so, &s1, err, sizeof err) == BP_OK, "%s", err);
+    /* What stays: the header and the pages tensors share at their edges. */
+    const size_t left = mapping_rss(l->gguf->map);
+    ck_assert_msg(left < file / 20, "%zu of the file's %zu bytes stay resident", left, file);
+    ck_assert_msg(bp_run_session_new(l, cpu, &so, &s2, err, sizeof err) == BP_OK, "%s", err);
+    const int32_t toks[3] = { 1, 2, 3 };
+    const size_t bytes = (size_t)l->hp.n_vocab * 3 * sizeof(float);
+    float *a = malloc(bytes), *b = malloc(bytes);
+    ck_assert(a && b);
+    ck_assert_msg(bp_run_session_eval(s1, toks, 3, true, a, err, sizeof err) == BP_OK, "%s", err);
+    ck_assert_msg(bp_run_session_eval(s2, toks, 3, true, b, err, sizeof err) == BP_OK, "%s", err);
+    ck_assert_int_eq(memcmp(a, b, bytes), 0);
+    free(a);
+    free(b);
+    bp_run_session_free(s1);
+    bp_run_session_free(s2);
+    bp_run_model_free(l);
+    unlink(path);
+    bp_run_model_free(m);
+}
+END_TEST
+
 START_TEST(test_gguf_model_without_output_weight_ties_it_to_the_embedding)
 {
     struct bp_run_model *m = builtin(BP_TYPE_F32), *l;
@@ -451,6 +521,7 @@ int main(void)
     tcase_add_test(tc, test_gguf_every_metadata_encoding_reads_back_in_v2_and_v3);
     tcase_add_test(tc, test_gguf_model_saved_and_loaded_back_is_identical_and_gives_same_logits);
     tcase_add_test(tc, test_gguf_model_without_output_weight_ties_it_to_the_embedding);
+    tcase_add_test(tc, test_gguf_session_lets_the_mapped_weight_pages_go);
     tcase_add_test(tc, test_gguf_refuses_missing_tensor_naming_it);
     tcase_add_test(tc, test_gguf_refuses_unsupported_tensor_type_naming_tensor_and_type);
     tcase_add_test(tc, test_gguf_refuses_shape_disagreeing_with_metadata_giving_both_shapes);

@@ -355,7 +355,7 @@ static inline bp_status bp_plugin_check_host(const struct bp_host_services *host
 }
 
 /* bp_plugin_check_host, then (1.1) the host's minor: a plugin that needs
- * host features of ABI 1.<min_minor> refuses an older host with one
+ * host features of ABI `1.<min_minor>` refuses an older host with one
  * sentence (BP_ERR_ABI). Hosts of 1.1 and later already refuse such a
  * plugin before init when it exports BP_PLUGIN_DEFINE_MIN_HOST; this check
  * covers 1.0 hosts, which do not read that symbol. */

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"quantize", cmd_quantize, "convert a GGUF model to a llama.cpp quantization preset (Q4_K_M, Q8_0, ...)"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer"},
     {"chat-template", cmd_chat_template, "format a conversation with a model's chat template, as llama.cpp does"},
+    {"help", cmd_help, "print a section of the guides: 'backplane help' lists the topics"},
 };
 
 static void usage(FILE *f)
@@ -27,7 +28,7 @@ static void usage(FILE *f)
     fputs("usage: backplane <command> [options]\n\ncommands:\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
-    fputs("\nRun 'backplane <command> --help' for a command's options.\n"
+    fputs("\nRun 'backplane <command> --help' for a command's options, 'backplane help' for the guides.\n"
           "Environment: BACKPLANE_PLUGIN_PATH, BACKPLANE_BACKENDS, BACKPLANE_DEVICES, "
           "BACKPLANE_LOG.\n", f);
 }
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
-    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
         usage(stdout);
         return CLI_EXIT_OK;
     }

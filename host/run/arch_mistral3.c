@@ -25,13 +25,6 @@ const struct bp_arch bp_arch_mistral3 = {
     .rope_mode = BP_ROPE_MODE_NORMAL,
     .act = BP_ARCH_ACT_SILU,
     .flags = BP_ARCH_ROT_FULL | BP_ARCH_FACTORS_BY_SCALING | BP_ARCH_ATTN_TEMP,
-    .rows = {
-        BP_ARCH_DECODER_ROWS, BP_ARCH_QKV_BIAS_ROWS,
-        BP_ARCH_ROW(FFN_GATE) = BP_ARCH_USE, BP_ARCH_ROW(OUTPUT) = BP_ARCH_USE,
-        BP_ARCH_ROW(ROPE_FREQS) = BP_ARCH_USE, BP_ARCH_ROW(ROPE_LONG) = BP_ARCH_USE,
-        BP_ARCH_ROW(ROPE_SHORT) = BP_ARCH_USE, BP_ARCH_ROW(ATTN_OUTPUT_B) = BP_ARCH_USE,
-        BP_ARCH_ROW(FFN_GATE_B) = BP_ARCH_USE, BP_ARCH_ROW(FFN_UP_B) = BP_ARCH_USE,
-        BP_ARCH_ROW(FFN_DOWN_B) = BP_ARCH_USE,
-    },
+    .rows = { BP_ARCH_LLAMA_ROWS },
     .keys = mistral3_keys,
 };

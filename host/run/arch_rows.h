@@ -25,4 +25,14 @@
     BP_ARCH_ROW(ATTN_QKV_B) = BP_ARCH_USE, BP_ARCH_ROW(ATTN_Q_B) = BP_ARCH_USE,           \
     BP_ARCH_ROW(ATTN_K_B) = BP_ARCH_USE, BP_ARCH_ROW(ATTN_V_B) = BP_ARCH_USE
 
+/* Everything llama.cpp's llama loader reads (mistral3 reads the same):
+ * biases on every projection, an optional output, and the RoPE factors. */
+#define BP_ARCH_LLAMA_ROWS                                                                \
+    BP_ARCH_DECODER_ROWS, BP_ARCH_QKV_BIAS_ROWS,                                          \
+    BP_ARCH_ROW(FFN_GATE) = BP_ARCH_USE, BP_ARCH_ROW(OUTPUT) = BP_ARCH_USE,               \
+    BP_ARCH_ROW(ROPE_FREQS) = BP_ARCH_USE, BP_ARCH_ROW(ROPE_LONG) = BP_ARCH_USE,          \
+    BP_ARCH_ROW(ROPE_SHORT) = BP_ARCH_USE, BP_ARCH_ROW(ATTN_OUTPUT_B) = BP_ARCH_USE,      \
+    BP_ARCH_ROW(FFN_GATE_B) = BP_ARCH_USE, BP_ARCH_ROW(FFN_UP_B) = BP_ARCH_USE,           \
+    BP_ARCH_ROW(FFN_DOWN_B) = BP_ARCH_USE
+
 #endif /* BP_RUN_ARCH_ROWS_H */

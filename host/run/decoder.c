@@ -31,7 +31,7 @@
  * own, kept for the next prefill of the same shape; with
  * bp_run_session_options.n_prefill it is made, and its memory touched, at
  * load time, so the first prompt of a process runs as fast as later ones
- * (issue 15: a first prompt paid the page faults of its plan).
+ * (it would otherwise pay the page faults of its plan).
  *
  * Plans are computed through the scheduler (bp_sched) over the device and,
  * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
@@ -334,21 +334,27 @@ static bp_status upload(struct bp_run_session *s, const struct bp_run_session_op
                                bp_device_name(cdev[i]), bp_last_error());
     }
     s->stats.buffers_allocated += s->n_wg;
+    /* Each weight's file bytes are read once (a tied output's copy from the
+     * same read) and then let go, so the mapping's pages do not stay
+     * resident beside the device's copies: the peak is the copies, not the
+     * copies plus the file. */
     size_t total = bp_run_model_weight_bytes(m) + (s->out_copy ? m->output->size : 0), done = 0;
     for (size_t i = 0; i < m->n_weights; i++) {
-        st = bp_tensor_set(s->w[i], m->weights[i].data, 0, m->weights[i].size);
+        const struct bp_run_weight *w = &m->weights[i];
+        st = bp_tensor_set(s->w[i], w->data, 0, w->size);
         if (st != BP_OK)
-            return bp_run_fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", m->weights[i].name,
+            return bp_run_fail(err, cap, st, "uploading weight '%s' to '%s' failed: %s", w->name,
                         bp_device_name(s->home_w[i]), bp_last_error());
-        done += m->weights[i].size;
+        done += w->size;
+        if (s->out_copy && w == m->output) {
+            st = bp_tensor_set(s->out_copy, w->data, 0, w->size);
+            if (st != BP_OK)
+                return bp_run_fail(err, cap, st, "uploading the output projection's copy of '%s' to '%s' "
+                            "failed: %s", w->name, bp_device_name(s->dev), bp_last_error());
+            done += w->size;
+        }
+        bp_gguf_release(m->gguf, w->data, w->size);
         if (o && o->progress) o->progress(o->progress_user, done, total);
-    }
-    if (s->out_copy) {
-        st = bp_tensor_set(s->out_copy, m->output->data, 0, m->output->size);
-        if (st != BP_OK)
-            return bp_run_fail(err, cap, st, "uploading the output projection's copy of '%s' to '%s' "
-                        "failed: %s", m->output->name, bp_device_name(s->dev), bp_last_error());
-        if (o && o->progress) o->progress(o->progress_user, total, total);
     }
     return BP_OK;
 }
@@ -734,7 +740,7 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     if (r != BP_OK) return r;
     s->stats.graphs_built++;
     /* Intermediates share memory along the graph: a 512-token prefill of a
-     * 1B model would otherwise touch 2 GB of fresh pages (issue 15). With a
+     * 1B model would otherwise touch 2 GB of fresh pages. With a
      * fallback the scheduler places them per backend, reusing memory
      * the same way. */
     if (!s->fb) {

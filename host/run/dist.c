@@ -3,6 +3,7 @@
  * only its own is real, so the split table (split.c) says once which slice
  * each rank holds. */
 #include "dist.h"
+#include "arch.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -186,7 +187,12 @@ uint64_t bp_run_dist_model_hash(const struct bp_run_model *m, uint64_t *file_siz
     /* A built-in model: its name says kind and type; the table says shapes.
      * Same seed and options give the same weights on every rank. */
     h = fnv(h, m->name, strlen(m->name));
-    h = fnv(h, &m->hp, sizeof m->hp);
+    /* The architecture by name: its table's address differs between processes. */
+    struct bp_run_hparams hp = m->hp;
+    const char *arch = hp.arch ? hp.arch->name : "llama";
+    hp.arch = NULL;
+    h = fnv(h, arch, strlen(arch));
+    h = fnv(h, &hp, sizeof hp);
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *w = &m->weights[i];
         h = fnv(h, w->name, strlen(w->name));

@@ -463,6 +463,18 @@ bp_status bp_gguf_open(const char *path, struct bp_gguf **out, char *err, size_t
     return BP_OK;
 }
 
+void bp_gguf_release(const struct bp_gguf *g, const void *p, size_t n)
+{
+    if (!g || !g->map || !p || n == 0) return;
+    const uintptr_t lo = (uintptr_t)g->map, hi = lo + g->size, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p, b = a + n;
+    if (a < lo || b > hi || b < a) return;
+    /* Whole pages inside the range only: a neighbour's bytes stay put. */
+    a = (a + page - 1) / page * page;
+    b = b / page * page;
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 void bp_gguf_close(struct bp_gguf *g)
 {
     if (!g) return;

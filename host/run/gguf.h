@@ -106,6 +106,12 @@ bp_status bp_gguf_parse(const void *base, size_t size, struct bp_gguf **out, cha
 /* Map path read-only and parse it; the mapping lives until bp_gguf_close. */
 bp_status bp_gguf_open(const char *path, struct bp_gguf **out, char *err, size_t err_cap);
 void bp_gguf_close(struct bp_gguf *g);
+/* Let the pages of bytes [p, p + n) of g's mapping leave memory (whole
+ * pages inside the range): read once into a device's buffer, a weight's
+ * file bytes would otherwise stay resident beside the copy. The mapping is
+ * private and read-only, so a later read faults the same bytes in from the
+ * file. No effect for an image g does not map, or for p outside it. */
+void bp_gguf_release(const struct bp_gguf *g, const void *p, size_t n);
 
 const struct bp_gguf_kv *bp_gguf_find_kv(const struct bp_gguf *g, const char *key);
 const struct bp_gguf_tensor *bp_gguf_find_tensor(const struct bp_gguf *g, const char *name);

@@ -123,7 +123,7 @@ static void env_warn_unknown_once(void)
                     name, s);
         else
             bp__log(BP_LOG_WARN, "backplane",
-                    "%s is not a backplane variable; it is ignored (see the README for the "
+                    "%s is not a backplane variable; it is ignored (docs/operating.md lists the "
                     "BACKPLANE_* variables).", name);
     }
 }

@@ -130,7 +130,7 @@ bool bp__open_plugin(const struct bp__candidate *c, struct bp__opened *o, struct
 
 static const char table_remedy[] =
     "Fix the plugin: every table must start with its size and fill the required fields "
-    "bp_plugin.h marks (the README's plugin-author section lists them).";
+    "bp_plugin.h marks (docs/plugins.md lists them).";
 
 /* Device i: a table that reaches its required fields, and a name. Its
  * buffer type is checked when handed out (bp_device_buffer_type): a device

@@ -53,11 +53,11 @@ struct bp_cpu_plan_stats {
     uint64_t made, reused;
     uint64_t make_ns, lookup_ns;
     int32_t cached;
-    /* (1.1, issue 15) MUL_MATs in the plans made that read the activation
+    /* (1.1) MUL_MATs in the plans made that read the activation
      * rows an earlier step of their graph converted, instead of converting
      * them again (a layer's Q, K and V when they cannot share a step). */
     uint64_t converts_shared;
-    /* (1.1, issue 15) MUL_MATs in the plans made that compute in an earlier
+    /* (1.1) MUL_MATs in the plans made that compute in an earlier
      * one's chunk step (plan.h): a layer's K and V beside Q, up beside
      * gate, when the graph keeps their outputs apart. */
     uint64_t mul_mats_joined;

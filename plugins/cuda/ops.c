@@ -2,7 +2,8 @@
  * ops.c — THE OP TABLE of the CUDA plugin (op_rules, one row per op): which
  * nodes it computes (cuda_supports_node: the op's shape rules from
  * bp_op_shapes.h, then the types the kernels take, with MUL_MAT and
- * GET_ROWS on Q4_0/Q8_0/Q4_K/Q6_K) and the launch of each node's kernels.
+ * GET_ROWS on every quantized weight type: cuda_mul_mat_q_type) and the
+ * launch of each node's kernels.
  *
  * MUL_MAT path choice: M <= CUDA_MMV_MAX_M columns go to the matrix-vector
  * kernels (dp4a on quantized activations for quantized W); larger M to

@@ -12,10 +12,18 @@
 
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
 
+/* Every type dequant.glsl's wval reads: MUL_MAT weights and GET_ROWS tables. */
 static bool is_weight_type(int32_t t)
 {
-    return is_float(t) || t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K ||
-           t == BP_TYPE_Q6_K;
+    switch (t) {
+    case BP_TYPE_F32: case BP_TYPE_F16: case BP_TYPE_BF16:
+    case BP_TYPE_Q4_0: case BP_TYPE_Q8_0: case BP_TYPE_Q4_K: case BP_TYPE_Q6_K:
+    case BP_TYPE_Q4_1: case BP_TYPE_Q5_0: case BP_TYPE_Q5_1: case BP_TYPE_IQ4_NL:
+    case BP_TYPE_Q2_K: case BP_TYPE_Q3_K: case BP_TYPE_Q5_K: case BP_TYPE_IQ4_XS:
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* Quantized rows are read block by block: packed, whole blocks. */

@@ -7,7 +7,7 @@
  * that are not text).
  *
  * Device tables are whole and valid: reading a device table past its size
- * is issue 13's table-size work, whose fault plugins cover it; this target
+ * is covered by the fault plugins of the table-size checks; this target
  * holds the loader to the promises it already makes about the registry.
  *
  * The harness dlopen()s this file first and calls fuzzplug_set_script; the

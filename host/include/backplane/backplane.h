@@ -140,7 +140,7 @@ enum bp_plugin_failure_code {
     BP_PLUGIN_FAIL_TIMEOUT = 10,           /* the probe child did not answer in time */
     BP_PLUGIN_FAIL_CANNOT_RUN = 11,        /* variant score 0: this machine lacks what it needs */
     BP_PLUGIN_FAIL_OUTSCORED = 12,         /* another variant of the family scored higher */
-    BP_PLUGIN_FAIL_BAD_NAME = 13,          /* file name is not libbackplane-<family>[-<variant>].so */
+    BP_PLUGIN_FAIL_BAD_NAME = 13,          /* file name is not `libbackplane-<family>[-<variant>].so` */
     BP_PLUGIN_FAIL_BAD_REGISTRY = 14,      /* init succeeded but returned an unusable registry */
     BP_PLUGIN_FAIL_ABI_MINOR = 15,         /* (1.1) the plugin needs a newer host minor */
 };
@@ -170,7 +170,7 @@ BP_API struct bp_device *bp_device_get(size_t index);
  * ("uuid:3f2a", "pci:0000:65:00.0"); NULL and last error when absent. */
 BP_API struct bp_device *bp_device_by_name(const char *name);
 /* The devices an application should use by default: BACKPLANE_DEVICES when
- * set (comma-separated names, uuid:<prefix> or pci:<bus id>), otherwise the
+ * set (comma-separated names, `uuid:<prefix>` or `pci:<bus id>`), otherwise the
  * first GPU/IGPU device that is not a software implementation, otherwise the
  * first CPU device. Fills up to cap pointers; *n_out gets the count. */
 BP_API bp_status bp_default_devices(struct bp_device **out, size_t cap, size_t *n_out);

@@ -321,17 +321,17 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * they are one qword) adds it to the int32 sums, the low nibbles'
  * sub-blocks into one accumulator and the high nibbles' into another,
  * added once per block.
- * Earlier, with vpmaddwd + vpaddd per sub-block, this streamed 512 MiB at
+ * With vpmaddwd + vpaddd per sub-block instead, this streamed 512 MiB at
  * 0.96 of a plain read against 0.92 with vpdpbusd + vpmulld (one
  * activation row, one thread), and one vpdpwssd accumulator for all 16
  * sub-blocks at 0.88.
- * On the Granite Rapids-class VM of session 8 (2 vCPUs shared with other
+ * On a Granite Rapids-class VM (2 vCPUs shared with other
  * work; one thread, alternating pairs, from L2 at one activation row
  * unless said): GFNI against shifts 1.22x (31.0-32.2 GB/s against
  * 25.4-26.3); then two vpdpwssd accumulators against vpmaddwd + vpaddd
  * 1.03x (8 of 8 pairs faster; at four activation rows 1.01-1.08x); then
  * vpshufb against vpermw for the scales 1.025x (12 of 12; 4 of 4 at four
- * rows). All three against the previous kernel: 1.26-1.31x (34.4-35.5
+ * rows). All three against the kernel without them: 1.26-1.31x (34.4-35.5
  * GB/s against 26.5-28.3), at four rows 1.12-1.15x, from DRAM 0.79-0.85
  * of the read bandwidth against 0.76-0.80. No gain: the scale words
  * widened once per block for both uses; a shift and a ternlog for the ab = 1

@@ -22,8 +22,8 @@
  * ggml's reference quantize_row_q8_0_ref, which llama-quantize uses for
  * weights and <backplane/bp_quant_ref.h> follows: the multiplier is 127 / amax
  * (one rounding, not 1 / (amax / 127)) and halves round to even (_mm256_
- * round_ps), not away from zero (roundf). Both move some quants by one, so
- * the logits of a 1B-class model drifted from llama.cpp's (issue 15). */
+ * round_ps), not away from zero (roundf). Both move some quants by one,
+ * enough to move a 1B-class model's logits away from llama.cpp's. */
 void cpu_quantize_row_q8_0_ref(const float *x, void *vy, int64_t n)
 {
     struct bp_block_q8_0 *y = vy;

@@ -48,8 +48,8 @@ static const struct x8_segment *segments(enum bp_type t)
  * that kernel beats the plain dot at decode, which is what a model spends
  * its time on: through the block-by-block fallback (cpu_gemm_x8_via_dot)
  * the x8 layout ran several times slower than the plain layout. The avx2
- * Q8_0 x8 kernel was kept out until session 9 (15-30% slower at decode
- * with L2 prefetches alone); with the L1 prefetch (repack.h) it streams at
+ * Q8_0 x8 kernel needs the L1 prefetch (repack.h): with L2 prefetches
+ * alone it is 15-30% slower at decode; with both it streams at
  * 0.91-0.95 of the read against the plain dot's 0.44-0.48 (bench mul_mat,
  * K=2048 N=5632, 1 and 2 threads, on an AVX-512 Xeon running the avx2
  * variant), and the 1B Q8_0 model ran 115 prefill / 27.9 decode tokens/s

@@ -83,14 +83,15 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
  * CPU_X8_L1_PREFETCH_BYTES, one request per 64 bytes as they are first
  * read, so the requests come spread over a block instead of a burst at its
  * start. Prefetches never fault, so running past the end of the tensor is
- * harmless. (Until tests/cpu_prefetch_check.sh, the compiler had silently
- * dropped them: see cpu_x8_prefetch in simd.h.) Defined here unless the
- * build defines them, to let an experiment try other distances.
+ * harmless. (A compiler may drop them silently: see cpu_x8_prefetch in
+ * simd.h; tests/cpu_prefetch_check.sh checks that they are there.) Defined
+ * here unless the build defines them, to let an experiment try other
+ * distances.
  *
  * The near L1 request is what lets a kernel keep pace with a plain read:
  * with L2 requests alone, the demand loads still miss L1 and wait on fill
- * buffers while the kernel computes. On the 2-vCPU Granite Rapids-class
- * Xeon (AMX exposed) of session 9, one thread, K = 2048, N = 5632,
+ * buffers while the kernel computes. On a 2-vCPU Granite Rapids-class
+ * Xeon (AMX exposed), one thread, K = 2048, N = 5632,
  * `bench mul_mat` against the same-run read probe, two alternated passes,
  * L2 at 16 KiB (Q4_0, Q8_0) or 4 KiB (Q4_K, Q6_K) alone -> L2 at 4 KiB plus
  * L1 at 2 KiB: Q4_0 0.86-0.88 -> 0.95-0.96, Q8_0 0.88-0.89 -> 0.92-0.95,
@@ -101,11 +102,11 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
  * KiB gave 0.92-0.97 of the fastest read loop, L2 alone at 2-32 KiB
  * 0.87-0.93, L1 alone at 2 KiB 0.89-0.93, no prefetch 0.79, NTA 0.31.
  *
- * Before (session 7, an Emerald Rapids VM without AMX, L2 requests only):
+ * With L2 requests only, on an Emerald Rapids VM without AMX:
  * per piece at 4 KiB against 2 KiB made Q4_K 1.12x and Q6_K 1.16x as fast,
  * and a burst reaching past about 4 KiB missed to memory and held the fill
- * buffers the demand loads then waited for. (On the Zen 4 VM of the first
- * measurement 4-32 KiB were indistinguishable and no prefetch cost Q6_K a
+ * buffers the demand loads then waited for. (On a Zen 4 VM
+ * 4-32 KiB were indistinguishable and no prefetch cost Q6_K a
  * quarter.) */
 #ifndef CPU_X8_L2_PREFETCH_BYTES
 #define CPU_X8_L2_PREFETCH_BYTES 4096

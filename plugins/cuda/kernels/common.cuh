@@ -17,6 +17,14 @@
 #define T_Q8_0 5
 #define T_Q4_K 6
 #define T_Q6_K 7
+#define T_Q4_1 9
+#define T_Q5_0 10
+#define T_Q5_1 11
+#define T_Q2_K 12
+#define T_Q3_K 13
+#define T_Q5_K 14
+#define T_IQ4_NL 15
+#define T_IQ4_XS 16
 
 static __device__ __forceinline__ float ld_f(const char *p, int type)
 {

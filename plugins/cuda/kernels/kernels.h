@@ -28,7 +28,8 @@ struct cuda_tview {
 };
 
 /* Activations quantized for integer dot products: 32 values, their scale
- * and the sum of the quants (for the zero-point terms of Q4_0 and Q4_K). */
+ * and the sum of the quants (for the zero points and mins of the weights:
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K, Q5_K). */
 struct cuda_block_q8_1 {
     float  d;
     int    s;
@@ -80,13 +81,16 @@ int cuda_launch_mul_mat_generic(struct cuda_tview dst, struct cuda_tview w, stru
 /* Quantize every row of X (K = ne[0], a multiple of 32) to q8_1 blocks, rows
  * in dst order (m fastest, then dims 2 and 3). */
 int cuda_launch_quantize_q8_1(struct cuda_tview x, struct cuda_block_q8_1 *out, cudaStream_t s);
-/* MUL_MAT for Q4_0, Q8_0, Q4_K, Q6_K W on quantized X: dp4a dot products,
- * each weight byte read once per activation column. */
+/* MUL_MAT for quantized W (the types cuda_mul_mat_q_type names) on
+ * quantized X: dp4a dot products, each weight byte read once per activation
+ * column. */
 int cuda_launch_mul_mat_q(struct cuda_tview dst, struct cuda_tview w,
                           const struct cuda_block_q8_1 *xq, cudaStream_t s);
 /* Dequantize W slice (i2, i3) into a packed F16 [K, N] matrix. */
 int cuda_launch_dequant_f16(struct cuda_tview w, int64_t i2, int64_t i3, void *out, cudaStream_t s);
-/* True when cuda_launch_mul_mat_q handles W of this type. */
+/* True when cuda_launch_mul_mat_q handles W of this type, which then
+ * cuda_launch_dequant_f16 and GET_ROWS take too: Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0, IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. */
 int cuda_mul_mat_q_type(int type);
 
 /* All-reduce helpers on packed arrays. */

@@ -1,28 +1,18 @@
 /*
  * matmul.cu — MUL_MAT kernels: dst[n, m] = sum_k W[k, n] * X[k, m].
  *
- * Quantized W (Q4_0, Q8_0, Q4_K, Q6_K): X is first quantized to q8_1
- * blocks of 32 (scale + quant sum), then one warp per (row n, column m)
- * walks the row in units that cover whole weight blocks (32 elements for
- * Q4_0/Q8_0, 64 for Q4_K — both nibble halves of one 32-byte group — and
- * 128 for Q6_K), so every weight byte is loaded once per column and the
- * inner products are dp4a on 4 packed int8 pairs, as the CPU plugin does.
- * Float W and the fallback for anything else: one warp per output element
- * with float accumulation. Large M goes to cuBLAS (ops.c) when it loads.
+ * Quantized W (every type dot_q8_1.cuh takes: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+ * IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): X is first quantized to
+ * q8_1 blocks of 32 (scale + quant sum), then one warp per (row n, column m)
+ * walks the row in units that cover whole weight blocks (dot_unit_elems), so
+ * every weight byte is loaded once per column and the inner products are
+ * dp4a on 4 packed int8 pairs, as the CPU plugin does. Float W: one warp per
+ * output element with float accumulation. Large M goes to cuBLAS (ops.c)
+ * when it loads, quantized W dequantized to F16 first (dequant.cuh).
  */
 #include "common.cuh"
 #include "dequant.cuh"
-
-static __device__ __forceinline__ int ld_i32_2(const uint8_t *p) /* 2-byte aligned */
-{
-    const uint16_t *h = (const uint16_t *)p;
-    return (int)((uint32_t)h[0] | ((uint32_t)h[1] << 16));
-}
-
-static __device__ __forceinline__ int ld_qs(const cuda_block_q8_1 *a, int i)
-{
-    return ((const int *)a->qs)[i];
-}
+#include "dot_q8_1.cuh"
 
 /* ---- quantize X ---- */
 
@@ -43,82 +33,6 @@ __global__ void k_quantize_q8_1(cuda_tview x, cuda_block_q8_1 *out, int64_t nblk
     if (lane == 0) { out[b].d = d; out[b].s = s; }
 }
 
-/* ---- per-unit dot products ---- */
-
-static __device__ float dot_q4_0(const uint8_t *row, int64_t u, const cuda_block_q8_1 *xa)
-{
-    const uint8_t *blk = row + u * 18;
-    const cuda_block_q8_1 *a = xa + u;
-    int sumi = 0;
-    for (int j = 0; j < 4; j++) {
-        const int v = ld_i32_2(blk + 2 + 4 * j);
-        sumi = __dp4a(v & 0x0F0F0F0F, ld_qs(a, j), sumi);
-        sumi = __dp4a((v >> 4) & 0x0F0F0F0F, ld_qs(a, j + 4), sumi);
-    }
-    return ld_half(blk) * a->d * (float)(sumi - 8 * a->s);
-}
-
-static __device__ float dot_q8_0(const uint8_t *row, int64_t u, const cuda_block_q8_1 *xa)
-{
-    const uint8_t *blk = row + u * 34;
-    const cuda_block_q8_1 *a = xa + u;
-    int sumi = 0;
-    for (int j = 0; j < 8; j++) sumi = __dp4a(ld_i32_2(blk + 2 + 4 * j), ld_qs(a, j), sumi);
-    return ld_half(blk) * a->d * (float)sumi;
-}
-
-/* Unit u: group g = u % 4 of super-block u / 4 (sub-blocks 2g and 2g+1). */
-static __device__ float dot_q4_k(const uint8_t *row, int64_t u, const cuda_block_q8_1 *xa)
-{
-    const int64_t sb = u / 4;
-    const int g = (int)(u % 4);
-    const uint8_t *blk = row + sb * 144;
-    const cuda_block_q8_1 *a0 = xa + sb * 8 + 2 * g, *a1 = a0 + 1;
-    const uint8_t *qs = blk + 16 + 32 * g;
-    int s0 = 0, s1 = 0;
-    for (int j = 0; j < 8; j++) {
-        const int v = ld_i32_2(qs + 4 * j);
-        s0 = __dp4a(v & 0x0F0F0F0F, ld_qs(a0, j), s0);
-        s1 = __dp4a((v >> 4) & 0x0F0F0F0F, ld_qs(a1, j), s1);
-    }
-    int sc0, m0, sc1, m1;
-    q4k_scale_min(blk + 4, 2 * g, &sc0, &m0);
-    q4k_scale_min(blk + 4, 2 * g + 1, &sc1, &m1);
-    const float d = ld_half(blk), dmin = ld_half(blk + 2);
-    return d * (a0->d * (float)(sc0 * s0) + a1->d * (float)(sc1 * s1)) -
-           dmin * (a0->d * (float)(m0 * a0->s) + a1->d * (float)(m1 * a1->s));
-}
-
-/* Unit u: half h = u % 2 (128 elements) of super-block u / 2; ggml's
- * interleaving: element l + 32c of the half takes 4 bits from
- * ql[l + 32(c&1)] (low nibble for c < 2) and 2 bits from qh[l] >> 2c. */
-static __device__ float dot_q6_k(const uint8_t *row, int64_t u, const cuda_block_q8_1 *xa)
-{
-    const int64_t sb = u / 2;
-    const int h = (int)(u % 2);
-    const uint8_t *blk = row + sb * 210;
-    const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
-    const int8_t *sc = (const int8_t *)(blk + 192 + 8 * h);
-    float acc = 0.0f;
-    for (int c = 0; c < 4; c++) {
-        const cuda_block_q8_1 *a = xa + sb * 8 + 4 * h + c;
-        const uint8_t *qlc = ql + 32 * (c & 1);
-        int part[2] = { 0, 0 };
-        for (int j = 0; j < 8; j++) {
-            int packed = 0;
-            for (int b = 0; b < 4; b++) {
-                const int l = 4 * j + b;
-                const int lo = c < 2 ? (qlc[l] & 0xF) : (qlc[l] >> 4);
-                const int q = (lo | (((qh[l] >> (2 * c)) & 3) << 4)) - 32;
-                packed |= (q & 0xFF) << (8 * b);
-            }
-            part[j / 4] = __dp4a(packed, ld_qs(a, j), part[j / 4]);
-        }
-        acc += a->d * (float)(sc[2 * c] * part[0] + sc[2 * c + 1] * part[1]);
-    }
-    return ld_half(blk + 208) * acc;
-}
-
 #define MMQ_WARPS 4
 
 template <int TYPE>
@@ -132,14 +46,9 @@ __global__ void k_mul_mat_q(cuda_tview d, cuda_tview w, const cuda_block_q8_1 *x
     const uint8_t *row = (const uint8_t *)at(w, 0, n, i2 / r2, i3 / r3);
     const int64_t K = w.ne[0];
     const cuda_block_q8_1 *xa = xq + (m + d.ne[1] * (i2 + d.ne[2] * i3)) * (K / 32);
-    const int per = TYPE == T_Q4_K ? 64 : TYPE == T_Q6_K ? 128 : 32;
+    const int per = dot_unit_elems(TYPE);
     float acc = 0.0f;
-    for (int64_t u = threadIdx.x; u < K / per; u += 32) {
-        if (TYPE == T_Q4_0) acc += dot_q4_0(row, u, xa);
-        else if (TYPE == T_Q8_0) acc += dot_q8_0(row, u, xa);
-        else if (TYPE == T_Q4_K) acc += dot_q4_k(row, u, xa);
-        else acc += dot_q6_k(row, u, xa);
-    }
+    for (int64_t u = threadIdx.x; u < K / per; u += 32) acc += dot_unit(TYPE, row, u, xa);
     acc = warp_sum(acc);
     if (threadIdx.x == 0) *(float *)at(d, n, m, i2, i3) = acc;
 }
@@ -178,7 +87,7 @@ __global__ void k_dequant_f16(cuda_tview w, int64_t i2, int64_t i3, __half *out,
 
 extern "C" int cuda_mul_mat_q_type(int type)
 {
-    return type == T_Q4_0 || type == T_Q8_0 || type == T_Q4_K || type == T_Q6_K;
+    return dot_unit_elems(type) > 0;
 }
 
 extern "C" int cuda_launch_quantize_q8_1(cuda_tview x, cuda_block_q8_1 *out, cudaStream_t s)
@@ -196,8 +105,16 @@ extern "C" int cuda_launch_mul_mat_q(cuda_tview d, cuda_tview w, const cuda_bloc
     dim3 block(32, MMQ_WARPS);
     switch (w.type) {
     case T_Q4_0: k_mul_mat_q<T_Q4_0><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_Q4_1: k_mul_mat_q<T_Q4_1><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_Q5_0: k_mul_mat_q<T_Q5_0><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_Q5_1: k_mul_mat_q<T_Q5_1><<<grid, block, 0, s>>>(d, w, xq); break;
     case T_Q8_0: k_mul_mat_q<T_Q8_0><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_IQ4_NL: k_mul_mat_q<T_IQ4_NL><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_IQ4_XS: k_mul_mat_q<T_IQ4_XS><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_Q2_K: k_mul_mat_q<T_Q2_K><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_Q3_K: k_mul_mat_q<T_Q3_K><<<grid, block, 0, s>>>(d, w, xq); break;
     case T_Q4_K: k_mul_mat_q<T_Q4_K><<<grid, block, 0, s>>>(d, w, xq); break;
+    case T_Q5_K: k_mul_mat_q<T_Q5_K><<<grid, block, 0, s>>>(d, w, xq); break;
     case T_Q6_K: k_mul_mat_q<T_Q6_K><<<grid, block, 0, s>>>(d, w, xq); break;
     default: return (int)cudaErrorInvalidValue;
     }

@@ -37,6 +37,14 @@ layout(std430, binding = 4) buffer H4 { uint16_t d[]; } h4;
 #define T_Q8_0 5u
 #define T_Q4_K 6u
 #define T_Q6_K 7u
+#define T_Q4_1 9u
+#define T_Q5_0 10u
+#define T_Q5_1 11u
+#define T_Q2_K 12u
+#define T_Q3_K 13u
+#define T_Q5_K 14u
+#define T_IQ4_NL 15u
+#define T_IQ4_XS 16u
 
 #define OUT VK_PB_OUT
 
