@@ -3,7 +3,7 @@
  * data of tests/data/arch (scripts/arch-reference.sh runs it).
  *
  *   arch_reference LIBDIR MODEL.gguf N_CTX TOKENS.txt OUT.logits [--kv f16] [--fa]
- *   arch_reference --quantize LIBDIR IN.gguf OUT.gguf FTYPE
+ *   arch_reference --quantize LIBDIR IN.gguf OUT.gguf FTYPE [NTHREAD]
  *
  * The first form loads MODEL with llama.cpp's prebuilt libllama (npm
  * @node-llama-cpp/linux-x64 3.22.1, in LIBDIR), makes a context of N_CTX
@@ -26,7 +26,8 @@
  *
  * The --quantize form writes OUT with llama_model_quantize at FTYPE, a
  * llama_ftype number (2 Q4_0, 7 Q8_0, 15 Q4_K_M), as
- * scripts/llamacpp_bench.c does.
+ * scripts/llamacpp_bench.c does, on NTHREAD threads (default 1).
+ * scripts/quantize-reference.sh runs it for every preset.
  *
  * The parameter structs are handled as bytes the library made. Fields set
  * in llama_context_params, by byte offset (llama.h of that release):
@@ -181,8 +182,8 @@ static void set_i32(struct opaque *p, int off, int32_t v)
 
 static int quantize(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: arch_reference --quantize LIBDIR IN.gguf OUT.gguf FTYPE\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: arch_reference --quantize LIBDIR IN.gguf OUT.gguf FTYPE [NTHREAD]\n");
         return 2;
     }
     void *ggml;
@@ -195,7 +196,7 @@ static int quantize(int argc, char **argv)
     llama_backend_init_();
     struct opaque qp = llama_model_quantize_default_params_();
     /* nthread and ftype: the first two fields since the function exists */
-    set_i32(&qp, 0, 1);
+    set_i32(&qp, 0, argc == 7 ? atoi(argv[6]) : 1);
     set_i32(&qp, 4, atoi(argv[5]));
     if (llama_model_quantize_(argv[3], argv[4], qp.b) != 0) {
         print_errors("llama_model_quantize failed");
@@ -247,7 +248,8 @@ int main(int argc, char **argv)
     }
     if (nargs != 5) {
         fprintf(stderr, "usage: arch_reference LIBDIR MODEL.gguf N_CTX TOKENS.txt OUT.logits "
-                "[--kv f16] [--fa]\n       arch_reference --quantize LIBDIR IN.gguf OUT.gguf FTYPE\n");
+                "[--kv f16] [--fa]\n       arch_reference --quantize LIBDIR IN.gguf OUT.gguf FTYPE "
+                "[NTHREAD]\n");
         return 2;
     }
     const char *dir = arg[0], *path = arg[1], *tok_path = arg[3], *out_path = arg[4];

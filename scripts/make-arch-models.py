@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make-arch-models.py OUTDIR [--group reference|large|controls] [--list]
+"""make-arch-models.py OUTDIR [--group reference|large|controls|quant] [--list]
    make-arch-models.py --tokens
 
 Writes small random-weight GGUF v3 models, one per case below, that
@@ -14,7 +14,10 @@ Groups (default: reference):
              quantized references: their rows are multiples of 256, so
              llama.cpp's Q4_K_M is made of real K-quants;
   controls   copies of reference cases with one feature switched off, for
-             checking that the feature changes llama.cpp's logits.
+             checking that the feature changes llama.cpp's logits;
+  quant      shapes for comparing quantizers with llama.cpp's
+             (scripts/quantize-reference.sh): 16 layers with 4 query heads
+             per kv head, and rows no quantization block divides.
 --list prints the group's file names and nothing else; --tokens prints the
 32 token ids (in [3, 512)) that every reference evaluates.
 
@@ -419,7 +422,23 @@ def control_cases():
     ]
 
 
-GROUPS = {"reference": reference_cases, "large": large_cases, "controls": control_cases}
+def quant_cases():
+    """Shapes that llama.cpp's per-layer quantization rules and fallbacks
+    tell apart (scripts/quantize-reference.sh)."""
+    return [
+        # 16 layers: the first sixteenth, first eighth and use_more_bits
+        # layers all differ; one kv head for four query heads (n_gqa 4);
+        # untied output
+        model("llama", name="llama-gqa4", n_embd=256, n_head=4, n_head_kv=1, head_dim=64, n_ff=256,
+              n_layer=16, emb_std=0.25, tied=False),
+        # ffn_down rows of 80 values: no 32-value block divides them, so the
+        # K-quants fall back to F16 and the legacy presets fail
+        model("llama", name="llama-odd", n_ff=80),
+    ]
+
+
+GROUPS = {"reference": reference_cases, "large": large_cases, "controls": control_cases,
+          "quant": quant_cases}
 
 
 def main():
@@ -436,7 +455,7 @@ def main():
         group = args[i + 1] if i + 1 < len(args) else ""
         del args[i:i + 2]
     if len(args) != 1 or group not in GROUPS:
-        raise SystemExit("usage: make-arch-models.py OUTDIR [--group reference|large|controls] [--list]\n"
+        raise SystemExit("usage: make-arch-models.py OUTDIR [--group reference|large|controls|quant] [--list]\n"
                          "       make-arch-models.py --tokens")
     cases = GROUPS[group]()
     if listing:

@@ -784,6 +784,43 @@ START_TEST(test_q6_K_rmse_is_at_most_the_ggml_algorithm_baseline)
 }
 END_TEST
 
+/* bp_quantize_ggml keeps ggml's encoding: Q4_K and Q6_K come out as the
+ * port of ggml's algorithm above writes them, block for block, and every
+ * other type as bp_quantize writes it (those are ggml's already). */
+START_TEST(test_quantize_ggml_writes_ggml_algorithms_bytes)
+{
+    static float x[ACC_BLOCKS * 256];
+    static unsigned char q[ACC_BLOCKS * 512], qb[ACC_BLOCKS * 512]; /* f16 is the largest */
+    for (int d = 0; d < 3; d++) {
+        fill(x, ACC_BLOCKS * 256, (enum dist)d, 2000 + (uint64_t)d);
+        const enum bp_type k_types[] = {BP_TYPE_Q4_K, BP_TYPE_Q6_K};
+        for (size_t t = 0; t < 2; t++) {
+            const size_t bsz = bp_type_size(k_types[t]);
+            ck_assert_uint_eq(bp_quantize_ggml(k_types[t], x, q, ACC_BLOCKS, 256), ACC_BLOCKS * bsz);
+            for (int b = 0; b < ACC_BLOCKS; b++) {
+                unsigned char *blk = qb + bsz * (size_t)b;
+                if (k_types[t] == BP_TYPE_Q4_K) baseline_q4_K(x + 256 * b, (struct bp_block_q4_K *)blk);
+                else baseline_q6_K(x + 256 * b, (struct bp_block_q6_K *)blk);
+                ck_assert_msg(!memcmp(q + bsz * (size_t)b, qb + bsz * (size_t)b, bsz), "%s %s block %d differs "
+                              "from ggml's algorithm", bp_type_name(k_types[t]), dist_name[d], b);
+            }
+        }
+        const enum bp_type same[] = {BP_TYPE_F16, BP_TYPE_BF16, BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_1,
+                                     BP_TYPE_Q5_0, BP_TYPE_Q5_1, BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_Q5_K,
+                                     BP_TYPE_IQ4_NL, BP_TYPE_IQ4_XS, BP_TYPE_Q8_K};
+        for (size_t t = 0; t < sizeof same / sizeof same[0]; t++) {
+            const size_t n = bp_quantize(same[t], x, q, ACC_BLOCKS, 256);
+            ck_assert_uint_gt(n, 0);
+            ck_assert_uint_eq(bp_quantize_ggml(same[t], x, qb, ACC_BLOCKS, 256), n);
+            ck_assert_msg(!memcmp(q, qb, n), "%s: bp_quantize_ggml differs from bp_quantize", bp_type_name(same[t]));
+        }
+    }
+    /* its errors name it */
+    ck_assert_uint_eq(bp_quantize_ggml(BP_TYPE_Q4_K, x, q, 1, 300), 0);
+    ck_assert_ptr_nonnull(strstr(bp_last_error(), "bp_quantize_ggml"));
+}
+END_TEST
+
 /* ------------------------------- ABI 1.2 types: ggml's own vectors */
 
 static const enum bp_type new_types[] = {BP_TYPE_Q4_1, BP_TYPE_Q5_0,   BP_TYPE_Q5_1,  BP_TYPE_Q2_K,
@@ -1129,6 +1166,7 @@ static Suite *quant_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_q4_K_rmse_is_at_most_the_ggml_algorithm_baseline);
     tcase_add_test(tc, test_q6_K_rmse_is_at_most_the_ggml_algorithm_baseline);
+    tcase_add_test(tc, test_quantize_ggml_writes_ggml_algorithms_bytes);
     suite_add_tcase(s, tc);
     tc = tcase_create("ggml vectors");
     tcase_add_loop_test(tc, test_quantize_new_types_writes_ggml_bytes, 0, (int)N_NEW_TYPES);

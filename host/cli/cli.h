@@ -19,6 +19,7 @@ int cmd_check(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv); /* cmd_run.c, on host/run/ */
+int cmd_quantize(int argc, char **argv); /* cmd_quantize.c, on host/run/quantize_model.c */
 int cmd_tokenize(int argc, char **argv);
 int cmd_chat_template(int argc, char **argv); /* cmd_chat_template.c, on host/run/chat_template.c */
 int cmd_help(int argc, char **argv); /* cmd_help.c, on the guides embedded at build time */

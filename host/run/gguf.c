@@ -167,7 +167,7 @@ static bp_status skip_values(struct cursor *c, uint32_t type, uint64_t n, int de
     return BP_OK;
 }
 
-static bp_status read_kv(struct cursor *c, struct bp_gguf_kv *kv)
+static bp_status read_kv_fields(struct cursor *c, struct bp_gguf_kv *kv)
 {
     c->what = "a metadata key";
     if (!rd_str(c, &kv->key)) return truncated(c);
@@ -204,6 +204,15 @@ static bp_status read_kv(struct cursor *c, struct bp_gguf_kv *kv)
     default:
         return bad_value_type(c, kv->type);
     }
+}
+
+static bp_status read_kv(struct cursor *c, struct bp_gguf_kv *kv)
+{
+    const size_t start = c->pos;
+    bp_status s = read_kv_fields(c, kv);
+    kv->raw = c->p + start;
+    kv->raw_size = c->pos - start;
+    return s;
 }
 
 static bool str_eq(struct bp_gguf_str s, const char *z)

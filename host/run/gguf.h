@@ -69,6 +69,10 @@ struct bp_gguf_kv {
     uint32_t arr_type;
     uint64_t arr_count;
     const uint8_t *arr_data;
+    /* The whole record as the file holds it (key, type, value), for copying
+     * it to another file unchanged. */
+    const uint8_t *raw;
+    size_t raw_size;
 };
 
 struct bp_gguf_tensor {

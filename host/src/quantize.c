@@ -52,6 +52,8 @@ BLOCK_CODEC(q5_K, bp__quantize_q5_K, bp_dequantize_q5_K_ref)
 BLOCK_CODEC(iq4_nl, bp__quantize_iq4_nl, bp_dequantize_iq4_nl_ref)
 BLOCK_CODEC(iq4_xs, bp__quantize_iq4_xs, bp_dequantize_iq4_xs_ref)
 #undef BLOCK_CODEC
+static void q_q4_K_ggml(const float *x, void *y, int64_t k) { bp__quantize_q4_K_ggml(x, y, k); }
+static void q_q6_K_ggml(const float *x, void *y, int64_t k) { bp__quantize_q6_K_ggml(x, y, k); }
 
 /* Every type bp_quantize and bp_dequantize convert, with its two
  * converters (k elements, a whole number of blocks). */
@@ -124,38 +126,61 @@ static void type_error(enum bp_type type, const char *what)
                  "know; use one of %s.", what, (int)type, names);
 }
 
-size_t bp_quantize(enum bp_type type, const float *src, void *dst, int64_t nrows, int64_t n_per_row)
+/* Where ggml's reference encoding differs from bp_quantize's: the types
+ * whose quantizer refines ggml's search. */
+static void (*ggml_encoder(enum bp_type type))(const float *, void *, int64_t)
+{
+    switch (type) {
+    case BP_TYPE_Q4_K: return q_q4_K_ggml;
+    case BP_TYPE_Q6_K: return q_q6_K_ggml;
+    default: return codec_of(type)->quantize;
+    }
+}
+
+static size_t quantize_with(const char *fn, bool ggml, enum bp_type type, const float *src, void *dst,
+                            int64_t nrows, int64_t n_per_row)
 {
     const char *why;
     size_t total = checked_size(type, nrows, n_per_row, &why);
     if (why) {
-        if (!strcmp(why, "type")) type_error(type, "bp_quantize");
+        if (!strcmp(why, "type")) type_error(type, fn);
         else if (!strcmp(why, "negative"))
-            bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_quantize was given %lld rows of %lld elements; "
-                     "both counts must be zero or positive.", (long long)nrows, (long long)n_per_row);
+            bp__fail(BP_ERR_INVALID_ARGUMENT, "%s was given %lld rows of %lld elements; "
+                     "both counts must be zero or positive.", fn, (long long)nrows, (long long)n_per_row);
         else if (!strcmp(why, "block"))
-            bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_quantize: rows of %lld elements cannot be stored "
+            bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: rows of %lld elements cannot be stored "
                      "as %s, whose blocks hold %lld elements; make n_per_row a multiple of %lld "
-                     "(pad the row) or pick another type.", (long long)n_per_row,
+                     "(pad the row) or pick another type.", fn, (long long)n_per_row,
                      bp_type_name(type), (long long)bp_type_block_size(type),
                      (long long)bp_type_block_size(type));
         else
-            bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_quantize: %lld rows of %lld elements as %s "
-                     "would not fit in memory; convert fewer rows at a time.", (long long)nrows,
+            bp__fail(BP_ERR_INVALID_ARGUMENT, "%s: %lld rows of %lld elements as %s "
+                     "would not fit in memory; convert fewer rows at a time.", fn, (long long)nrows,
                      (long long)n_per_row, bp_type_name(type));
         return 0;
     }
     if (total == 0) return 0;
     if (!src || !dst) {
-        bp__fail(BP_ERR_INVALID_ARGUMENT, "bp_quantize was given a NULL %s pointer; pass the "
-                 "%s.", !src ? "source" : "destination",
+        bp__fail(BP_ERR_INVALID_ARGUMENT, "%s was given a NULL %s pointer; pass the "
+                 "%s.", fn, !src ? "source" : "destination",
                  !src ? "floats to convert" : "buffer of bp_quantize_size() bytes");
         return 0;
     }
     /* Rows are packed and every row is a whole number of blocks, so the
      * whole array converts as one run of blocks. */
-    codec_of(type)->quantize(src, dst, nrows * n_per_row);
+    (ggml ? ggml_encoder(type) : codec_of(type)->quantize)(src, dst, nrows * n_per_row);
     return total;
+}
+
+size_t bp_quantize(enum bp_type type, const float *src, void *dst, int64_t nrows, int64_t n_per_row)
+{
+    return quantize_with("bp_quantize", false, type, src, dst, nrows, n_per_row);
+}
+
+size_t bp_quantize_ggml(enum bp_type type, const float *src, void *dst, int64_t nrows,
+                        int64_t n_per_row)
+{
+    return quantize_with("bp_quantize_ggml", true, type, src, dst, nrows, n_per_row);
 }
 
 bp_status bp_dequantize(enum bp_type type, const void *src, float *dst, int64_t n)

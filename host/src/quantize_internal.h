@@ -23,6 +23,10 @@ BP_HIDDEN void bp__quantize_q4_0(const float *x, struct bp_block_q4_0 *y, int64_
 /* quantize_k.c (search and refinement) */
 BP_HIDDEN void bp__quantize_q4_K(const float *x, struct bp_block_q4_K *y, int64_t k);
 BP_HIDDEN void bp__quantize_q6_K(const float *x, struct bp_block_q6_K *y, int64_t k);
+/* ggml's search alone (quantize_row_q4_K_ref / _q6_K_ref to the bit): the
+ * bytes llama.cpp's quantizer writes without an importance matrix. */
+BP_HIDDEN void bp__quantize_q4_K_ggml(const float *x, struct bp_block_q4_K *y, int64_t k);
+BP_HIDDEN void bp__quantize_q6_K_ggml(const float *x, struct bp_block_q6_K *y, int64_t k);
 
 /* quantize_legacy.c (ggml's reference, to the bit) */
 BP_HIDDEN void bp__quantize_q4_1(const float *x, struct bp_block_q4_1 *y, int64_t k);

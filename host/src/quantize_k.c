@@ -529,6 +529,18 @@ void bp__quantize_q4_K(const float *x, struct bp_block_q4_K *y, int64_t k)
     }
 }
 
+void bp__quantize_q4_K_ggml(const float *x, struct bp_block_q4_K *y, int64_t k)
+{
+    const int64_t nb = k / BP_QK_K;
+    for (int64_t ib = 0; ib < nb; ib++, x += BP_QK_K) {
+        q4_K_lanes xt;
+        to_lanes(x, Q4K_SUB, Q4K_NV, &xt[0][0]);
+        struct q4_K_state s;
+        q4_K_search(x, xt, false, &s);
+        q4_K_store(&y[ib], &s);
+    }
+}
+
 /* ======================= Q6_K ======================= */
 
 /* A super-block as lanes: x[i][h][k] is element i of sub-block 4h + k. */
@@ -810,5 +822,17 @@ void bp__quantize_q6_K(const float *x, struct bp_block_q6_K *y, int64_t k)
         struct bp_block_q6_K t;
         q6_K_store(&t, eb < ea ? &b : &a);
         if (q6_K_error(x, &t) < q6_K_error(x, &y[ib])) y[ib] = t;
+    }
+}
+
+void bp__quantize_q6_K_ggml(const float *x, struct bp_block_q6_K *y, int64_t k)
+{
+    const int64_t nb = k / BP_QK_K;
+    for (int64_t ib = 0; ib < nb; ib++, x += BP_QK_K) {
+        q6_K_lanes xt;
+        to_lanes(x, Q6K_SUB, Q6K_NV, &xt[0][0]);
+        struct q6_K_state s;
+        q6_K_search(x, xt, false, &s);
+        q6_K_store(&y[ib], &s);
     }
 }

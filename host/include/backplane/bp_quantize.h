@@ -8,13 +8,17 @@
  *     Q8_0, Q4_K, Q6_K and Q8_K;
  *   - Q4_0, Q8_0 and Q8_K quantization writes the same bytes as ggml's
  *     reference quantizers (quantize_row_*_ref) for finite input;
+ *   - Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS quantization
+ *     writes ggml's bytes too (the path llama.cpp's quantizer takes without
+ *     an importance matrix);
  *   - Q4_K and Q6_K quantization starts from ggml's search and keeps a
  *     refined encoding only where it lowers the squared error of the block,
- *     so it is never less accurate than ggml's on any block.
+ *     so it is never less accurate than ggml's on any block;
+ *     bp_quantize_ggml keeps ggml's encoding instead.
  * F32, F16 and BF16 are accepted too (copy / round-to-nearest-even), so that
  * a caller can convert to any storable type through one function.
  *
- * Both functions are pure, thread-safe and allocate nothing. Non-finite
+ * The functions are pure, thread-safe and allocate nothing. Non-finite
  * input is not an error, but its encoding is unspecified.
  */
 #ifndef BP_QUANTIZE_H
@@ -39,6 +43,12 @@ extern "C" {
  * write nothing and return 0 without an error. */
 BP_API size_t bp_quantize(enum bp_type type, const float *src, void *dst, int64_t nrows,
                           int64_t n_per_row);
+
+/* bp_quantize with ggml's reference encoding for every type: Q4_K and Q6_K
+ * skip the refinement, so for finite input the bytes are those llama.cpp's
+ * quantizer writes without an importance matrix. Same arguments and errors. */
+BP_API size_t bp_quantize_ggml(enum bp_type type, const float *src, void *dst, int64_t nrows,
+                               int64_t n_per_row);
 
 /* Converts n elements of type at src (packed blocks) to floats at dst.
  * n must be a multiple of the block size. Returns BP_OK, or
