@@ -454,7 +454,7 @@ def main():
         i = args.index("--group")
         group = args[i + 1] if i + 1 < len(args) else ""
         del args[i:i + 2]
-    if len(args) != 1 or group not in GROUPS:
+    if len(args) != 1 or args[0].startswith("-") or group not in GROUPS:
         raise SystemExit("usage: make-arch-models.py OUTDIR [--group reference|large|controls|quant] [--list]\n"
                          "       make-arch-models.py --tokens")
     cases = GROUPS[group]()
