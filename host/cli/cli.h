@@ -22,6 +22,7 @@ int cmd_run(int argc, char **argv); /* cmd_run.c, on host/run/ */
 int cmd_quantize(int argc, char **argv); /* cmd_quantize.c, on host/run/quantize_model.c */
 int cmd_tokenize(int argc, char **argv);
 int cmd_chat_template(int argc, char **argv); /* cmd_chat_template.c, on host/run/chat_template.c */
+int cmd_serve(int argc, char **argv); /* cmd_serve.c, on host/serve/ when it is built */
 int cmd_help(int argc, char **argv); /* cmd_help.c, on the guides embedded at build time */
 /* `info --model`: a model file as the runner reads it (model_info.c). */
 int cli_model_info(const char *path, bool as_json);

@@ -15,6 +15,12 @@
 
 #define JSON_MAX_DEPTH 32
 
+/* Jansson (linked in for `serve`) exports json_string and json_null too:
+ * the writer's own are renamed at link level so that neither shadows the
+ * other. */
+#define json_string cli_json_string
+#define json_null cli_json_null
+
 struct json_writer {
     FILE *f;
     int depth;

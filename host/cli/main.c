@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"quantize", cmd_quantize, "convert a GGUF model to a llama.cpp quantization preset (Q4_K_M, Q8_0, ...)"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer"},
     {"chat-template", cmd_chat_template, "format a conversation with a model's chat template, as llama.cpp does"},
+    {"serve", cmd_serve, "serve a model over HTTP with OpenAI's API (chat, completions, streaming)"},
     {"help", cmd_help, "print a section of the guides: 'backplane help' lists the topics"},
 };
 
