@@ -81,3 +81,20 @@ bp_fetch_tokenizer_vocabs() {
         tar -xzf "$dir/llama3-tokenizer-js-1.2.0.tgz" -O package/src/data-converted.js >"$dir/llama3-tokenizer.js" ||
         { echo "packages: the tokenizer packages do not hold the expected files" >&2; return 1; }
 }
+
+# The test client of `backplane serve`: the npm package openai (OpenAI's own
+# Node client, no dependencies; 6.x runs on Node 20), pinned by version and
+# sha256, unpacked as $1/node_modules/openai. Test set-up only (the CTest
+# fixture serve_client); the product never fetches anything. Returns
+# non-zero, with a sentence, when the download or the checksum fails.
+bp_fetch_openai_client() {
+    local dir=$1
+    mkdir -p "$dir/node_modules" || return 1
+    [[ -f $dir/node_modules/openai/index.mjs ]] && return 0
+    bp_npm_fetch "$dir" openai 6.49.0 \
+        e48de0f4c5dbecebdeb864233f5ea49be07cd3e0ff3bd3e1e6745dc5e168cced || return 1
+    rm -rf "$dir/node_modules/openai.part" && mkdir -p "$dir/node_modules/openai.part" &&
+        tar -xzf "$dir/openai-6.49.0.tgz" -C "$dir/node_modules/openai.part" --strip-components=1 &&
+        mv "$dir/node_modules/openai.part" "$dir/node_modules/openai" ||
+        { echo "packages: could not unpack $dir/openai-6.49.0.tgz" >&2; return 1; }
+}

@@ -261,10 +261,12 @@ bool serve_params_parse(const char *body, size_t len, enum serve_kind kind, stru
             serve_fail(e, 400, "stream_options", "'stream_options' must be an object.");
             goto out;
         }
-        if (!get_bool(so, "include_usage", &p->include_usage, e)) {
-            snprintf(e->param, sizeof e->param, "stream_options.include_usage");
+        json_t *iu = json_object_get(so, "include_usage");
+        if (iu && !json_is_null(iu) && !json_is_boolean(iu)) {
+            serve_fail(e, 400, "stream_options.include_usage", "'stream_options.include_usage' must be true or false.");
             goto out;
         }
+        p->include_usage = json_is_true(iu);
     }
     ok = true;
     goto out;

@@ -91,7 +91,8 @@ static enum MHD_Result tokenize(struct serve_server *s, struct MHD_Connection *c
     int32_t *ids = NULL;
     size_t n = 0;
     unsigned flags = (add_special ? BP_TOKENIZE_ADD_SPECIAL : 0) | (parse_special ? BP_TOKENIZE_PARSE_SPECIAL : 0);
-    if (bp_tokenizer_encode(s->tok, json_string_value(content), json_string_length(content), flags, &ids, &n) != BP_OK) {
+    const char *text = json_string_value(content);
+    if (bp_tokenizer_encode(s->tok, text, json_string_length(content), flags, &ids, &n) != BP_OK) {
         serve_fail(&e, 500, NULL, "Tokenizing failed: %s", bp_last_error());
         goto bad;
     }
@@ -178,7 +179,8 @@ static bool prompt_of(struct serve_server *s, struct serve_job *j, struct serve_
         size_t len = p->prompt_len, cap = 0;
         if (p->kind == SERVE_CHAT) {
             char err[512];
-            if (bp_chat_template_format(s->tmpl, p->msgs, p->n_msgs, true, &buf, &len, &cap, err, sizeof err) != BP_OK) {
+            if (bp_chat_template_format(s->tmpl, p->msgs, p->n_msgs, true, &buf, &len, &cap, err, sizeof err) !=
+                BP_OK) {
                 free(buf);
                 return serve_fail(e, 400, "messages", "The chat template cannot format these messages: %s", err);
             }
