@@ -24,10 +24,12 @@ START_TEST(test_serve_request_reads_every_field)
     struct serve_params p;
     struct serve_error e;
     const char *body = "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
-                       "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]}],"
+                       "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                       "{\"type\":\"text\",\"text\":\"b\"}]}],"
                        "\"max_completion_tokens\":7,\"temperature\":0.5,\"top_p\":0.9,\"top_k\":5,\"min_p\":0.1,"
                        "\"seed\":9,\"repeat_penalty\":1.1,\"stop\":[\"x\",\"yz\"],\"stream\":true,"
-                       "\"stream_options\":{\"include_usage\":true},\"logprobs\":true,\"top_logprobs\":3,\"user\":\"u\"}";
+                       "\"stream_options\":{\"include_usage\":true},\"logprobs\":true,\"top_logprobs\":3,"
+                       "\"user\":\"u\"}";
     ck_assert_msg(parse(body, SERVE_CHAT, &p, &e), "%s", e.message);
     ck_assert_str_eq(p.model, "m");
     ck_assert_uint_eq(p.n_msgs, 2);
@@ -94,7 +96,8 @@ static const struct {
     {SERVE_COMPLETION, "{\"prompt\":\"x\",\"stop\":[\"\"]}", "stop"},
     {SERVE_COMPLETION, "{\"prompt\":\"x\",\"stop\":[1]}", "stop"},
     {SERVE_COMPLETION, "{\"prompt\":\"x\",\"stream\":1}", "stream"},
-    {SERVE_COMPLETION, "{\"prompt\":\"x\",\"stream_options\":{\"include_usage\":\"y\"}}", "stream_options.include_usage"},
+    {SERVE_COMPLETION, "{\"prompt\":\"x\",\"stream_options\":{\"include_usage\":\"y\"}}",
+     "stream_options.include_usage"},
     {SERVE_COMPLETION, "{\"prompt\":\"x\",\"n\":3}", "n"},
     {SERVE_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":21}", "logprobs"},
     {SERVE_COMPLETION, "{\"prompt\":\"x\",\"model\":5}", "model"},
