@@ -5,6 +5,7 @@
  * flight finish and their answers are written, then the daemon and the
  * engine stop.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "chat_template.h"
@@ -53,6 +55,17 @@ static void model_id_of(const char *model, char *out, size_t cap)
     snprintf(out, cap, "%s", base ? base + 1 : model);
 }
 
+/* The write end of the pipe the signal handler writes the signal to. */
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    const int saved = errno;
+    const unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) { /* the pipe is full: a signal is already waiting */ }
+    errno = saved;
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
@@ -69,14 +82,17 @@ int bp_serve_run(const struct bp_serve_options *o, struct bp_device *dev)
     char *tmpl = NULL;
     struct MHD_Daemon *d = NULL;
     int rc = 1, port = 0;
+    struct sigaction sa = { .sa_handler = on_signal }, old_term, old_int;
 
-    /* Signals go to the thread that waits for them (below), never to the
-     * engine's or a connection's. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    /* SIGTERM/SIGINT, whichever thread takes them (the plugins' threads
+     * may predate this call), write to a pipe that this thread reads. */
+    if (pipe(sig_pipe) != 0) {
+        snprintf(err, sizeof err, "cannot create a pipe for signals: %s.", strerror(errno));
+        goto fail;
+    }
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
     signal(SIGPIPE, SIG_IGN);
 
     if (!(m = load_model(o->model, err))) goto fail;
@@ -120,8 +136,8 @@ int bp_serve_run(const struct bp_serve_options *o, struct bp_device *dev)
            s.model_id, bp_device_name(dev), o->parallel, s.n_ctx, v6 ? "[" : "", o->host, v6 ? "]" : "", port);
     fflush(stdout);
 
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    unsigned char sig = 0;
+    while (read(sig_pipe[0], &sig, 1) < 0 && errno == EINTR) continue;
     fprintf(stderr, "backplane serve: %s received; finishing the requests in flight.\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&s.draining, 1);
@@ -139,5 +155,12 @@ fail:
     free(tmpl);
     bp_tokenizer_free(tok);
     bp_run_model_free(m);
+    if (sig_pipe[0] >= 0) {
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGINT, &old_int, NULL);
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        sig_pipe[0] = sig_pipe[1] = -1;
+    }
     return rc;
 }
