@@ -81,6 +81,25 @@ if(BP_HAVE_LIBFUZZER)
     -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/loader-)
   set_tests_properties(fuzz_loader_smoke PROPERTIES LABELS fuzz TIMEOUT 300)
 
+  # The request bodies and stop strings of `backplane serve`, when it is built.
+  set(fuzz_targets fuzz_gguf fuzz_gguf_seeds fuzz_loader)
+  if(TARGET backplane_serve)
+    set(serve_dir ${CMAKE_SOURCE_DIR}/host/serve)
+    add_executable(fuzz_serve_request ${CMAKE_CURRENT_LIST_DIR}/fuzz_serve_request.c
+      ${serve_dir}/request.c ${serve_dir}/text.c ${serve_dir}/error.c)
+    target_include_directories(fuzz_serve_request PRIVATE ${serve_dir} ${run_dir})
+    target_compile_definitions(fuzz_serve_request PRIVATE _GNU_SOURCE)
+    target_compile_options(fuzz_serve_request PRIVATE -fsanitize=fuzzer,address,undefined
+      -fno-sanitize-recover=undefined)
+    target_link_options(fuzz_serve_request PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(fuzz_serve_request PRIVATE backplane_abi PkgConfig::JANSSON)
+    target_include_directories(fuzz_serve_request PRIVATE ${CMAKE_SOURCE_DIR}/host/include)
+    add_test(NAME fuzz_serve_request_smoke COMMAND fuzz_serve_request -runs=${BP_FUZZ_RUNS} -seed=1
+      -dict=${CMAKE_CURRENT_LIST_DIR}/serve.dict -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/serve-)
+    set_tests_properties(fuzz_serve_request_smoke PROPERTIES LABELS fuzz TIMEOUT 300)
+    list(APPEND fuzz_targets fuzz_serve_request)
+  endif()
+
   # What the fuzz stage builds (not the whole tree).
-  add_custom_target(fuzz_all DEPENDS fuzz_gguf fuzz_gguf_seeds fuzz_loader)
+  add_custom_target(fuzz_all DEPENDS ${fuzz_targets})
 endif()
