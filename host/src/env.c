@@ -32,6 +32,7 @@ const char *const bp__known_env_vars[] = {
     "BACKPLANE_VULKAN_F16_STORAGE",
     "BACKPLANE_DIST_TIMEOUT",
     "BACKPLANE_DIST_TEST_DIE_AT",
+    "BACKPLANE_API_KEY",
     NULL,
 };
 
