@@ -3,6 +3,7 @@
 // batch invariance under concurrency, client aborts, auth, bad inputs,
 // a full queue, and shutdown on SIGTERM.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test, after, before } from 'node:test';
 import { loadOpenAI, startServer, metricEventually } from './harness.mjs';
 
@@ -241,6 +242,19 @@ test('a full queue answers 503', async () => {
   } finally {
     assert.equal((await one.stop()).code, 0);
   }
+});
+
+test('usage errors exit 2 with a sentence; --help documents every option', () => {
+  for (const [args, word] of [[['--port', 'abc'], '--port'], [['--parallel', '0'], '--parallel'], [['--bogus'], '--bogus'],
+    [['--model'], '--model']]) {
+    const r = spawnSync(process.env.BP_BIN, ['serve', ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.ok(r.stderr.includes(word), r.stderr);
+  }
+  const help = spawnSync(process.env.BP_BIN, ['serve', '--help'], { encoding: 'utf8' }).stdout;
+  for (const o of ['--model', '--device', '--threads', '--host', '--port', '--parallel', '--n-ctx', '--max-queue',
+    '--api-key', 'BACKPLANE_API_KEY', '--max-body', '--timeout'])
+    assert.ok(help.includes(o), o);
 });
 
 test('SIGTERM finishes the requests in flight, then the server exits', async () => {
