@@ -93,6 +93,18 @@ test('8 concurrent greedy streams equal each request sent alone', async () => {
   together.forEach((t, i) => assert.equal(t.text, alone[i], `prompt ${i}`));
 });
 
+test('a greedy completion is the text `backplane run` generates for the same prompt', async () => {
+  for (const prompt of ['Hello world', 'The quick brown fox']) {
+    const r = spawnSync(process.env.BP_BIN, ['run', '--model', MODEL, '--device', 'cpu', '--threads', '1', '--prompt',
+      prompt, '--n-gen', '16'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const printed = r.stdout.split('\nmodel:')[0];   // the prompt as read, then the generated text
+    assert.ok(printed.startsWith(prompt), printed);
+    const c = await client.completions.create({ model: MODEL, prompt, temperature: 0, max_tokens: 16 });
+    assert.equal(c.choices[0].text, printed.slice(prompt.length), prompt);
+  }
+});
+
 test('stop strings end the text before them, streamed or not', async () => {
   const base = (await client.completions.create({ model: MODEL, prompt: 'stop here', temperature: 0, max_tokens: 40 }))
     .choices[0].text;
