@@ -19,7 +19,7 @@ static void help(void)
     puts("usage: backplane serve [--model PATH|builtin:NAME] [--device NAME] [--threads N]\n"
          "                       [--host ADDR] [--port N] [--parallel N] [--n-ctx N]\n"
          "                       [--max-queue N] [--api-key KEY] [--max-body BYTES]\n"
-         "                       [--timeout S]\n\n"
+         "                       [--timeout S] [--json]\n\n"
          "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions (with\n"
          "the model's chat template), POST /v1/completions, GET /v1/models, POST\n"
          "/tokenize and /detokenize, GET /health and GET /metrics (Prometheus). Requests\n"
@@ -43,7 +43,9 @@ static void help(void)
          "  --api-key KEY        require 'Authorization: Bearer KEY' on every route but\n"
          "                       /health (default: BACKPLANE_API_KEY; unset: no key)\n"
          "  --max-body BYTES     largest request body; larger gets 413 (default 8388608)\n"
-         "  --timeout S          close a connection idle for S seconds (default 600)\n");
+         "  --timeout S          close a connection idle for S seconds (default 600)\n"
+         "  --json               announce the server as one JSON line on stdout: url,\n"
+         "                       model, device, slots, n_ctx\n");
 }
 
 static bool num(const char *opt, const char *v, long long lo, long long hi, long long *out)
@@ -72,6 +74,10 @@ int cmd_serve(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             help();
             return CLI_EXIT_OK;
+        }
+        if (!strcmp(a, "--json")) {
+            o.json = true;
+            continue;
         }
         const bool takes = !strcmp(a, "--model") || !strcmp(a, "--device") || !strcmp(a, "--host") ||
                            !strcmp(a, "--api-key") || !strcmp(a, "--threads") || !strcmp(a, "--port") ||

@@ -23,13 +23,14 @@ struct bp_serve_options {
     const char *api_key;    /* NULL or "": no authentication */
     size_t max_body;        /* largest request body in bytes (default 8 MiB) */
     unsigned timeout_s;     /* a connection idle this long is closed (default 600) */
+    bool json;              /* announce the address as one JSON line */
 };
 
 /* Fills o with the defaults above. */
 void bp_serve_defaults(struct bp_serve_options *o);
 
 /* Loads the model onto dev, listens, prints "listening on
- * http://HOST:PORT" on stdout, and serves until SIGTERM or SIGINT; then
+ * http://HOST:PORT" on stdout (with json, one JSON object with "url"), and serves until SIGTERM or SIGINT; then
  * finishes the requests in flight and returns 0. Returns 1 after one
  * sentence on stderr when the model, its tokenizer or the socket cannot be
  * set up. Call it from the main thread: it blocks those signals in every

@@ -132,8 +132,19 @@ int bp_serve_run(const struct bp_serve_options *o, struct bp_device *dev)
     b = NULL;   /* the engine's now */
     if (!(d = serve_http_start(&s, &port, err, sizeof err))) goto fail;
     const bool v6 = strchr(o->host, ':') != NULL;
-    printf("backplane serve: %s on %s, %d slots of %" PRId64 " positions; listening on http://%s%s%s:%d\n",
-           s.model_id, bp_device_name(dev), o->parallel, s.n_ctx, v6 ? "[" : "", o->host, v6 ? "]" : "", port);
+    char url[320];
+    snprintf(url, sizeof url, "http://%s%s%s:%d", v6 ? "[" : "", o->host, v6 ? "]" : "", port);
+    if (o->json) {
+        json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:I}", "url", url, "model", s.model_id, "device",
+                              bp_device_name(dev), "slots", o->parallel, "n_ctx", (json_int_t)s.n_ctx);
+        char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        printf("%s\n", line ? line : "{}");
+        free(line);
+        json_decref(j);
+    } else {
+        printf("backplane serve: %s on %s, %d slots of %" PRId64 " positions; listening on %s\n", s.model_id,
+               bp_device_name(dev), o->parallel, s.n_ctx, url);
+    }
     fflush(stdout);
 
     unsigned char sig = 0;

@@ -35,7 +35,7 @@ export function startServer(args, env = {}) {
     const timer = setTimeout(() => reject(new Error(`serve did not start in 120 s: ${stderr}`)), 120000);
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/listening on (http:\/\/[^\s]+)/);
+      const m = out.match(/listening on (http:\/\/[^\s]+)/) ?? out.match(/"url":"(http:\/\/[^"]+)"/);
       if (!m) return;
       clearTimeout(timer);
       resolve({

@@ -265,12 +265,12 @@ test('usage errors exit 2 with a sentence; --help documents every option', () =>
   }
   const help = spawnSync(process.env.BP_BIN, ['serve', '--help'], { encoding: 'utf8' }).stdout;
   for (const o of ['--model', '--device', '--threads', '--host', '--port', '--parallel', '--n-ctx', '--max-queue',
-    '--api-key', 'BACKPLANE_API_KEY', '--max-body', '--timeout'])
+    '--api-key', 'BACKPLANE_API_KEY', '--max-body', '--timeout', '--json'])
     assert.ok(help.includes(o), o);
 });
 
 test('SIGTERM finishes the requests in flight, then the server exits', async () => {
-  const s = await startServer(['--model', MODEL, '--device', 'cpu', '--threads', '1', '--parallel', '2']);
+  const s = await startServer(['--model', MODEL, '--device', 'cpu', '--threads', '1', '--parallel', '2', '--json']);
   const r = await fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ prompt: 'finish me', temperature: 0, max_tokens: 200, stream: true }) });
   const reader = r.body.getReader();
