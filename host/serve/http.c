@@ -263,6 +263,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             cn->too_big = true;
             free(cn->body.data);
             cn->body = (struct serve_buf){0};
+            /* Read and dropped so that the client sees the 413; a body
+             * that goes on past four limits (and 64 MiB) is cut off. */
+            cn->dropped += *upload_size;
+            if (cn->dropped > 4 * s->o.max_body && cn->dropped > ((size_t)64 << 20)) return MHD_NO;
         }
         *upload_size = 0;
         return MHD_YES;

@@ -36,6 +36,7 @@ struct serve_server {
 struct serve_conn {
     struct serve_buf body;
     bool too_big;
+    size_t dropped;                 /* body bytes read past the limit */
     const char *route;              /* a static name for the metrics */
     bool in_flight;                 /* counted in serve_server.in_flight */
     int status;
