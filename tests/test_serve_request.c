@@ -1,8 +1,9 @@
 /*
  * test_serve_request.c — the pieces of `backplane serve` that need no
  * socket: request bodies to parameters (every invalid field is a 400 that
- * names it), the error object, UTF-8-safe JSON strings, and the stop-string
- * matcher that holds back text that could still become a stop string.
+ * names it), the error object, UTF-8-safe JSON strings, the stop-string
+ * matcher that holds back text that could still become a stop string, and
+ * the framing of server-sent events.
  */
 #include <check.h>
 #include <jansson.h>
@@ -11,6 +12,7 @@
 
 #include "error.h"
 #include "request.h"
+#include "server.h"
 #include "suite_main.h"
 #include "text.h"
 
@@ -199,6 +201,17 @@ START_TEST(test_serve_stop_holds_back_what_could_become_a_stop)
 }
 END_TEST
 
+START_TEST(test_serve_sse_frames_events_and_comments)
+{
+    struct serve_buf b = {0};
+    ck_assert(serve_sse_comment(&b, "keep-alive"));
+    ck_assert(serve_sse_data(&b, "{\"a\":1}"));
+    ck_assert(serve_sse_data(&b, "[DONE]"));
+    ck_assert_str_eq(b.data, ": keep-alive\n\ndata: {\"a\":1}\n\ndata: [DONE]\n\n");
+    free(b.data);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("serve_request");
@@ -209,6 +222,7 @@ int main(void)
     tcase_add_test(tc, test_serve_error_object_has_openai_shape);
     tcase_add_test(tc, test_serve_json_text_replaces_invalid_utf8);
     tcase_add_test(tc, test_serve_stop_holds_back_what_could_become_a_stop);
+    tcase_add_test(tc, test_serve_sse_frames_events_and_comments);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -1,10 +1,9 @@
 /*
  * http.c — the HTTP layer on libmicrohttpd: one thread per connection, the
  * body gathered up to --max-body (more is read and dropped, then 413),
- * the API key checked, then routes.c decides. Streamed answers are
- * chunked responses whose reader blocks on the job; a connection that
- * closes, seen by a peek at its socket while waiting or by a failed write
- * (the response's free callback), cancels its job.
+ * the API key checked, then routes.c decides. A connection that closes
+ * while its answer is being made, seen by a peek at its socket while it
+ * waits (or by a failed write, stream.c), cancels its job.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -17,8 +16,6 @@
 #include "metrics.h"
 #include "server.h"
 
-#define POLL_MS 50            /* how often a waiting connection looks at its socket */
-#define PING_S 2.0            /* ":" comment to a stream that has had nothing this long */
 
 /* ------------------------------------------------------------ replies */
 
@@ -60,7 +57,7 @@ enum MHD_Result serve_reply_error(struct MHD_Connection *c, struct serve_conn *c
 /* ------------------------------------------------------ disconnection */
 
 /* True when the peer has closed its side (a read would return 0). */
-static bool peer_gone(int fd)
+bool serve_peer_gone(int fd)
 {
     if (fd < 0) return false;
     struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -71,13 +68,13 @@ static bool peer_gone(int fd)
     return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-static int fd_of(struct MHD_Connection *c)
+int serve_conn_fd(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
 }
 
-static void cancel(struct serve_job *j)
+void serve_job_cancel(struct serve_job *j)
 {
     pthread_mutex_lock(&j->mu);
     if (!j->done) j->cancelled = true;
@@ -86,11 +83,11 @@ static void cancel(struct serve_job *j)
 
 bool serve_wait_done(struct MHD_Connection *c, struct serve_job *j)
 {
-    const int fd = fd_of(c);
+    const int fd = serve_conn_fd(c);
     pthread_mutex_lock(&j->mu);
     while (!j->done) {
-        serve_job_wait(j, j->version, POLL_MS);
-        if (!j->done && peer_gone(fd)) {
+        serve_job_wait(j, j->version, SERVE_POLL_MS);
+        if (!j->done && serve_peer_gone(fd)) {
             j->cancelled = true;
             pthread_mutex_unlock(&j->mu);
             return false;
@@ -98,139 +95,6 @@ bool serve_wait_done(struct MHD_Connection *c, struct serve_job *j)
     }
     pthread_mutex_unlock(&j->mu);
     return true;
-}
-
-/* ---------------------------------------------------------- streaming */
-
-struct stream {
-    struct serve_server *s;
-    struct serve_job *j;
-    int fd;
-    struct serve_buf out;       /* formatted, not yet handed to MHD */
-    size_t out_at;
-    size_t text_sent, lp_sent;
-    bool role_sent, finished, ended;
-    double t_last;
-};
-
-static bool add_event(struct stream *st, json_t *chunk)
-{
-    char *s = chunk ? json_dumps(chunk, JSON_COMPACT) : NULL;
-    json_decref(chunk);
-    bool ok = s && serve_buf_add(&st->out, "data: ", 6) && serve_buf_add(&st->out, s, strlen(s)) &&
-              serve_buf_add(&st->out, "\n\n", 2);
-    free(s);
-    return ok;
-}
-
-/* Formats what the job has that the client has not seen (j->mu held). */
-static bool format_news(struct stream *st)
-{
-    struct serve_job *j = st->j;
-    const size_t tlen = j->text.len - st->text_sent, lp_to = j->n_lp;
-    bool ok = true;
-    if (j->failed) {
-        struct serve_error e;
-        serve_fail(&e, 500, NULL, "%s.", j->err);
-        char *s = serve_error_json(&e);
-        ok = s && serve_buf_add(&st->out, "data: ", 6) && serve_buf_add(&st->out, s, strlen(s)) &&
-             serve_buf_add(&st->out, "\n\n", 2);
-        free(s);
-        st->finished = true;
-        return ok && serve_buf_add(&st->out, "data: [DONE]\n\n", 14);
-    }
-    const bool role = j->p.kind == SERVE_CHAT && !st->role_sent;
-    if (tlen || lp_to > st->lp_sent || role) {
-        ok = add_event(st, serve_body_chunk(st->s, j, j->text.data + st->text_sent, tlen, st->lp_sent, lp_to,
-                                            NULL, role));
-        st->text_sent += tlen;
-        st->lp_sent = lp_to;
-        st->role_sent = true;
-    }
-    if (j->done && ok) {
-        ok = add_event(st, serve_body_chunk(st->s, j, "", 0, 0, 0, j->finish, false));
-        if (ok && j->p.include_usage) ok = add_event(st, serve_body_usage_chunk(st->s, j));
-        ok = ok && serve_buf_add(&st->out, "data: [DONE]\n\n", 14);
-        st->finished = true;
-    }
-    return ok;
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    struct stream *st = cls;
-    while (st->out_at == st->out.len) {
-        if (st->finished) {
-            st->ended = true;
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        }
-        st->out.len = st->out_at = 0;
-        struct serve_job *j = st->j;
-        pthread_mutex_lock(&j->mu);
-        const uint64_t seen = j->version;
-        const bool news = j->done || j->failed || j->text.len > st->text_sent || j->n_lp > st->lp_sent;
-        if (!news) serve_job_wait(j, seen, POLL_MS);
-        bool ok = true;
-        if (j->version != seen || news) ok = format_news(st);
-        pthread_mutex_unlock(&j->mu);
-        if (!ok) {
-            cancel(j);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
-        if (st->out.len) break;
-        if (peer_gone(st->fd)) {
-            cancel(j);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
-        /* Nothing yet (queued, or a long prefill): a comment keeps the
-         * connection alive and finds a dead peer by a failed write. */
-        if (serve_now() - st->t_last >= PING_S && !serve_buf_add(&st->out, ": keep-alive\n\n", 14)) {
-            cancel(j);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
-    }
-    size_t n = st->out.len - st->out_at;
-    if (n > max) n = max;
-    memcpy(buf, st->out.data + st->out_at, n);
-    st->out_at += n;
-    st->t_last = serve_now();
-    return (ssize_t)n;
-}
-
-static void stream_free(void *cls)
-{
-    struct stream *st = cls;
-    if (!st->ended) cancel(st->j);   /* the client left before the end */
-    else serve_metrics_observe(SERVE_HIST_REQUEST, serve_now() - st->j->t_arrive);
-    serve_job_release(st->j);
-    free(st->out.data);
-    free(st);
-}
-
-enum MHD_Result serve_reply_stream(struct serve_server *s, struct MHD_Connection *c, struct serve_conn *cn,
-                                   struct serve_job *j)
-{
-    struct stream *st = calloc(1, sizeof *st);
-    struct MHD_Response *r = NULL;
-    if (st) {
-        *st = (struct stream){ .s = s, .j = j, .fd = fd_of(c), .t_last = serve_now() };
-        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
-    }
-    if (!r) {
-        cancel(j);
-        serve_job_release(j);
-        free(st);
-        struct serve_error e;
-        serve_fail(&e, 500, NULL, "The server ran out of memory starting a stream; try again later.");
-        return serve_reply_error(c, cn, &e);
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    cn->status = 200;
-    return ok;
 }
 
 /* ----------------------------------------------------------- requests */

@@ -50,7 +50,8 @@ struct MHD_Daemon *serve_http_start(struct serve_server *s, int *port, char *err
 enum MHD_Result serve_route(struct serve_server *s, struct MHD_Connection *c, struct serve_conn *cn,
                             const char *url, const char *method);
 
-/* Responses (http.c). Each queues the response and records its status. */
+/* Responses (http.c; the streamed one in stream.c). Each queues the
+ * response and records its status. */
 enum MHD_Result serve_reply(struct MHD_Connection *c, struct serve_conn *cn, int status, const char *type,
                             const char *body, size_t len);
 enum MHD_Result serve_reply_json(struct MHD_Connection *c, struct serve_conn *cn, int status, json_t *body);
@@ -61,6 +62,20 @@ enum MHD_Result serve_reply_stream(struct serve_server *s, struct MHD_Connection
 /* Blocks until j is done; false when the client went away first (j is
  * then cancelled). */
 bool serve_wait_done(struct MHD_Connection *c, struct serve_job *j);
+/* How often a waiting connection looks at its socket, in milliseconds. */
+#define SERVE_POLL_MS 50
+/* The socket of c, or -1. */
+int serve_conn_fd(struct MHD_Connection *c);
+/* True when the peer on fd has closed its side (a read would return 0). */
+bool serve_peer_gone(int fd);
+/* Marks j cancelled unless it is done: the engine frees its slot. */
+void serve_job_cancel(struct serve_job *j);
+
+/* Server-sent events (stream.c): "data: PAYLOAD\n\n" and ": TEXT\n\n"
+ * appended to b (payload and text hold no newline); false when memory
+ * runs out. */
+bool serve_sse_data(struct serve_buf *b, const char *payload);
+bool serve_sse_comment(struct serve_buf *b, const char *text);
 
 /* Response bodies (respond.c), built under j->mu by the caller. */
 /* The whole non-streamed answer. */
