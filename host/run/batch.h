@@ -30,6 +30,7 @@
 #include "model.h"
 
 struct bp_run_batch;
+struct bp_run_session;
 
 struct bp_run_batch_options {
     int n_slots;            /* sequences served at once; 0: 4 */
@@ -78,5 +79,9 @@ struct bp_run_batch_step_info {
     int64_t prefill_tokens;
 };
 void bp_run_batch_last_step(const struct bp_run_batch *b, struct bp_run_batch_step_info *out);
+
+/* The decoder session under the batch (one per batch, n_slots sequences;
+ * owned by the batch): for its statistics, placement and profile. */
+struct bp_run_session *bp_run_batch_session(const struct bp_run_batch *b);
 
 #endif /* BP_RUN_BATCH_H */
