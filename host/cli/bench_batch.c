@@ -14,7 +14,8 @@
  * most PROMPT + n + 28 + 1 <= 64 positions at 8 sequences), so no timed
  * step makes a plan. Counts alternate within each of --rounds rounds (default 3); the
  * median round and the range are reported per count, with the speed-up
- * over one sequence of the same round.
+ * over one sequence of the same round. BACKPLANE_PROFILE=1 adds the cpu
+ * plugin's per-op table of each count's timed steps in the last round.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "decoder.h"
 #include "json.h"
 #include "model.h"
+#include "profile.h"
 
 #define PROMPT 34
 #define MAX_COUNTS 8
@@ -46,7 +48,8 @@ static bp_status feed_greedy(struct bp_run_batch *b, int n, char *err, size_t ca
 /* Seconds of `steps` decode steps of slots 0..n-1 (every one a row of
  * each), after fresh prompts and the first step in which all n decode
  * (untimed); -1 on error (err says why). */
-static double batch_seconds(struct bp_run_batch *b, int n, int steps, uint32_t seed, char *err, size_t cap)
+static double batch_seconds(struct bp_run_batch *b, int n, int steps, uint32_t seed, struct bp_run_profile *pr,
+                            char *err, size_t cap)
 {
     const int64_t V = bp_run_batch_n_vocab(b);
     int32_t prompt[PROMPT];
@@ -67,6 +70,7 @@ static double batch_seconds(struct bp_run_batch *b, int n, int steps, uint32_t s
         if (bp_run_batch_step(b, err, cap) != BP_OK || feed_greedy(b, n, err, cap) != BP_OK) return -1;
         bp_run_batch_last_step(b, &info);
     }
+    if (pr) bp_run_profile_attach(bp_run_batch_session(b), pr);
     const double t0 = bench_now();
     for (int k = 0; k < steps; k++) {
         if (bp_run_batch_step(b, err, cap) != BP_OK || feed_greedy(b, n, err, cap) != BP_OK) return -1;
@@ -76,7 +80,9 @@ static double batch_seconds(struct bp_run_batch *b, int n, int steps, uint32_t s
             return -1;
         }
     }
-    return bench_now() - t0;
+    const double t = bench_now() - t0;
+    if (pr) bp_run_profile_attach(bp_run_batch_session(b), NULL);
+    return t;
 }
 
 static struct bp_run_model *bench_model(const struct bench_opts *o, const char **name, char *err, size_t cap)
@@ -113,10 +119,14 @@ int bench_batch(const struct bench_opts *o)
                                              .n_threads = o->threads, .prefill_chunk = 128 };
     if (bp_run_batch_new(m, dev, &bo, &b, err, sizeof err) != BP_OK) goto fail;
     for (int c = 0; c < n_counts; c++) /* untimed: every plan made, every page touched */
-        if (batch_seconds(b, counts[c], 1, 99, err, sizeof err) < 0) goto fail;
+        if (batch_seconds(b, counts[c], 1, 99, NULL, err, sizeof err) < 0) goto fail;
+    const char *prof = getenv("BACKPLANE_PROFILE");
+    static struct bp_run_profile pr[MAX_COUNTS];
     for (int r = 0; r < rounds; r++) {
         for (int c = 0; c < n_counts; c++) {
-            double t = batch_seconds(b, counts[c], steps, 1000u * (unsigned)r + (unsigned)c, err, sizeof err);
+            const bool last = r == rounds - 1 && prof && !strcmp(prof, "1");
+            double t = batch_seconds(b, counts[c], steps, 1000u * (unsigned)r + (unsigned)c, last ? &pr[c] : NULL,
+                                     err, sizeof err);
             if (t < 0) goto fail;
             tps[c][r] = counts[c] * steps / t;
         }
@@ -163,6 +173,11 @@ int bench_batch(const struct bench_opts *o)
         json_array_end(&w);
         json_object_end(&w);
         json_finish(&w);
+    }
+    for (int c = 0; prof && !strcmp(prof, "1") && c < n_counts; c++) {
+        char what[64];
+        snprintf(what, sizeof what, "%d sequences, %d steps (last round)", counts[c], steps);
+        bp_run_profile_print(o->json ? stderr : stdout, what, &pr[c]);
     }
     rc = CLI_EXIT_OK;
     goto out;

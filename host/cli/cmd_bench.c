@@ -51,7 +51,8 @@ static void help(void)
          "of each --model (repeatable; default builtin:tiny) and reports MB/s against\n"
          "a UTF-8 validation scan of the same bytes timed in the same rounds.\n\n"
          "batch runs the batching engine (the one under a server) on --model\n"
-         "(GGUF or builtin:NAME, default builtin:1b in --type) on --device: 1, 2, 4\n"
+         "(GGUF or builtin:NAME, default builtin:1b in --type, also spelt\n"
+         "--weight-type) on --device: 1, 2, 4\n"
          "and 8 sequences (powers of two up to -M) decode together after 34-token\n"
          "prompts; --reps steps (default 28) per count and round, --rounds R\n"
          "(default 3) with the counts alternating; prints aggregate tokens/s\n"
@@ -108,7 +109,7 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(a, "--device")) o.device = v;
         else if (!strcmp(a, "--model") && o.n_models < 8) o.models[o.n_models++] = v;
         else if (!strcmp(a, "--file")) o.text_file = v;
-        else if (!strcmp(a, "--type")) {
+        else if (!strcmp(a, "--type") || !strcmp(a, "--weight-type")) { /* the latter as `run` says it */
             if (!parse_type(v, &o.type))
                 return cli_usage_error("bench", "--type %s is not a type name (f32, f16, bf16, "
                                        "q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, "

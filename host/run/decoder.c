@@ -33,6 +33,20 @@
  * load time, so the first prompt of a process runs as fast as later ones
  * (it would otherwise pay the page faults of its plan).
  *
+ * Several sequences (bp_run_session_options.n_seq, the batching engine of
+ * batch.h): each owns a region of n_ctx rows of every cache, and a plan's
+ * rows come in segments, one per sequence. A batched decode step is one
+ * graph of M rows (one token of each of M sequences): the projections, FFN
+ * and output read each weight once for all rows; positions, cache rows and
+ * masks are inputs per row; each segment attends over a view of its own
+ * region at its own capacity, built exactly as a one-sequence graph's
+ * attention, and the segments' outputs are gathered by SET_ROWS into the
+ * layer's attn_rows before the output projection. A sequence's rows thus
+ * compute what they compute alone, whatever shares the step. These plans
+ * (steps keyed by their sequences and capacities, prompt chunks by sequence,
+ * length and capacity) are kept a few of each kind, least recently used
+ * replaced.
+ *
  * Plans are computed through the scheduler (bp_sched) over the device and,
  * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
  * tensors (a buffer per backend) and runs what the device declines on the
@@ -554,6 +568,11 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     }
     if (!session_arrays(s, m, dev, opts ? opts->n_ctx : 0, opts ? opts->n_seq : 1)) {
         bp_run_fail(err, cap, st, "out of memory creating a session.");
+        goto out;
+    }
+    if (s->n_ctx * s->n_seq > INT32_MAX) { /* cache rows are I32 ids */
+        st = bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "%d sequences of %lld positions are more cache "
+                         "rows than a graph addresses (2^31); ask for fewer.", s->n_seq, (long long)s->n_ctx);
         goto out;
     }
     bp_run_split_table_init(&s->split, m);
@@ -1303,7 +1322,7 @@ bp_status bp_run_session_sub_device_bytes(const struct bp_run_session *s, size_t
 {
     memset(bytes, 0, BP_META_MAX_DEVICES * sizeof *bytes);
     if (bp_device_type(s->dev) != BP_DEVICE_TYPE_META) return BP_ERR_INVALID_ARGUMENT;
-    struct bp_buffer *bufs[MAX_WEIGHT_GROUPS + 1 + 2 * 2 * (N_DECODE_PLANS + 1)];
+    struct bp_buffer *bufs[MAX_WEIGHT_GROUPS + 1 + 2 * 2 * (N_DECODE_PLANS + 1 + N_STEP_PLANS + N_CHUNK_PLANS)];
     size_t n = 0;
     for (size_t i = 0; i < s->n_wg; i++)
         if (s->wg[i].buf && s->wg[i].buft->device == s->dev) bufs[n++] = s->wg[i].buf;
@@ -1329,5 +1348,7 @@ size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const s
     size_t n = bp_run_session_device_bytes(s, dev) + bp_sched_buffer_bytes(s->sched, dev);
     if (dev != s->dev) return n;
     for (int i = 0; i < N_DECODE_PLANS; i++) n += s->decode[i].buf ? bp_buffer_size(s->decode[i].buf) : 0;
+    for (int i = 0; i < N_STEP_PLANS; i++) n += s->step[i].buf ? bp_buffer_size(s->step[i].buf) : 0;
+    for (int i = 0; i < N_CHUNK_PLANS; i++) n += s->chunk[i].buf ? bp_buffer_size(s->chunk[i].buf) : 0;
     return n + (s->prefill.buf ? bp_buffer_size(s->prefill.buf) : 0);
 }
