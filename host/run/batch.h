@@ -44,8 +44,11 @@ struct bp_run_batch_options {
 bp_status bp_run_batch_new(const struct bp_run_model *m, struct bp_device *dev,
                            const struct bp_run_batch_options *opts, struct bp_run_batch **out,
                            char *err, size_t err_cap);
+/* Free b, its session and its buffers (NULL: nothing). */
 void bp_run_batch_free(struct bp_run_batch *b);
 
+/* Slots, KV positions per slot (after the model's cap) and the logits'
+ * length, as fixed at bp_run_batch_new. */
 int bp_run_batch_n_slots(const struct bp_run_batch *b);
 int64_t bp_run_batch_n_ctx(const struct bp_run_batch *b);
 int64_t bp_run_batch_n_vocab(const struct bp_run_batch *b);

@@ -42,7 +42,8 @@
  * region at its own capacity, built exactly as a one-sequence graph's
  * attention, and the segments' outputs are gathered by SET_ROWS into the
  * layer's attn_rows before the output projection. A sequence's rows thus
- * compute what they compute alone, whatever shares the step. These plans
+ * compute what they compute alone, whatever shares the step (a step of
+ * one sequence runs as two identical rows, so no kernel sees one row). These plans
  * (steps keyed by their sequences and capacities, prompt chunks by sequence,
  * length and capacity) are kept a few of each kind, least recently used
  * replaced.
@@ -1116,10 +1117,10 @@ bp_status bp_run_session_eval_seqs(struct bp_run_session *s, const struct bp_run
                 return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "token %d is outside the vocabulary "
                                    "[0, %lld) of the model.", e[i].tokens[j], (long long)hp->n_vocab);
     }
-    struct plan_seg seg[BP_RUN_MAX_SEQ];
-    int32_t tok_one[BP_RUN_MAX_SEQ];
-    int64_t n_past[BP_RUN_MAX_SEQ];
-    float *logits[BP_RUN_MAX_SEQ];
+    struct plan_seg seg[BP_RUN_MAX_SEQ + 1];
+    int32_t tok_one[BP_RUN_MAX_SEQ + 1];
+    int64_t n_past[BP_RUN_MAX_SEQ + 1];
+    float *logits[BP_RUN_MAX_SEQ + 1];
     int64_t rows = 0, mask_len = 0;
     for (int i = 0; i < n_e; i++) {
         seg[i] = (struct plan_seg){ e[i].seq, e[i].n, capacity_of(s, e[i].n_past + e[i].n, NULL) };
@@ -1128,6 +1129,22 @@ bp_status bp_run_session_eval_seqs(struct bp_run_session *s, const struct bp_run
         tok_one[i] = e[i].tokens[0];
         rows += e[i].n;
         mask_len += seg[i].n * seg[i].n_kv;
+    }
+    /* A decode step of one sequence in a session of several runs as two
+     * identical rows (the same token, position and cache row, written
+     * twice with the same bits): a kernel may pick its path by the row
+     * count (the cpu's float weights: vec_dot for one row, the tiled
+     * kernel for more, in another summation order), and a sequence must
+     * give the bits alone that it gives beside others. The second row
+     * costs little where one row is bound by reading the weights. */
+    if (n_e == 1 && e[0].n == 1 && s->n_seq > 1) {
+        seg[1] = seg[0];
+        n_past[1] = n_past[0];
+        logits[1] = logits[0];
+        tok_one[1] = tok_one[0];
+        n_e = 2;
+        rows = 2;
+        mask_len *= 2;
     }
     s->stats.evals++;
     s->n_eval_seqs++;

@@ -35,10 +35,8 @@
  * build's register-tiled gemm_float (kernels/gemm_float_x86.c) when it has
  * one: each weight vector is converted once for several activation rows.
  * Its summation order is fixed per output element (not vec_dot's), and the
- * choice depends on the weight's type only, so results depend neither on
- * the thread count nor on how many activation rows share the node: a row
- * computed alone (M = 1, decode) gives the bits it gives among M rows (a
- * batched decode step), which the runner's batch invariance rests on.
+ * choice depends on the node's shape only, so results still do not depend
+ * on the thread count. M = 1 (decode, memory-bound) stays on vec_dot.
  *
  * Anything else (a transposed W view) takes the strided reference path,
  * which accumulates in double.
@@ -51,12 +49,10 @@
 #include "matmul_blas.h"
 
 #define MM_BLOCK 16
-/* Every row count goes through the tiled kernel when the build has one,
- * one activation row (decode) included: its summation order differs from
- * vec_dot's, and a row must give the same bits alone and in a batch. From
- * 2 rows the tiled kernel is as fast or faster (measured K = N = 4096,
- * M = 2 and 3, 1 thread); at one row both stream the weight. */
-#define MM_FLOAT_MIN_ROWS 1
+/* One activation row per weight slice (decode) stays on vec_dot: a tile
+ * has nothing to share. From 2 rows the tiled kernel is as fast or faster
+ * (measured K = N = 4096, M = 2 and 3, 1 thread). */
+#define MM_FLOAT_MIN_ROWS 2
 /* The tiled kernel's chunks are 16 weight rows x MM_FLOAT_ROWS activation
  * rows (a multiple of every build's tile width, 6 or 4): taller than 16 so
  * each weight row is streamed fewer times (measured: 16 x 48 about 10%
