@@ -42,8 +42,9 @@
  * region at its own capacity, built exactly as a one-sequence graph's
  * attention, and the segments' outputs are gathered by SET_ROWS into the
  * layer's attn_rows before the output projection. A sequence's rows thus
- * compute what they compute alone, whatever shares the step (a step of
- * one sequence runs as two identical rows, so no kernel sees one row). These plans
+ * compute what they compute alone, whatever shares the step (with float
+ * MUL_MAT weights a step of one sequence runs as two identical rows, so no
+ * such kernel sees one row). These plans
  * (steps keyed by their sequences and capacities, prompt chunks by sequence,
  * length and capacity) are kept a few of each kind, least recently used
  * replaced.
@@ -1074,6 +1075,17 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
     return r;
 }
 
+/* True when some weight that a MUL_MAT reads is F32, F16 or BF16. */
+static bool float_mul_mat(const struct bp_run_model *m)
+{
+    for (size_t i = 0; i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        const bool mm = mul_mat_only(m, w) || w == m->output;
+        if (mm && (w->type == BP_TYPE_F32 || w->type == BP_TYPE_F16 || w->type == BP_TYPE_BF16)) return true;
+    }
+    return false;
+}
+
 /* The kept plan of these segments in plans[0..n) (made in the least
  * recently used one when none matches). */
 static bp_status kept_plan(struct bp_run_session *s, struct plan *plans, int n, const struct plan_seg *seg,
@@ -1132,12 +1144,14 @@ bp_status bp_run_session_eval_seqs(struct bp_run_session *s, const struct bp_run
     }
     /* A decode step of one sequence in a session of several runs as two
      * identical rows (the same token, position and cache row, written
-     * twice with the same bits): a kernel may pick its path by the row
-     * count (the cpu's float weights: vec_dot for one row, the tiled
-     * kernel for more, in another summation order), and a sequence must
-     * give the bits alone that it gives beside others. The second row
-     * costs little where one row is bound by reading the weights. */
-    if (n_e == 1 && e[0].n == 1 && s->n_seq > 1) {
+     * twice with the same bits) when the model multiplies float weights:
+     * their kernels may pick a path by the row count (the cpu's: vec_dot
+     * for one row, the tiled kernel for more, in another summation order),
+     * and a sequence must give the bits alone that it gives beside others.
+     * Quantized kernels compute a row the same from one row up
+     * (tests/test_run_batch.c holds the cpu's to it), so those models keep
+     * one row: the second costs 10-15 % of a one-row step on a busy CPU. */
+    if (n_e == 1 && e[0].n == 1 && s->n_seq > 1 && float_mul_mat(s->m)) {
         seg[1] = seg[0];
         n_past[1] = n_past[0];
         logits[1] = logits[0];
