@@ -25,7 +25,7 @@ struct bench_opts {
     bool vs_scalar;          /* --vs-scalar: also time the cpu scalar variant */
     bool vs_noamx;           /* --vs-noamx: each round also times the cpu without AMX */
     bool json;               /* --json */
-    const char *models[8];   /* tokenize: --model PATH|builtin:NAME, repeatable */
+    const char *models[8];   /* tokenize, batch: --model PATH|builtin:NAME (tokenize: repeatable) */
     int n_models;
     const char *text_file;   /* tokenize: --file F (default: built-in prose, 1 MB) */
 };
@@ -41,6 +41,7 @@ int bench_block(const struct bench_opts *o);
 int bench_sched(const struct bench_opts *o);
 int bench_allreduce(const struct bench_opts *o);
 int bench_tokenize(const struct bench_opts *o);
+int bench_batch(const struct bench_opts *o);
 
 /* The streaming-read bandwidth probe: a buffer of `bytes` allocated and
  * written once, then read by n threads, each its own contiguous slice (the

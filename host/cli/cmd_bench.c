@@ -17,12 +17,14 @@ static const struct bench_mode bench_modes[] = {
     { "allreduce", "under mpirun: a dist: device's all-reduce vs MPI_Allreduce", bench_allreduce },
     { "tokenize", "tokenizer MB/s of each --model (GGUF or builtin:NAME) vs a UTF-8 scan",
       bench_tokenize },
+    { "batch", "aggregate decode tokens/s of --model at 1, 2, 4, 8 sequences (one batch)",
+      bench_batch },
 };
 #define N_MODES (sizeof bench_modes / sizeof bench_modes[0])
 
 static void help(void)
 {
-    puts("usage: backplane bench MODE [--device NAME] [--type T] [-K N] [-N N] [-M N]\n"
+    puts("usage: backplane bench MODE [--device NAME] [--model M] [--type T] [-K N] [-N N] [-M N]\n"
          "                            [--threads N] [--reps N] [--footprint-mb F]\n"
          "                            [--rounds R] [--scaling] [--vs-scalar] [--vs-noamx]\n"
          "                            [--json]\n\nmodes:");
@@ -47,7 +49,15 @@ static void help(void)
          "summed speed is what the code makes of the N CPUs the machine gives it now.\n\n"
          "tokenize encodes --file F (default: 1 MB of mixed prose) with the tokenizer\n"
          "of each --model (repeatable; default builtin:tiny) and reports MB/s against\n"
-         "a UTF-8 validation scan of the same bytes timed in the same rounds.");
+         "a UTF-8 validation scan of the same bytes timed in the same rounds.\n\n"
+         "batch runs the batching engine (the one under a server) on --model\n"
+         "(GGUF or builtin:NAME, default builtin:1b in --type, also spelt\n"
+         "--weight-type) on --device: 1, 2, 4\n"
+         "and 8 sequences (powers of two up to -M) decode together after 34-token\n"
+         "prompts; --reps steps (default 28) per count and round, --rounds R\n"
+         "(default 3) with the counts alternating; prints aggregate tokens/s\n"
+         "(median and range) and the speed-up over one sequence.\n"
+         "scripts/batch-vs-llamacpp.py alternates it with llama.cpp's batched decode.");
 }
 
 static bool parse_i64(const char *s, int64_t lo, int64_t *out)
@@ -99,7 +109,7 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(a, "--device")) o.device = v;
         else if (!strcmp(a, "--model") && o.n_models < 8) o.models[o.n_models++] = v;
         else if (!strcmp(a, "--file")) o.text_file = v;
-        else if (!strcmp(a, "--type")) {
+        else if (!strcmp(a, "--type") || !strcmp(a, "--weight-type")) { /* the latter as `run` says it */
             if (!parse_type(v, &o.type))
                 return cli_usage_error("bench", "--type %s is not a type name (f32, f16, bf16, "
                                        "q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, "

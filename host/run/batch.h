@@ -30,6 +30,7 @@
 #include "model.h"
 
 struct bp_run_batch;
+struct bp_run_session;
 
 struct bp_run_batch_options {
     int n_slots;            /* sequences served at once; 0: 4 */
@@ -43,8 +44,11 @@ struct bp_run_batch_options {
 bp_status bp_run_batch_new(const struct bp_run_model *m, struct bp_device *dev,
                            const struct bp_run_batch_options *opts, struct bp_run_batch **out,
                            char *err, size_t err_cap);
+/* Free b, its session and its buffers (NULL: nothing). */
 void bp_run_batch_free(struct bp_run_batch *b);
 
+/* Slots, KV positions per slot (after the model's cap) and the logits'
+ * length, as fixed at bp_run_batch_new. */
 int bp_run_batch_n_slots(const struct bp_run_batch *b);
 int64_t bp_run_batch_n_ctx(const struct bp_run_batch *b);
 int64_t bp_run_batch_n_vocab(const struct bp_run_batch *b);
@@ -78,5 +82,9 @@ struct bp_run_batch_step_info {
     int64_t prefill_tokens;
 };
 void bp_run_batch_last_step(const struct bp_run_batch *b, struct bp_run_batch_step_info *out);
+
+/* The decoder session under the batch (one per batch, n_slots sequences;
+ * owned by the batch): for its statistics, placement and profile. */
+struct bp_run_session *bp_run_batch_session(const struct bp_run_batch *b);
 
 #endif /* BP_RUN_BATCH_H */

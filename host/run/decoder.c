@@ -33,6 +33,22 @@
  * load time, so the first prompt of a process runs as fast as later ones
  * (it would otherwise pay the page faults of its plan).
  *
+ * Several sequences (bp_run_session_options.n_seq, the batching engine of
+ * batch.h): each owns a region of n_ctx rows of every cache, and a plan's
+ * rows come in segments, one per sequence. A batched decode step is one
+ * graph of M rows (one token of each of M sequences): the projections, FFN
+ * and output read each weight once for all rows; positions, cache rows and
+ * masks are inputs per row; each segment attends over a view of its own
+ * region at its own capacity, built exactly as a one-sequence graph's
+ * attention, and the segments' outputs are gathered by SET_ROWS into the
+ * layer's attn_rows before the output projection. A sequence's rows thus
+ * compute what they compute alone, whatever shares the step (with float
+ * MUL_MAT weights a step of one sequence runs as two identical rows, so no
+ * such kernel sees one row). These plans
+ * (steps keyed by their sequences and capacities, prompt chunks by sequence,
+ * length and capacity) are kept a few of each kind, least recently used
+ * replaced.
+ *
  * Plans are computed through the scheduler (bp_sched) over the device and,
  * unless it is a CPU, the cpu as fallback: the scheduler places a plan's
  * tensors (a buffer per backend) and runs what the device declines on the
@@ -56,15 +72,35 @@
 /* Capacities 32 << i: 32 << 25 is 2^30, the most positions a model may declare. */
 #define N_DECODE_PLANS 26
 #define MIN_DECODE_CAPACITY 32
+/* Multi-sequence plans kept (bp_run_session_eval_seqs): decode steps keyed
+ * by their sequences and capacities, prompt chunks by sequence, length
+ * and capacity; the least recently used is replaced. */
+#define N_STEP_PLANS 8
+#define N_CHUNK_PLANS 3
+
+/* A plan's rows come in segments, one per sequence: n consecutive tokens
+ * of sequence seq attending over the first n_kv positions of its cache
+ * region. A session's own graphs have one segment (sequence 0); a batched
+ * decode step has one segment of one token per running sequence. */
+struct plan_seg {
+    int64_t seq, n, n_kv; /* no padding: plans are matched with memcmp */
+};
 
 struct plan {
     struct bp_context *ctx;
     struct bp_buffer *buf;
     struct bp_graph *g;
     struct bp_tensor *ids, *pos, *mask, *logits;
+    struct bp_tensor *kv_rows;  /* cache row of each token (seq * n_ctx + pos); pos when one sequence */
+    struct bp_tensor *out_rows; /* 0..n-1: where each segment's attention lands; NULL with one segment */
     struct bp_tensor *mask_swa; /* sliding-window layers' mask; NULL: none */
     struct bp_tensor *attn_temp; /* [1, 1, n] Q scale per token (Mistral 3); NULL: none */
-    int64_t n, n_kv;            /* tokens evaluated, cache positions attended */
+    int64_t n, n_kv;            /* tokens evaluated, cache positions attended (segment 0's) */
+    int n_seg;
+    struct plan_seg *seg;       /* n_seg segments, rows in order (&one or allocated) */
+    struct plan_seg one;        /* a plan made with n and n_kv alone: sequence 0 */
+    bool all;                   /* logits at every row */
+    uint64_t used;              /* the session's eval count when last used (least recently used goes) */
 };
 
 /* Weights sharing one buffer type: MUL_MAT weights go where the device
@@ -109,12 +145,19 @@ struct bp_run_session {
      * faster in the device's layout (the CPU's x8), for its bytes once more. */
     struct bp_tensor *out_copy;
     struct bp_tensor **cache_k, **cache_v;
+    /* n_seq > 1: per layer [D * H, n_seq], where a batched step's
+     * attention rows are gathered before the output projection. */
+    struct bp_tensor **attn_rows;
+    int n_seq;                  /* sequences, each with n_ctx cache positions */
     int64_t n_ctx, n_past;
     struct plan decode[N_DECODE_PLANS];
     struct plan *last_decode;
     struct plan prefill;        /* the last prefill's plan, for one of the same shape */
+    struct plan step[N_STEP_PLANS], chunk[N_CHUNK_PLANS];
+    uint64_t n_eval_seqs;       /* bp_run_session_eval_seqs calls (the plans' clock) */
     bool prefill_all;           /* it computes logits at every position */
-    float *mask_host;           /* n_ctx floats: a decode step's mask row */
+    float *mask_host;           /* n_ctx * n_seq floats: a decode step's mask rows */
+    int32_t *pos_host;          /* 3 * n_seq: a decode step's positions, cache rows, output rows */
     struct bp_run_split_table split;
     bool split_installed;
     struct bp_run_session_stats stats;
@@ -185,6 +228,7 @@ struct bp_tensor *bp_run_session_weight(const struct bp_run_session *s, const ch
 static void plan_free(struct bp_run_session *s, struct plan *p)
 {
     if (s->sched && p->g) bp_sched_reset_graph(s->sched, p->g);
+    if (p->seg != &p->one) free(p->seg);
     bp_graph_free(p->g);
     bp_buffer_free(p->buf);
     bp_context_free(p->ctx);
@@ -196,6 +240,8 @@ void bp_run_session_free(struct bp_run_session *s)
     if (!s) return;
     for (int i = 0; i < N_DECODE_PLANS; i++) plan_free(s, &s->decode[i]);
     plan_free(s, &s->prefill);
+    for (int i = 0; i < N_STEP_PLANS; i++) plan_free(s, &s->step[i]);
+    for (int i = 0; i < N_CHUNK_PLANS; i++) plan_free(s, &s->chunk[i]);
     bp_sched_free(s->sched);
     /* The device outlives the session: it must not keep our table. */
     if (s->split_installed) bp_meta_set_split_fn(s->dev, NULL, NULL);
@@ -214,7 +260,9 @@ void bp_run_session_free(struct bp_run_session *s)
     free(s->w);
     free(s->cache_k);
     free(s->cache_v);
+    free(s->attn_rows);
     free(s->mask_host);
+    free(s->pos_host);
     free(s);
 }
 
@@ -259,7 +307,7 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
     const struct bp_run_hparams *hp = &m->hp;
     bp_status st = BP_OK;
     for (int i = 0; i < 2 && st == BP_OK; i++)
-        st = bp_context_new(2 * (size_t)hp->n_layer + 8, &s->cctx[i]);
+        st = bp_context_new(3 * (size_t)hp->n_layer + 8, &s->cctx[i]);
     if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the cache context failed: %s", bp_last_error());
     for (size_t i = 0; i < m->n_weights; i++) {
         const struct bp_run_weight *w = &m->weights[i];
@@ -293,10 +341,15 @@ static bp_status make_tensors(struct bp_run_session *s, char *err, size_t cap)
         struct bp_context *cc = s->cctx[cache_slot(s, l)];
         snprintf(nm, sizeof nm, "blk.%d.cache_k", (int)l);
         s->cache_k[l] = bp_tensor_set_name(
-            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx * s->n_seq, hp->n_head_kv), nm);
         snprintf(nm, sizeof nm, "blk.%d.cache_v", (int)l);
         s->cache_v[l] = bp_tensor_set_name(
-            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx, hp->n_head_kv), nm);
+            bp_tensor_new_3d(cc, BP_TYPE_F32, hp->head_dim, s->n_ctx * s->n_seq, hp->n_head_kv), nm);
+        if (s->n_seq > 1) {
+            snprintf(nm, sizeof nm, "blk.%d.attn_rows", (int)l);
+            s->attn_rows[l] = bp_tensor_set_name(
+                bp_tensor_new_2d(cc, BP_TYPE_F32, hp->head_dim * hp->n_head, s->n_seq), nm);
+        }
     }
     for (int i = 0; i < 2 && st == BP_OK; i++) st = bp_context_status(s->cctx[i]);
     if (st != BP_OK) return bp_run_fail(err, cap, st, "creating the model's tensors failed: %s", bp_last_error());
@@ -388,13 +441,20 @@ static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, 
     if (!s->fb) return BP_OK;
 
     struct bp_context *scratch = NULL;
-    struct plan p = { .n = 1, .n_kv = s->n_ctx < MIN_DECODE_CAPACITY ? s->n_ctx : MIN_DECODE_CAPACITY };
-    bp_status st = bp_context_new(m->n_weights + 2 * (size_t)L + 8, &scratch);
+    /* With several sequences, a step of two: its gather is placed too. */
+    const int64_t cap0 = s->n_ctx < MIN_DECODE_CAPACITY ? s->n_ctx : MIN_DECODE_CAPACITY;
+    struct plan_seg segs[2] = { { 0, 1, cap0 }, { 1, 1, cap0 } };
+    struct plan p = { .n = s->n_seq > 1 ? 2 : 1, .n_kv = cap0, .n_seg = s->n_seq > 1 ? 2 : 1, .seg = segs,
+                      .all = true };
+    bp_status st = bp_context_new(m->n_weights + 3 * (size_t)L + 8, &scratch);
     for (size_t i = 0; i < m->n_weights && st == BP_OK; i++)
         s->w[i] = bp_tensor_new(scratch, m->weights[i].type, m->weights[i].n_dims, m->weights[i].ne);
     for (int64_t l = 0; l < L && st == BP_OK; l++) {
-        s->cache_k[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, s->n_ctx, m->hp.n_head_kv);
-        s->cache_v[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, s->n_ctx, m->hp.n_head_kv);
+        const int64_t rows = s->n_ctx * s->n_seq;
+        s->cache_k[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, rows, m->hp.n_head_kv);
+        s->cache_v[l] = bp_tensor_new_3d(scratch, BP_TYPE_F32, m->hp.head_dim, rows, m->hp.n_head_kv);
+        if (s->n_seq > 1)
+            s->attn_rows[l] = bp_tensor_new_2d(scratch, BP_TYPE_F32, m->hp.head_dim * m->hp.n_head, s->n_seq);
     }
     if (st == BP_OK) st = bp_context_status(scratch);
     if (st == BP_OK) st = build(s, &p, true);
@@ -408,7 +468,8 @@ static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, 
             for (size_t k = 0; k < m->n_weights; k++)
                 if (s->w[k] == t) s->home_w[k] = s->fb;
             for (int64_t l = 0; l < L; l++)
-                if (s->cache_k[l] == t || s->cache_v[l] == t) s->home_cache[l] = s->fb;
+                if (s->cache_k[l] == t || s->cache_v[l] == t || (s->attn_rows[l] && s->attn_rows[l] == t))
+                    s->home_cache[l] = s->fb;
         }
     }
     bp_graph_free(p.g);
@@ -417,6 +478,7 @@ static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, 
     memset(s->w, 0, m->n_weights * sizeof *s->w);
     memset(s->cache_k, 0, (size_t)L * sizeof *s->cache_k);
     memset(s->cache_v, 0, (size_t)L * sizeof *s->cache_v);
+    memset(s->attn_rows, 0, (size_t)L * sizeof *s->attn_rows);
     if (st != BP_OK)
         return bp_run_fail(err, cap, st, "building the decoder graph to place the weights failed: %s",
                            bp_last_error());
@@ -472,19 +534,24 @@ static bp_status prefill_plan(struct bp_run_session *s, int64_t n, int64_t n_pas
 /* m, dev, n_ctx (0: 512, capped at the model's) and the per-weight and
  * per-layer arrays of a session or of a memory plan; false when out of memory. */
 static bool session_arrays(struct bp_run_session *s, const struct bp_run_model *m, struct bp_device *dev,
-                           int64_t n_ctx)
+                           int64_t n_ctx, int n_seq)
 {
     s->m = m;
     s->dev = dev;
     s->n_ctx = n_ctx > 0 ? n_ctx : 512;
     if (s->n_ctx > m->hp.n_ctx_train) s->n_ctx = m->hp.n_ctx_train;
+    s->n_seq = n_seq > 1 ? n_seq : 1;
     s->w = calloc(m->n_weights, sizeof *s->w);
     s->home_w = calloc(m->n_weights, sizeof *s->home_w);
     s->cache_k = calloc((size_t)m->hp.n_layer, sizeof *s->cache_k);
     s->cache_v = calloc((size_t)m->hp.n_layer, sizeof *s->cache_v);
+    s->attn_rows = calloc((size_t)m->hp.n_layer, sizeof *s->attn_rows);
     s->home_cache = calloc((size_t)m->hp.n_layer, sizeof *s->home_cache);
-    s->mask_host = malloc((size_t)s->n_ctx * sizeof *s->mask_host);
-    return s->w && s->home_w && s->cache_k && s->cache_v && s->home_cache && s->mask_host;
+    /* a step's mask rows: at most n_ctx positions per sequence */
+    s->mask_host = malloc((size_t)s->n_ctx * (size_t)s->n_seq * sizeof *s->mask_host);
+    s->pos_host = malloc(3 * (size_t)s->n_seq * sizeof *s->pos_host);
+    return s->w && s->home_w && s->cache_k && s->cache_v && s->attn_rows && s->home_cache && s->mask_host &&
+           s->pos_host;
 }
 
 bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev,
@@ -495,8 +562,19 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     struct bp_run_session *s = calloc(1, sizeof *s);
     if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory creating a session.");
     bp_status st = BP_ERR_OUT_OF_MEMORY;
-    if (!session_arrays(s, m, dev, opts ? opts->n_ctx : 0)) {
+    if (opts && (opts->n_seq < 0 || opts->n_seq > BP_RUN_MAX_SEQ))
+    {
+        bp_run_session_free(s);
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "a session holds 1 to %d sequences, not %d.",
+                           BP_RUN_MAX_SEQ, opts->n_seq);
+    }
+    if (!session_arrays(s, m, dev, opts ? opts->n_ctx : 0, opts ? opts->n_seq : 1)) {
         bp_run_fail(err, cap, st, "out of memory creating a session.");
+        goto out;
+    }
+    if (s->n_ctx * s->n_seq > INT32_MAX) { /* cache rows are I32 ids */
+        st = bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "%d sequences of %lld positions are more cache "
+                         "rows than a graph addresses (2^31); ask for fewer.", s->n_seq, (long long)s->n_ctx);
         goto out;
     }
     bp_run_split_table_init(&s->split, m);
@@ -602,6 +680,35 @@ static struct bp_tensor *rope(const struct bp_run_session *s, const struct plan 
     return bp_rope_ext(p->ctx, x, p->pos, dev_weight(s, ff), &rp);
 }
 
+/* Attention of segment i's queries q ([D, H, n_i], roped) over the first
+ * n_kv positions of its sequence's region of the caches kc, vc (the
+ * layer's caches after this step's SET_ROWS): [D, H, n_i]. Its mask rows
+ * start moff floats into the step's mask. Built the same for every
+ * segment of every plan, so a sequence's attention does not depend on
+ * which others share the step. */
+static struct bp_tensor *attend(const struct bp_run_session *s, const struct plan *p, int64_t l, int i,
+                                int64_t moff, struct bp_tensor *q, struct bp_tensor *kc, struct bp_tensor *vc)
+{
+    struct bp_context *c = p->ctx;
+    const struct bp_run_hparams *hp = &s->m->hp;
+    const int64_t D = hp->head_dim, Hkv = hp->n_head_kv;
+    const struct plan_seg *sg = &p->seg[i];
+    const struct bp_tensor *ck = s->cache_k[l];
+    const size_t off = (size_t)sg->seq * (size_t)s->n_ctx * ck->nb[1];
+    struct bp_tensor *kv_k = bp_view(c, kc, 3, (int64_t[]){D, sg->n_kv, Hkv},
+                                     (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, off);
+    struct bp_tensor *kv_v = bp_view(c, vc, 3, (int64_t[]){D, sg->n_kv, Hkv},
+                                     (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, off);
+    struct bp_tensor *mask = bp_arch_layer_swa(hp, l) ? p->mask_swa : p->mask;
+    if (p->n_seg > 1 && mask)
+        mask = bp_view(c, mask, 2, (int64_t[]){sg->n_kv, sg->n},
+                       (size_t[]){sizeof(float), (size_t)sg->n_kv * sizeof(float)}, (size_t)moff * sizeof(float));
+    const float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)D);
+    struct bp_tensor *qh = bp_permute(c, q, 0, 2, 1, 3);
+    return hp->attn_softcap > 0.0f ? bp_flash_attn_softcap(c, qh, kv_k, kv_v, mask, scale, hp->attn_softcap)
+                                   : bp_flash_attn_ext(c, qh, kv_k, kv_v, mask, scale);
+}
+
 static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
                                struct bp_tensor *x)
 {
@@ -641,21 +748,33 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     if (p->attn_temp) q = bp_mul(c, q, p->attn_temp);
 
     /* [D, H, n] -> [D, n, H]: rows per head, as SET_ROWS and attention want. */
-    struct bp_tensor *kc = bp_set_rows(c, s->cache_k[l], bp_permute(c, k, 0, 2, 1, 3), p->pos);
-    struct bp_tensor *vc = bp_set_rows(c, s->cache_v[l], bp_permute(c, v, 0, 2, 1, 3), p->pos);
-    const struct bp_tensor *ck = s->cache_k[l];
-    struct bp_tensor *kv_k = bp_view(c, kc, 3, (int64_t[]){D, p->n_kv, Hkv},
-                                     (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
-    struct bp_tensor *kv_v = bp_view(c, vc, 3, (int64_t[]){D, p->n_kv, Hkv},
-                                     (size_t[]){ck->nb[0], ck->nb[1], ck->nb[2]}, 0);
-    struct bp_tensor *mask = bp_arch_layer_swa(hp, l) ? p->mask_swa : p->mask;
-    const float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)D);
-    struct bp_tensor *qh = bp_permute(c, q, 0, 2, 1, 3);
-    struct bp_tensor *a = hp->attn_softcap > 0.0f
-                              ? bp_flash_attn_softcap(c, qh, kv_k, kv_v, mask, scale, hp->attn_softcap)
-                              : bp_flash_attn_ext(c, qh, kv_k, kv_v, mask, scale);
+    struct bp_tensor *kc = bp_set_rows(c, s->cache_k[l], bp_permute(c, k, 0, 2, 1, 3), p->kv_rows);
+    struct bp_tensor *vc = bp_set_rows(c, s->cache_v[l], bp_permute(c, v, 0, 2, 1, 3), p->kv_rows);
+    struct bp_tensor *a;
     char nm[BP_MAX_NAME];
-    a = bp_tensor_set_name(bp_reshape(c, a, 2, (int64_t[]){D * H, n}), input_name(L->wo, l, nm, sizeof nm));
+    input_name(L->wo, l, nm, sizeof nm);
+    if (p->n_seg == 1) {
+        a = bp_reshape(c, attend(s, p, l, 0, 0, q, kc, vc), 2, (int64_t[]){D * H, n});
+    } else {
+        /* Each sequence attends over its own cache region; the rows are
+         * gathered in the layer's attn_rows, as the cache gathers K and V. */
+        struct bp_tensor *rows = s->attn_rows[l];
+        int64_t row0 = 0, moff = 0;
+        for (int i = 0; i < p->n_seg; i++) {
+            const int64_t ni = p->seg[i].n;
+            struct bp_tensor *qi =
+                q ? bp_view(c, q, 3, (int64_t[]){D, H, ni}, (size_t[]){q->nb[0], q->nb[1], q->nb[2]},
+                            (size_t)row0 * q->nb[2])
+                  : NULL;
+            struct bp_tensor *ai = bp_reshape(c, attend(s, p, l, i, moff, qi, kc, vc), 2, (int64_t[]){D * H, ni});
+            struct bp_tensor *ids = bp_view(c, p->out_rows, 1, (int64_t[]){ni}, NULL, (size_t)row0 * sizeof(int32_t));
+            rows = bp_set_rows(c, rows, ai, ids);
+            row0 += ni;
+            moff += p->seg[i].n_kv * ni;
+        }
+        a = rows ? bp_view(c, rows, 2, (int64_t[]){D * H, n}, (size_t[]){rows->nb[0], rows->nb[1]}, 0) : NULL;
+    }
+    a = bp_tensor_set_name(a, nm);
     struct bp_tensor *o = bias(s, c, bp_mul_mat(c, dev_weight(s, L->wo), a), L->bo);
     if (L->post_attn_norm) o = norm(c, o, dev_weight(s, L->post_attn_norm), hp->rms_eps);
     x = bp_add(c, x, o);
@@ -688,23 +807,38 @@ static bp_status build(const struct bp_run_session *s, struct plan *p, bool all)
 {
     const struct bp_run_model *m = s->m;
     const struct bp_run_hparams *hp = &m->hp;
-    const size_t cap = 96 * (size_t)hp->n_layer + 64;
+    if (p->n_seg == 0) {
+        p->one = (struct plan_seg){ 0, p->n, p->n_kv };
+        p->seg = &p->one;
+        p->n_seg = 1;
+    }
+    /* a layer's nodes, and each further segment's attention and gather */
+    const size_t cap = (96 + 12 * (size_t)p->n_seg) * (size_t)hp->n_layer + 64;
     bp_status r = bp_context_new(cap, &p->ctx);
     if (r == BP_OK) r = bp_graph_new(cap + 8, &p->g);
     if (r != BP_OK) return r;
     struct bp_context *c = p->ctx;
     p->ids = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "ids");
     p->pos = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "pos");
-    p->mask = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask");
-    p->mask_swa = hp->n_swa > 0 && hp->swa_period > 0
-                      ? bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask_swa")
-                      : NULL;
+    p->kv_rows = s->n_seq > 1 ? bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "kv_rows") : p->pos;
+    p->out_rows = p->n_seg > 1 ? bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_I32, p->n), "out_rows") : NULL;
+    /* one segment: [n_kv, n]; several: their [n_kv_i, n_i] blocks one after another */
+    int64_t mask_len = 0;
+    for (int i = 0; i < p->n_seg; i++) mask_len += p->seg[i].n_kv * p->seg[i].n;
+    const bool swa = hp->n_swa > 0 && hp->swa_period > 0;
+    if (p->n_seg == 1) {
+        p->mask = bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask");
+        p->mask_swa = swa ? bp_tensor_set_name(bp_tensor_new_2d(c, BP_TYPE_F32, p->n_kv, p->n), "mask_swa") : NULL;
+    } else {
+        p->mask = bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_F32, mask_len), "mask");
+        p->mask_swa = swa ? bp_tensor_set_name(bp_tensor_new_1d(c, BP_TYPE_F32, mask_len), "mask_swa") : NULL;
+    }
     const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
     p->attn_temp = (arch->flags & BP_ARCH_ATTN_TEMP) && hp->attn_temp_scale != 0.0f
                        ? bp_tensor_set_name(bp_tensor_new_3d(c, BP_TYPE_F32, 1, 1, p->n), "attn_temp")
                        : NULL;
-    struct bp_tensor *in[5] = { p->ids, p->pos, p->mask, p->mask_swa, p->attn_temp };
-    for (int i = 0; i < 5; i++)
+    struct bp_tensor *in[7] = { p->ids, p->pos, p->mask, p->mask_swa, p->attn_temp, p->kv_rows, p->out_rows };
+    for (int i = 0; i < 7; i++)
         if (in[i]) in[i]->flags |= BP_TENSOR_FLAG_INPUT;
     struct bp_tensor *x = bp_get_rows(c, dev_weight(s, m->tok_embd), p->ids);
     if (arch->flags & BP_ARCH_EMBED_SCALE) x = bp_scale(c, x, sqrtf((float)hp->n_embd), 0.0f);
@@ -755,22 +889,35 @@ static bp_status plan_make(struct bp_run_session *s, struct plan *p, bool all, c
     return BP_OK;
 }
 
-/* p made afresh for n tokens over n_kv positions; on failure p is left
+/* p made afresh for segments seg[0..n_seg) (copied); on failure p is left
  * empty, so the next call tries again. */
-static bp_status plan_remake(struct bp_run_session *s, struct plan *p, int64_t n, int64_t n_kv,
-                             bool all, char *err, size_t cap)
+static bp_status plan_remake_segs(struct bp_run_session *s, struct plan *p, const struct plan_seg *seg,
+                                  int n_seg, bool all, char *err, size_t cap)
 {
     plan_free(s, p);
-    p->n = n;
-    p->n_kv = n_kv;
+    p->seg = malloc((size_t)n_seg * sizeof *p->seg);
+    if (!p->seg) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning a step.");
+    memcpy(p->seg, seg, (size_t)n_seg * sizeof *seg);
+    p->n_seg = n_seg;
+    for (int i = 0; i < n_seg; i++) p->n += seg[i].n;
+    p->n_kv = seg[0].n_kv;
+    p->all = all;
     bp_status r = plan_make(s, p, all, err, cap);
     if (r != BP_OK) plan_free(s, p);
     return r;
 }
 
-/* The decode plan whose capacity covers n_kv positions, made on first use. */
-static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan **out, char *err,
-                             size_t cap)
+/* p made afresh for n tokens of sequence 0 over n_kv positions. */
+static bp_status plan_remake(struct bp_run_session *s, struct plan *p, int64_t n, int64_t n_kv,
+                             bool all, char *err, size_t cap)
+{
+    const struct plan_seg one = { 0, n, n_kv };
+    return plan_remake_segs(s, p, &one, 1, all, err, cap);
+}
+
+/* The decode capacity that covers n_kv positions: 32, 64, ... capped at
+ * n_ctx; *index is its place in the decode plans. */
+static int64_t capacity_of(const struct bp_run_session *s, int64_t n_kv, int *index)
 {
     int i = 0;
     int64_t capacity = MIN_DECODE_CAPACITY;
@@ -778,34 +925,60 @@ static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan
         capacity *= 2;
         i++;
     }
-    if (capacity > s->n_ctx) capacity = s->n_ctx;
+    if (index) *index = i;
+    return capacity > s->n_ctx ? s->n_ctx : capacity;
+}
+
+/* The decode plan whose capacity covers n_kv positions, made on first use. */
+static bp_status decode_plan(struct bp_run_session *s, int64_t n_kv, struct plan **out, char *err,
+                             size_t cap)
+{
+    int i;
+    const int64_t capacity = capacity_of(s, n_kv, &i);
     struct plan *p = &s->decode[i];
     bp_status r = p->g ? BP_OK : plan_remake(s, p, 1, capacity, true, err, cap);
     if (r == BP_OK) *out = p;
     return r;
 }
 
-/* ids, positions n_past.., and a causal mask over p->n_kv positions (the
- * ones not yet written, beyond n_past + i, are -inf). mask is p->n * p->n_kv
- * floats of host scratch. */
-static bp_status set_inputs(const struct bp_run_session *s, const struct plan *p,
-                            const int32_t *tokens, int32_t *pos, float *mask)
+/* ids, positions n_past[i].. per segment, the cache rows they go to, and a
+ * causal mask per segment over its n_kv positions (the ones not yet
+ * written, beyond n_past + j, are -inf). pos is 3 * p->n ints and mask as
+ * many floats as the mask input holds, of host scratch. */
+static bp_status set_inputs(const struct bp_run_session *s, const struct plan *p, const int32_t *tokens,
+                            const int64_t *n_past, int32_t *pos, float *mask)
 {
-    for (int64_t i = 0; i < p->n; i++) {
-        pos[i] = (int32_t)(s->n_past + i);
-        for (int64_t j = 0; j < p->n_kv; j++)
-            mask[i * p->n_kv + j] = j <= s->n_past + i ? 0.0f : -INFINITY;
+    int32_t *kvr = pos + p->n, *orow = pos + 2 * p->n;
+    int64_t row = 0, moff = 0;
+    for (int i = 0; i < p->n_seg; i++) {
+        const struct plan_seg *sg = &p->seg[i];
+        for (int64_t j = 0; j < sg->n; j++, row++) {
+            pos[row] = (int32_t)(n_past[i] + j);
+            kvr[row] = (int32_t)(sg->seq * s->n_ctx + pos[row]);
+            orow[row] = (int32_t)row;
+            float *mr = mask + moff + j * sg->n_kv;
+            for (int64_t k = 0; k < sg->n_kv; k++) mr[k] = k <= n_past[i] + j ? 0.0f : -INFINITY;
+        }
+        moff += sg->n_kv * sg->n;
     }
     bp_status r = bp_tensor_set(p->ids, tokens, 0, (size_t)p->n * sizeof *tokens);
     if (r == BP_OK) r = bp_tensor_set(p->pos, pos, 0, (size_t)p->n * sizeof *pos);
-    if (r == BP_OK) r = bp_tensor_set(p->mask, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
-    /* The window: key j is hidden from query i when i's position - j >=
+    if (r == BP_OK && p->kv_rows != p->pos) r = bp_tensor_set(p->kv_rows, kvr, 0, (size_t)p->n * sizeof *kvr);
+    if (r == BP_OK && p->out_rows) r = bp_tensor_set(p->out_rows, orow, 0, (size_t)p->n * sizeof *orow);
+    if (r == BP_OK) r = bp_tensor_set(p->mask, mask, 0, (size_t)moff * sizeof *mask);
+    /* The window: key k is hidden from query j when j's position - k >=
      * n_swa (llama.cpp's is_masked_swa), so it holds the query itself. */
     if (r == BP_OK && p->mask_swa) {
         const int64_t w = s->m->hp.n_swa;
-        for (int64_t i = 0; i < p->n; i++)
-            for (int64_t j = 0; j < p->n_kv && j <= s->n_past + i - w; j++) mask[i * p->n_kv + j] = -INFINITY;
-        r = bp_tensor_set(p->mask_swa, mask, 0, (size_t)(p->n * p->n_kv) * sizeof *mask);
+        moff = 0;
+        for (int i = 0; i < p->n_seg; i++) {
+            const struct plan_seg *sg = &p->seg[i];
+            for (int64_t j = 0; j < sg->n; j++)
+                for (int64_t k = 0; k < sg->n_kv && k <= n_past[i] + j - w; k++)
+                    mask[moff + j * sg->n_kv + k] = -INFINITY;
+            moff += sg->n_kv * sg->n;
+        }
+        r = bp_tensor_set(p->mask_swa, mask, 0, (size_t)moff * sizeof *mask);
     }
     /* Q's temperature per token (llama.cpp's llm_graph_input_attn_temp),
      * in the mask's scratch, which is no longer needed. */
@@ -819,10 +992,13 @@ static bp_status set_inputs(const struct bp_run_session *s, const struct plan *p
     return r;
 }
 
+/* Compute p over tokens; logits[i] receives segment i's logits (every row
+ * of it when p->all, else its last). */
 static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_t *tokens,
-                          int32_t *pos, float *mask, float *logits, char *err, size_t cap)
+                          const int64_t *n_past, int32_t *pos, float *mask, float *const *logits,
+                          char *err, size_t cap)
 {
-    bp_status r = set_inputs(s, p, tokens, pos, mask);
+    bp_status r = set_inputs(s, p, tokens, n_past, pos, mask);
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "setting the step's inputs failed: %s", bp_last_error());
     if (s->sched)
@@ -833,9 +1009,14 @@ static bp_status run_plan(struct bp_run_session *s, struct plan *p, const int32_
     if (r != BP_OK)
         return bp_run_fail(err, cap, r, "computing the decoder graph on '%s' failed: %s",
                     bp_device_name(s->dev), bp_last_error());
-    if ((r = bp_tensor_get(p->logits, logits, 0, bp_nbytes(p->logits))) != BP_OK)
-        return bp_run_fail(err, cap, r, "reading the logits failed: %s", bp_last_error());
-    s->n_past += p->n;
+    const size_t row = (size_t)p->logits->nb[1];
+    size_t off = 0;
+    for (int i = 0; i < p->n_seg && r == BP_OK; i++) {
+        const size_t bytes = p->all ? (size_t)p->seg[i].n * row : row;
+        r = bp_tensor_get(p->logits, logits[i], off, bytes);
+        off += bytes;
+    }
+    if (r != BP_OK) return bp_run_fail(err, cap, r, "reading the logits failed: %s", bp_last_error());
     return BP_OK;
 }
 
@@ -871,22 +1052,134 @@ bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, i
                         "token %d is outside the vocabulary [0, %lld) of the model.", tokens[i],
                         (long long)hp->n_vocab);
     s->stats.evals++;
+    float *const out[1] = { logits };
+    bp_status r;
     if (n == 1) {
         struct plan *p;
-        int32_t pos;
-        bp_status r = decode_plan(s, s->n_past + 1, &p, err, cap);
+        int32_t pos[3];
+        r = decode_plan(s, s->n_past + 1, &p, err, cap);
         if (r == BP_OK) s->last_decode = p;
-        return r != BP_OK ? r : run_plan(s, p, tokens, &pos, s->mask_host, logits, err, cap);
+        if (r == BP_OK) r = run_plan(s, p, tokens, &s->n_past, pos, s->mask_host, out, err, cap);
+    } else {
+        struct plan *p = NULL;
+        int32_t *pos = malloc(3 * (size_t)n * sizeof *pos);
+        float *mask = malloc((size_t)(n * (s->n_past + n)) * sizeof *mask);
+        r = !pos || !mask ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
+                                        "inputs of %lld tokens.", (long long)n)
+                          : prefill_plan(s, n, s->n_past, all_positions, &p, err, cap);
+        if (r == BP_OK) r = run_plan(s, p, tokens, &s->n_past, pos, mask, out, err, cap);
+        free(pos);
+        free(mask);
     }
+    if (r == BP_OK) s->n_past += n;
+    return r;
+}
+
+/* True when some weight that a MUL_MAT reads is F32, F16 or BF16. */
+static bool float_mul_mat(const struct bp_run_model *m)
+{
+    for (size_t i = 0; i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        const bool mm = mul_mat_only(m, w) || w == m->output;
+        if (mm && (w->type == BP_TYPE_F32 || w->type == BP_TYPE_F16 || w->type == BP_TYPE_BF16)) return true;
+    }
+    return false;
+}
+
+/* The kept plan of these segments in plans[0..n) (made in the least
+ * recently used one when none matches). */
+static bp_status kept_plan(struct bp_run_session *s, struct plan *plans, int n, const struct plan_seg *seg,
+                           int n_seg, bool all, struct plan **out, char *err, size_t cap)
+{
+    struct plan *lru = &plans[0];
+    for (int i = 0; i < n; i++) {
+        struct plan *p = &plans[i];
+        if (p->g && p->n_seg == n_seg && p->all == all && !memcmp(p->seg, seg, (size_t)n_seg * sizeof *seg)) {
+            *out = p;
+            return BP_OK;
+        }
+        if (!p->g || (lru->g && p->used < lru->used)) lru = p;
+    }
+    bp_status r = plan_remake_segs(s, lru, seg, n_seg, all, err, cap);
+    if (r == BP_OK) *out = lru;
+    return r;
+}
+
+bp_status bp_run_session_eval_seqs(struct bp_run_session *s, const struct bp_run_seq_eval *e, int n_e,
+                                   char *err, size_t cap)
+{
+    const struct bp_run_hparams *hp = &s->m->hp;
+    if (n_e < 1 || n_e > s->n_seq || !e)
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "a step evaluates 1 to %d sequences, not %d.",
+                           s->n_seq, n_e);
+    uint8_t seen[BP_RUN_MAX_SEQ] = {0};
+    for (int i = 0; i < n_e; i++) {
+        if (e[i].seq < 0 || e[i].seq >= s->n_seq || seen[e[i].seq]++)
+            return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "sequence %d is not one of the session's %d "
+                               "or appears twice in a step.", e[i].seq, s->n_seq);
+        if (e[i].n < 1 || !e[i].tokens || !e[i].logits || (n_e > 1 && e[i].n != 1))
+            return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "a step evaluates one sequence's tokens or "
+                               "one token of each of several sequences.");
+        if (e[i].n_past < 0 || e[i].n_past + e[i].n > s->n_ctx)
+            return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "sequence %d holds %lld of %lld positions; "
+                               "%lld more do not fit.", e[i].seq, (long long)e[i].n_past,
+                               (long long)s->n_ctx, (long long)e[i].n);
+        for (int64_t j = 0; j < e[i].n; j++)
+            if (e[i].tokens[j] < 0 || e[i].tokens[j] >= hp->n_vocab)
+                return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT, "token %d is outside the vocabulary "
+                                   "[0, %lld) of the model.", e[i].tokens[j], (long long)hp->n_vocab);
+    }
+    struct plan_seg seg[BP_RUN_MAX_SEQ + 1];
+    int32_t tok_one[BP_RUN_MAX_SEQ + 1];
+    int64_t n_past[BP_RUN_MAX_SEQ + 1];
+    float *logits[BP_RUN_MAX_SEQ + 1];
+    int64_t rows = 0, mask_len = 0;
+    for (int i = 0; i < n_e; i++) {
+        seg[i] = (struct plan_seg){ e[i].seq, e[i].n, capacity_of(s, e[i].n_past + e[i].n, NULL) };
+        n_past[i] = e[i].n_past;
+        logits[i] = e[i].logits;
+        tok_one[i] = e[i].tokens[0];
+        rows += e[i].n;
+        mask_len += seg[i].n * seg[i].n_kv;
+    }
+    /* A decode step of one sequence in a session of several runs as two
+     * identical rows (the same token, position and cache row, written
+     * twice with the same bits) when the model multiplies float weights:
+     * their kernels may pick a path by the row count (the cpu's: vec_dot
+     * for one row, the tiled kernel for more, in another summation order),
+     * and a sequence must give the bits alone that it gives beside others.
+     * Quantized kernels compute a row the same from one row up
+     * (tests/test_run_batch.c holds the cpu's to it), so those models keep
+     * one row: the second costs 10-15 % of a one-row step on a busy CPU. */
+    if (n_e == 1 && e[0].n == 1 && s->n_seq > 1 && float_mul_mat(s->m)) {
+        seg[1] = seg[0];
+        n_past[1] = n_past[0];
+        logits[1] = logits[0];
+        tok_one[1] = tok_one[0];
+        n_e = 2;
+        rows = 2;
+        mask_len *= 2;
+    }
+    s->stats.evals++;
+    s->n_eval_seqs++;
     struct plan *p = NULL;
-    int32_t *pos = malloc((size_t)n * sizeof *pos);
-    float *mask = malloc((size_t)(n * (s->n_past + n)) * sizeof *mask);
+    /* a decode step's scratch is the session's (it allocates nothing); a chunk's is its own */
+    const bool chunk = rows > n_e;
+    int32_t *pos = chunk ? malloc(3 * (size_t)rows * sizeof *pos) : s->pos_host;
+    float *mask = chunk ? malloc((size_t)mask_len * sizeof *mask) : s->mask_host;
     bp_status r = !pos || !mask ? bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory for the "
-                                       "inputs of %lld tokens.", (long long)n)
-                                : prefill_plan(s, n, s->n_past, all_positions, &p, err, cap);
-    if (r == BP_OK) r = run_plan(s, p, tokens, pos, mask, logits, err, cap);
-    free(pos);
-    free(mask);
+                                              "inputs of %lld tokens.", (long long)rows)
+                  : chunk ? kept_plan(s, s->chunk, N_CHUNK_PLANS, seg, 1, false, &p, err, cap)
+                          : kept_plan(s, s->step, N_STEP_PLANS, seg, n_e, true, &p, err, cap);
+    if (r == BP_OK) {
+        p->used = s->n_eval_seqs;
+        if (!chunk) s->last_decode = p;
+        r = run_plan(s, p, chunk ? e[0].tokens : tok_one, n_past, pos, mask, logits, err, cap);
+    }
+    if (chunk) {
+        free(pos);
+        free(mask);
+    }
     return r;
 }
 
@@ -971,7 +1264,7 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
     memset(out, 0, sizeof *out);
     struct bp_run_session *s = calloc(1, sizeof *s);
     if (!s) return bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
-    bp_status st = session_arrays(s, m, dev, o ? o->n_ctx : 0)
+    bp_status st = session_arrays(s, m, dev, o ? o->n_ctx : 0, 1)
                        ? BP_OK
                        : bp_run_fail(err, cap, BP_ERR_OUT_OF_MEMORY, "out of memory planning.");
     int64_t n_prompt = o && o->n_prompt > 0 ? o->n_prompt : 1;
@@ -1060,7 +1353,7 @@ bp_status bp_run_session_sub_device_bytes(const struct bp_run_session *s, size_t
 {
     memset(bytes, 0, BP_META_MAX_DEVICES * sizeof *bytes);
     if (bp_device_type(s->dev) != BP_DEVICE_TYPE_META) return BP_ERR_INVALID_ARGUMENT;
-    struct bp_buffer *bufs[MAX_WEIGHT_GROUPS + 1 + 2 * 2 * (N_DECODE_PLANS + 1)];
+    struct bp_buffer *bufs[MAX_WEIGHT_GROUPS + 1 + 2 * 2 * (N_DECODE_PLANS + 1 + N_STEP_PLANS + N_CHUNK_PLANS)];
     size_t n = 0;
     for (size_t i = 0; i < s->n_wg; i++)
         if (s->wg[i].buf && s->wg[i].buft->device == s->dev) bufs[n++] = s->wg[i].buf;
@@ -1086,5 +1379,7 @@ size_t bp_run_session_total_device_bytes(const struct bp_run_session *s, const s
     size_t n = bp_run_session_device_bytes(s, dev) + bp_sched_buffer_bytes(s->sched, dev);
     if (dev != s->dev) return n;
     for (int i = 0; i < N_DECODE_PLANS; i++) n += s->decode[i].buf ? bp_buffer_size(s->decode[i].buf) : 0;
+    for (int i = 0; i < N_STEP_PLANS; i++) n += s->step[i].buf ? bp_buffer_size(s->step[i].buf) : 0;
+    for (int i = 0; i < N_CHUNK_PLANS; i++) n += s->chunk[i].buf ? bp_buffer_size(s->chunk[i].buf) : 0;
     return n + (s->prefill.buf ? bp_buffer_size(s->prefill.buf) : 0);
 }

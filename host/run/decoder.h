@@ -17,8 +17,11 @@
 
 struct bp_run_session;
 
+/* The most sequences one session holds (bp_run_session_options.n_seq). */
+#define BP_RUN_MAX_SEQ 256
+
 struct bp_run_session_options {
-    int64_t n_ctx;              /* KV cache positions; 0: 512 (capped by the model's) */
+    int64_t n_ctx;              /* KV cache positions (per sequence); 0: 512 (capped by the model's) */
     int n_threads;              /* 0: the backend's default */
     /* > 1: the first prefill's token count, planned and its memory touched
      * at load time (with logits at every position when prefill_all), so
@@ -37,6 +40,10 @@ struct bp_run_session_options {
     int64_t offload_layers;
     bool strict;
     bool direct;
+    /* Sequences, each with its own region of n_ctx cache positions, for
+     * bp_run_session_eval_seqs; 0 or 1: one. bp_run_session_eval
+     * evaluates sequence 0. */
+    int n_seq;
 };
 
 /* Create a session of m on dev (m must outlive it). On a meta device the
@@ -53,6 +60,29 @@ void bp_run_session_free(struct bp_run_session *s);
  * n_vocab floats per position when all_positions, else for the last one. */
 bp_status bp_run_session_eval(struct bp_run_session *s, const int32_t *tokens, int64_t n,
                               bool all_positions, float *logits, char *err, size_t err_cap);
+
+/* One sequence's part of bp_run_session_eval_seqs: n tokens of sequence
+ * seq at positions n_past.. (the caller counts each sequence's positions);
+ * logits receives n_vocab floats, those of its last token. */
+struct bp_run_seq_eval {
+    int seq;
+    int64_t n_past;
+    const int32_t *tokens;
+    int64_t n;
+    float *logits;
+};
+
+/* Evaluate, in one graph, either one sequence's n tokens (a prompt chunk)
+ * or one token of each of n_e distinct sequences (a decode step of n_e
+ * rows: weights read once for all), writing their K and V into each
+ * sequence's cache region. A sequence's logits are the same bits whatever
+ * else the step holds, on devices whose kernels compute a row as the
+ * one-row kernel does. Plans are kept per shape (a few of each kind), so a
+ * repeated step allocates nothing. Does not change bp_run_session_n_past.
+ * BP_ERR_INVALID_ARGUMENT with a sentence for a sequence out of range or
+ * repeated, an overflow of n_ctx, or a token outside the vocabulary. */
+bp_status bp_run_session_eval_seqs(struct bp_run_session *s, const struct bp_run_seq_eval *e, int n_e,
+                                   char *err, size_t err_cap);
 
 int64_t bp_run_session_n_past(const struct bp_run_session *s);
 int64_t bp_run_session_n_ctx(const struct bp_run_session *s);

@@ -151,13 +151,17 @@ void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_m
     }
     /* The row-parallel weights' inputs when the scheduler copies them in
      * from another device (its copies are named "<source>#<device>"): cut
-     * like the weights' rows, so each device multiplies its own slice. */
+     * like the weights' rows, so each device multiplies its own slice. A
+     * batched step gathers its attention rows in "blk.N.attn_rows", the
+     * output projection's input: cut the same way. */
     for (size_t i = 0; i < bp_llama_schema_rows && n < BP_RUN_SPLIT_MAX_RULES; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
         if (!r->input) continue;
         snprintf(t->patterns[n], sizeof t->patterns[n], "blk.*.%s#*", r->input);
         t->rules[n] = (struct bp_meta_rule){ .pattern = t->patterns[n], .split = row_split(r, hp, &u) };
         n++;
+        if (!strcmp(r->input, "attn_out_in") && n < BP_RUN_SPLIT_MAX_RULES)
+            t->rules[n++] = (struct bp_meta_rule){ .pattern = "blk.*.attn_rows", .split = row_split(r, hp, &u) };
     }
 #define RULE(pat, sp) t->rules[n++] = (struct bp_meta_rule){ .pattern = (pat), .split = (sp) }
     if (n + 2 <= BP_RUN_SPLIT_MAX_RULES) {
