@@ -602,6 +602,46 @@ static struct bp_tensor *rope(const struct bp_run_session *s, const struct plan 
     return bp_rope_ext(p->ctx, x, p->pos, dev_weight(s, ff), &rp);
 }
 
+/* The mixture-of-experts FFN of layer l on h [n_embd, n], as llama.cpp's
+ * build_moe_ffn with softmax gating and renormalised weights (Mixtral,
+ * Qwen3-MoE): p = softmax(W_gate_inp h) over the experts; the k =
+ * expert_used_count largest (TOP_K, llama.cpp's descending argsort); their
+ * probabilities w = p_sel / max(sum p_sel, 2^-14); each chosen expert's
+ * SwiGLU through MUL_MAT_ID, scaled by its w, and the k summed. */
+static struct bp_tensor *moe_ffn(const struct bp_run_session *s, const struct plan *p, int64_t l,
+                                 struct bp_tensor *h)
+{
+    struct bp_context *c = p->ctx;
+    const struct bp_run_hparams *hp = &s->m->hp;
+    const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
+    const struct bp_run_layer *L = &s->m->layers[l];
+    const int64_t n = p->n, E = hp->n_expert, k = hp->n_expert_used, D = hp->n_embd;
+    char nm[BP_MAX_NAME];
+    struct bp_tensor *logits = bp_mul_mat(c, dev_weight(s, L->gate_inp), h);      /* [E, n] */
+    struct bp_tensor *probs = bp_soft_max(c, logits, NULL, 1.0f);
+    snprintf(nm, sizeof nm, "blk.%d.ffn_moe_topk", (int)l);
+    struct bp_tensor *ids = bp_tensor_set_name(bp_top_k(c, probs, (int)k), nm);    /* [k, n] */
+    struct bp_tensor *w = bp_get_rows(c, bp_reshape(c, probs, 3, (int64_t[]){1, E, n}), ids);
+    w = bp_reshape(c, w, 2, (int64_t[]){k, n});
+    struct bp_tensor *sum = bp_clamp(c, bp_sum_rows(c, w), 6.103515625e-5f, INFINITY);
+    w = bp_reshape(c, bp_div(c, w, sum), 3, (int64_t[]){1, k, n});                /* [1, k, n] */
+    struct bp_tensor *x3 = bp_reshape(c, h, 3, (int64_t[]){D, 1, n});
+    struct bp_tensor *g = bp_mul_mat_id(c, dev_weight(s, L->gate_exps), x3, ids);  /* [ff, k, n] */
+    struct bp_tensor *u = bp_mul_mat_id(c, dev_weight(s, L->up_exps), x3, ids);
+    g = arch->act == BP_ARCH_ACT_GELU ? bp_gelu(c, g) : bp_silu(c, g);
+    snprintf(nm, sizeof nm, "blk.%d.ffn_moe_down_in", (int)l);
+    struct bp_tensor *e = bp_mul_mat_id(c, dev_weight(s, L->down_exps),
+                                        bp_tensor_set_name(bp_mul(c, g, u), nm), ids); /* [D, k, n] */
+    e = bp_mul(c, e, w);
+    struct bp_tensor *out = NULL;
+    for (int64_t j = 0; j < k && e; j++) {
+        struct bp_tensor *slot = bp_view(c, e, 2, (int64_t[]){D, n}, (size_t[]){e->nb[0], e->nb[2]},
+                                         (size_t)j * e->nb[1]);
+        out = out ? bp_add(c, out, slot) : slot;
+    }
+    return k == 1 ? bp_cont(c, out) : out;
+}
+
 static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
                                struct bp_tensor *x)
 {
@@ -661,6 +701,11 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     x = bp_add(c, x, o);
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
+    if (L->gate_inp) {
+        struct bp_tensor *f = moe_ffn(s, p, l, h);
+        if (L->post_ffw_norm) f = norm(c, f, dev_weight(s, L->post_ffw_norm), hp->rms_eps);
+        return bp_add(c, x, f);
+    }
     struct bp_tensor *g, *u;
     if (arch->flags & BP_ARCH_FUSED_UP) { /* [gate | up] in one projection */
         struct bp_tensor *gu = bias(s, c, bp_mul_mat(c, dev_weight(s, L->up), h), L->bup);

@@ -142,7 +142,7 @@ void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_m
      * decoder's copy of it is named output.weight, so no rule may name it). */
     for (size_t i = 0; i < bp_llama_schema_rows && n < BP_RUN_SPLIT_MAX_RULES; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
-        if (r->split == BP_LLAMA_MIRROR || bp_llama_row_use(hp->arch, r) == BP_LLAMA_ABSENT ||
+        if (r->split == BP_LLAMA_MIRROR || bp_llama_row_use_hp(hp, r) == BP_LLAMA_ABSENT ||
             (r->presence == BP_LLAMA_UNTIED && m->tied_output))
             continue;
         bp_llama_tensor_name(r, -1, t->patterns[n], sizeof t->patterns[n]);
