@@ -62,9 +62,9 @@ static const struct spec {
     { "ffn_down.bias", 256, 0, SPEC_MIRROR, false, true, 0 },
     /* experts (with n_expert 4 and expert_feed_forward_length 128 below) */
     { "ffn_gate_inp.weight", 256, 4, SPEC_MIRROR, true, false, 0 },
-    { "ffn_gate_exps.weight", 256, 128, SPEC_MIRROR, true, false, 4 },
-    { "ffn_up_exps.weight", 256, 128, SPEC_MIRROR, true, false, 4 },
-    { "ffn_down_exps.weight", 128, 256, SPEC_MIRROR, true, false, 4 },
+    { "ffn_gate_exps.weight", 256, 128, 1, true, false, 4 },
+    { "ffn_up_exps.weight", 256, 128, 1, true, false, 4 },
+    { "ffn_down_exps.weight", 128, 256, 0, true, false, 4 },
     { "post_ffw_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
     { "output_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
     { "output.weight", 256, 512, 1, true, false, 0 },
@@ -301,11 +301,13 @@ START_TEST(test_schema_split_table_cuts_each_row_on_its_megatron_axis)
         snprintf(nm, sizeof nm, spec_global(specs[i].name) ? "%s" : "blk.1.%s", specs[i].name);
         struct bp_meta_split sp;
         const int matched = bp_meta_rules_match(&t.table, nm, &sp);
-        /* rows llama lacks (output.bias, Q/K and post norms) have no rule */
+        /* rows llama lacks (output.bias, Q/K and post norms) and a dense
+         * model's absent experts have no rule */
         bool in_llama = false;
         for (size_t j = 0; j < bp_llama_schema_rows; j++)
             if (!strcmp(bp_llama_schema[j].name, specs[i].name))
-                in_llama = bp_llama_row_use(NULL, &bp_llama_schema[j]) != BP_LLAMA_ABSENT;
+                in_llama = bp_llama_row_use(NULL, &bp_llama_schema[j]) != BP_LLAMA_ABSENT &&
+                           bp_llama_row_use_hp(&m->hp, &bp_llama_schema[j]) != BP_LLAMA_ABSENT;
         const int axis = (tied && !strcmp(specs[i].name, "output.weight")) || !in_llama ? SPEC_MIRROR
                                                                                          : specs[i].axis;
         ck_assert_msg(matched == (axis != SPEC_MIRROR), "%s: matched %d", nm, matched);

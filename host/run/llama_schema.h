@@ -63,6 +63,10 @@ enum bp_llama_split {
     BP_LLAMA_COLS_PARTS, /* by output features in segments, each cut like its part */
     BP_LLAMA_ROWS_Q,     /* by input features (axis 0) like COLS_Q: partial sums */
     BP_LLAMA_ROWS_FF,    /* by input features (axis 0) like COLS_FF: partial sums */
+    /* Stacked experts, each cut like a dense FFN (every device holds a slice
+     * of every expert, so the routing never decides which device works). */
+    BP_LLAMA_COLS_FF_EXP, /* by each expert's output features (axis 1) */
+    BP_LLAMA_ROWS_FF_EXP, /* by each expert's input features (axis 0): partial sums */
 };
 
 /* How the built-in generator fills a row (builtin.c has the numbers). */
