@@ -369,20 +369,38 @@ static int64_t weight_layer(const struct bp_run_weight *w)
     return sscanf(w->name, "blk.%d.%n", &l, &n) == 1 && n > 0 ? l : -1;
 }
 
+/* True for a stacked expert weight (ffn_{gate,up,down}_exps): what
+ * --cpu-moe keeps on the cpu (not the router, which is small). */
+static bool is_expert(const struct bp_run_weight *w)
+{
+    return w->row && w->row->moe == BP_LLAMA_MOE_ONLY && w->row->n_dims == 3;
+}
+
+/* How many leading layers' experts --n-cpu-moe n (< 0: all) puts on the cpu. */
+static int64_t cpu_moe_layers_of(const struct bp_run_model *m, int64_t n)
+{
+    if (m->hp.n_expert <= 0 || n == 0) return 0;
+    return n < 0 || n > m->hp.n_layer ? m->hp.n_layer : n;
+}
+
 /* Where each weight and cache lives. With a fallback: layers from
  * offload_layers on, and (then) the embedding, output norm and output, go
  * to it; so does a tensor that a node dev declines reads or writes — found
  * by building the decode graph once over unallocated stand-ins — because
  * the node then runs on the fallback, which may not reach dev's memory (a
  * meta device's cache written by SET_ROWS on the cpu). */
-static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, char *err, size_t cap)
+static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, int64_t cpu_moe_layers,
+                              char *err, size_t cap)
 {
     const struct bp_run_model *m = s->m;
     const int64_t L = m->hp.n_layer;
     const bool partial = s->fb && offload_layers > 0 && offload_layers < L;
+    const int64_t moe_on_fb = s->fb ? cpu_moe_layers_of(m, cpu_moe_layers) : 0;
     for (size_t i = 0; i < m->n_weights; i++) {
         int64_t l = weight_layer(&m->weights[i]);
-        s->home_w[i] = partial && (l < 0 || l >= offload_layers) ? s->fb : s->dev;
+        s->home_w[i] = (partial && (l < 0 || l >= offload_layers)) ||
+                               (is_expert(&m->weights[i]) && l >= 0 && l < moe_on_fb)
+                           ? s->fb : s->dev;
     }
     for (int64_t l = 0; l < L; l++) s->home_cache[l] = partial && l >= offload_layers ? s->fb : s->dev;
     if (!s->fb) return BP_OK;
@@ -504,7 +522,9 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     s->split_installed = bp_device_type(dev) == BP_DEVICE_TYPE_META;
     if ((st = start_backends(s, opts, err, cap)) != BP_OK) goto out;
     if ((st = set_threads(s, opts ? opts->n_threads : 0, err, cap)) != BP_OK) goto out;
-    if ((st = choose_homes(s, opts ? opts->offload_layers : 0, err, cap)) != BP_OK) goto out;
+    if ((st = choose_homes(s, opts ? opts->offload_layers : 0, opts ? opts->cpu_moe_layers : 0, err, cap)) !=
+        BP_OK)
+        goto out;
     if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
     if ((st = upload(s, opts, err, cap)) != BP_OK) goto out;
     if (opts && opts->n_prefill > 1 && opts->n_prefill <= s->n_ctx) {
@@ -1028,7 +1048,7 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
         s->split_installed = st == BP_OK && bp_device_type(dev) == BP_DEVICE_TYPE_META;
     }
     if (st == BP_OK) st = start_backends(s, &so, err, cap);
-    if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, err, cap);
+    if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, o ? o->cpu_moe_layers : 0, err, cap);
     if (st == BP_OK) st = make_tensors(s, err, cap);
     struct bp_run_plan_device *d = out->d;
     if (st == BP_OK) {
@@ -1037,6 +1057,8 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
                 bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
         if (s->out_copy)
             d[plan_slot(s, s->home_w[m->output - m->weights])].output_copy = bp_nbytes(s->out_copy);
+        for (size_t i = 0; i < m->n_weights; i++)
+            if (is_expert(&m->weights[i])) d[plan_slot(s, s->home_w[i])].experts += bp_nbytes(s->w[i]);
         for (int i = 0; i < 1 + (s->fb != NULL); i++)
             d[i].kv_cache = bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(i ? s->fb : dev), NULL);
     }
@@ -1097,6 +1119,7 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
     out->n_layer = m->hp.n_layer;
     out->offload_layers = s->fb && o && o->offload_layers > 0 && o->offload_layers < m->hp.n_layer
                               ? o->offload_layers : m->hp.n_layer;
+    out->cpu_moe_layers = s->fb && o ? cpu_moe_layers_of(m, o->cpu_moe_layers) : 0;
     bp_run_session_free(s);
     return st;
 }

@@ -308,6 +308,11 @@ size_t bp_run_model_weight_bytes(const struct bp_run_model *m)
 size_t bp_run_model_decode_bytes(const struct bp_run_model *m)
 {
     size_t n = bp_run_model_weight_bytes(m);
+    for (size_t i = 0; m->hp.n_expert > 0 && i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        if (w->row && w->row->moe == BP_LLAMA_MOE_ONLY && w->n_dims == 3 && w->ne[2] == m->hp.n_expert)
+            n -= w->size - w->size / (size_t)m->hp.n_expert * (size_t)m->hp.n_expert_used;
+    }
     if (!m->tied_output && m->tok_embd)
         n -= m->tok_embd->size - m->tok_embd->size / (size_t)m->tok_embd->ne[1];
     return n;

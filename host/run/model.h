@@ -135,7 +135,8 @@ void bp_run_model_free(struct bp_run_model *m);
 
 /* Total weight bytes, and the bytes one decoded token reads (every weight
  * once, except that the embedding table contributes one row unless it is
- * also the output projection). */
+ * also the output projection, and a stacked expert weight its
+ * expert_used_count of expert_count slices: the active experts). */
 size_t bp_run_model_weight_bytes(const struct bp_run_model *m);
 size_t bp_run_model_decode_bytes(const struct bp_run_model *m);
 int64_t bp_run_model_param_count(const struct bp_run_model *m);
