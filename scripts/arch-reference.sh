@@ -147,7 +147,7 @@ quant() {
 echo "== F32 references"
 for c in llama-plain llama-untied llama-qkv llama-bias-freqs llama-yarn llama-linear \
          llama-headdim qwen2 qwen2-outbias qwen3 gemma2 gemma3 gemma3-softcap \
-         phi3-long phi3-short mistral3; do
+         phi3-long phi3-short mistral3 mixtral qwen3moe; do
     ref "$c.gguf" 256 2e-3 "$c.logits"
 done
 # orig ctx 256: n_ctx 256 is not above it (short factors), 512 is (long)
@@ -155,7 +155,7 @@ ref llama-longrope.gguf 256 2e-3 llama-longrope-short.logits
 ref llama-longrope.gguf 512 2e-3 llama-longrope-long.logits
 
 echo "== quantized by llama.cpp (tensor types)"
-for c in llama qwen2 qwen3 gemma3 phi3; do
+for c in llama qwen2 qwen3 gemma3 phi3 mixtral qwen3moe; do
     quant "$work/large/$c-256.gguf" "$c-256-q4_k_m.gguf" 15
 done
 quant "$out/llama-plain.gguf" llama-plain-q8_0.gguf 7
@@ -167,7 +167,7 @@ echo "== quantized references"
 # backplane's cpu matches llama.cpp to 1e-5 up to position 9 and within 0.105
 # after it, and backplane's own vulkan0 and cpu differ by 0.12; the same file
 # in F32 matches to 2e-4. Its tolerance is 0.15.
-for c in llama qwen2 qwen3 gemma3 phi3; do
+for c in llama qwen2 qwen3 gemma3 phi3 mixtral qwen3moe; do
     tol=6e-2
     [[ $c == gemma3 ]] && tol=0.15
     ref "$c-256-q4_k_m.gguf" 256 "$tol" "$c-256-q4_k_m.logits"
@@ -181,11 +181,8 @@ refuse refuse-unknown-tensor.gguf blk.0.foo.weight
 refuse refuse-key-type.gguf llama.context_length
 refuse refuse-scaling-type.gguf llama3
 refuse refuse-kv-length.gguf value_length
-# llama.cpp runs refuse-moe (Mixtral-style MoE); backplane refuses it until
-# MoE lands, and then its logits are the positive test
-ref refuse-moe.gguf 256 2e-3 refuse-moe.logits
-sed -i 's/^refuse-moe.gguf 256 2e-3 refuse-moe.logits$/refuse-moe.gguf 256 2e-3 refuse expert/' "$manifest"
-echo "# once MoE lands, the line above becomes: refuse-moe.gguf 256 2e-3 refuse-moe.logits" >>"$manifest"
+# qwen2 with experts: llama.cpp's qwen2 loader asks for the dense FFN
+refuse refuse-moe-qwen2.gguf expert
 
 for f in $(python3 "$gen" "$out" --list); do
     grep -q "^$f " "$manifest" || { echo "arch-reference: $f is not in the MANIFEST" >&2; exit 1; }

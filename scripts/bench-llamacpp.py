@@ -6,6 +6,7 @@ the same GGUF files, in alternating rounds, printing both and the ratios.
                             [--quantizer llama|backplane] [--threads 1,2]
                             [--prompt 128] [--gen 64] [--rounds 3]
                             [--prefill-runs 3] [--model builtin:1b]
+                            [--gguf FILE.gguf]
 
 Set-up (once, --install): npm installs @node-llama-cpp/linux-x64 3.22.1
 into DIR (default ~/.cache/backplane-bench); nothing in the build or the
@@ -28,6 +29,10 @@ round (backplane / llama.cpp) and the median round is printed with the
 range: the machine is shared, so absolute figures drift between rounds.
 The last round also compares the logits of both at the last prompt
 position (largest |difference|, and whether the greedy tokens agree).
+
+--gguf FILE benches that file as it is (one that llama.cpp loads, with a
+vocabulary: a mixture of experts from make-moe-bench-model.py quantized
+by llama.cpp, say) instead of a built-in model; --types is then not read.
 """
 import argparse
 import json
@@ -68,6 +73,7 @@ def main():
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prefill-runs", type=int, default=3)
+    ap.add_argument("--gguf", default=None)
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     libs = lib_dir(a.dir)
@@ -94,8 +100,10 @@ def main():
             os.remove(plain)
         return vocab
 
-    for t in a.types.split(","):
-        if a.quantizer == "backplane":
+    for t in ([os.path.basename(a.gguf)] if a.gguf else a.types.split(",")):
+        if a.gguf:
+            vocab = a.gguf
+        elif a.quantizer == "backplane":
             vocab = saved(t)
         else:
             if t not in LLAMA_FTYPES:

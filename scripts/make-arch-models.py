@@ -169,6 +169,8 @@ def arch_kvs(m):
     if "experts" in m:
         put("expert_count", U32, m["experts"][0])
         put("expert_used_count", U32, m["experts"][1])
+    if "n_ff_exp" in m:
+        put("expert_feed_forward_length", U32, m["n_ff_exp"])
     for suffix, (vtype, value) in m["keys"].items():
         # a key given here replaces one written above, in place
         key = f"{a}.{suffix}"
@@ -238,7 +240,8 @@ def arch_tensors(m):
             norm(b + "post_attention_norm.weight", E)
         norm(b + "ffn_norm.weight", E)
         if "experts" in m:
-            n_exp, FE = m["experts"][0], F  # llama: experts are n_ff wide
+            # llama: experts are n_ff wide; qwen3moe: expert_feed_forward_length
+            n_exp, FE = m["experts"][0], m.get("n_ff_exp", F)
             out.append(lin(b + "ffn_gate_inp.weight", E, n_exp, 3.0))
             for t, n_in, n_out in (("gate", E, FE), ("up", E, FE), ("down", FE, E)):
                 name = f"{b}ffn_{t}_exps.weight"
@@ -361,8 +364,13 @@ def reference_cases():
         model("llama", name="refuse-scaling-type", n_layer=1, n_ff=32,
               keys={"rope.scaling.type": (STRING, "llama3"), "rope.scaling.factor": (F32, 8.0)}),
         model("llama", name="refuse-kv-length", n_layer=1, n_ff=32, v_dim=32),
-        # Mixtral-style: 4 experts, top 2; a positive case once MoE lands
-        model("llama", name="refuse-moe", experts=(4, 2), n_ff=64),
+        # Mixtral-style: 4 experts, top 2 (seed of its first name)
+        model("llama", name="mixtral", seed="refuse-moe", experts=(4, 2), n_ff=64),
+        # Qwen3-MoE: q/k norms, 8 experts of 32, top 2, no shared expert
+        model("qwen3moe", name="qwen3moe", experts=(8, 2), n_ff_exp=32, qk_norm=True,
+              keys={"rope.freq_base": (F32, 1e6)}),
+        # an architecture whose experts backplane does not compute
+        model("qwen2", name="refuse-moe-qwen2", n_layer=1, experts=(4, 2), n_ff=32),
     ]
 
 
@@ -378,6 +386,10 @@ def large_cases():
         gemma3("gemma3-256", keys={"attention.sliding_window_pattern": (U32, 2)},
                **dict(LARGE, emb_std=0.125)),
         phi3("phi3-256", 32, n_rot=48, rope_long=PHI3_LONG * 4, rope_short=PHI3_SHORT * 4, **LARGE),
+        # experts whose rows hold whole K-quant blocks (256)
+        model("llama", name="mixtral-256", experts=(4, 2), **dict(LARGE, n_ff=256)),
+        model("qwen3moe", name="qwen3moe-256", experts=(8, 2), n_ff_exp=256, qk_norm=True,
+              write_head_lens=True, keys={"rope.freq_base": (F32, 1e6)}, **LARGE),
     ]
 
 

@@ -6,6 +6,8 @@ get_property(BP_CPU_VARIANTS GLOBAL PROPERTY BP_CPU_VARIANTS)
 
 bp_add_check_test(test_cpu_ops SOURCES test_cpu_ops.c cpu_test_util.c)
 add_dependencies(test_cpu_ops bp_plugin_cpu)
+bp_add_check_test(test_cpu_moe SOURCES test_cpu_moe.c cpu_test_util.c)
+add_dependencies(test_cpu_moe bp_plugin_cpu)
 bp_add_check_test(test_cpu_threads SOURCES test_cpu_threads.c cpu_test_util.c)
 add_dependencies(test_cpu_threads bp_plugin_cpu)
 # How a step's tasks are shared between threads (task_claim.h), alone.

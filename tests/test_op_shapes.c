@@ -72,13 +72,21 @@ static int build_all(struct bp_tensor **out)
     out[n++] = bp_flash_attn_ext(ctx, q, k, v, fm, 0.125f);
     out[n++] = bp_flash_attn_ext(ctx, q, k, v, NULL, 0.125f);
     out[n++] = bp_flash_attn_softcap(ctx, q, k, v, fm, 0.125f, 50.0f);
+    struct bp_tensor *ew = t4(BP_TYPE_Q4_K, 256, 12, 8, 1), *ex = t4(BP_TYPE_F32, 256, 1, 5, 1),
+                     *eids = t4(BP_TYPE_I32, 2, 5, 1, 1), *ex2 = t4(BP_TYPE_F32, 256, 2, 5, 1);
+    out[n++] = bp_mul_mat_id(ctx, ew, ex, eids);
+    out[n++] = bp_mul_mat_id(ctx, ew, ex2, eids);
+    out[n++] = bp_top_k(ctx, a, 3);
+    out[n++] = bp_sum_rows(ctx, a);
+    out[n++] = bp_div(ctx, a, b);
+    out[n++] = bp_clamp(ctx, a, -1.0f, 1.0f);
     ck_assert_int_eq(bp_context_status(ctx), BP_OK);
     return n;
 }
 
 START_TEST(test_constructed_nodes_pass)
 {
-    struct bp_tensor *nodes[32];
+    struct bp_tensor *nodes[48];
     const int n = build_all(nodes);
     for (int i = 0; i < n; i++)
         ck_assert_msg(bp_op_shapes_ok(nodes[i]), "%s node %d rejected",
@@ -126,6 +134,13 @@ static void m_rope_mode(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->
 static void m_rope_wide(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op_params[0] = 18; }
 static void m_bad_op(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op = BP_OP_COUNT; }
 static void m_src2_f16(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[2].type = BP_TYPE_F16; }
+static void m_src1_slots(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[1].ne[1] = 3; }
+static void m_src2_toks(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[2].ne[1] += 1; }
+static void m_src0_dim3(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[0].ne[3] = 2; }
+static void m_topk_zero(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op_params[0] = 0; }
+static void m_topk_wide(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->op_params[0] = 9; }
+static void m_dst_i32(struct bp_tensor *t, struct bp_tensor *s) { (void)s; t->type = BP_TYPE_I32; }
+static void m_src0_f16(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[0].type = BP_TYPE_F16; }
 static void m_src2_rows(struct bp_tensor *t, struct bp_tensor *s) { (void)t; s[2].ne[1] = 2; }
 
 static const struct mutation mutations[] = {
@@ -181,12 +196,28 @@ static const struct mutation mutations[] = {
     { BP_OP_FLASH_ATTN_SOFTCAP, "K head size not Q's", m_src1_dim0 },
     { BP_OP_FLASH_ATTN_SOFTCAP, "V length not K's", m_src2_dim1 },
     { BP_OP_FLASH_ATTN_SOFTCAP, "mask with fewer rows than queries", m_src3_rows },
+    { BP_OP_MUL_MAT_ID, "K of W differs from K of X", m_src0_dim0 },
+    { BP_OP_MUL_MAT_ID, "X slots neither 1 nor n_used", m_src1_slots },
+    { BP_OP_MUL_MAT_ID, "ids tokens not X's", m_src2_toks },
+    { BP_OP_MUL_MAT_ID, "ids not I32", m_src2_type },
+    { BP_OP_MUL_MAT_ID, "W with a dim 3", m_src0_dim3 },
+    { BP_OP_MUL_MAT_ID, "result rows not N", m_dst_dim },
+    { BP_OP_MUL_MAT_ID, "result not F32", m_dst_type },
+    { BP_OP_TOP_K, "k of 0", m_topk_zero },
+    { BP_OP_TOP_K, "k beyond the row", m_topk_wide },
+    { BP_OP_TOP_K, "result not I32", m_dst_f32 },
+    { BP_OP_TOP_K, "x not F32", m_src0_f16 },
+    { BP_OP_SUM_ROWS, "result not one per row", m_dst_dim },
+    { BP_OP_SUM_ROWS, "result not F32", m_dst_i32 },
+    { BP_OP_DIV, "b does not divide a", m_src1_dim0 },
+    { BP_OP_DIV, "result type not a's", m_dst_type },
+    { BP_OP_CLAMP, "result shape not x's", m_dst_dim },
     { BP_OP_ADD, "an op outside the table", m_bad_op },
 };
 
 START_TEST(test_each_broken_relation_fails)
 {
-    struct bp_tensor *nodes[32];
+    struct bp_tensor *nodes[48];
     const int n = build_all(nodes);
     const struct mutation *mu = &mutations[_i];
     const bool wants_mask = mu->apply == m_src3_dim0 || mu->apply == m_src3_rows ||

@@ -125,8 +125,11 @@ static float *read_logits(const char *name, int64_t n)
     return v;
 }
 
-/* One case on one device. */
-static void run_case(const struct arch_case *c, const char *device)
+typedef void (*inspect_fn)(const struct bp_run_session *s, const struct bp_run_model *m);
+
+/* One case on one device; cpu_moe as bp_run_session_options.cpu_moe_layers,
+ * inspect (may be NULL) sees the session after the last token. */
+static void run_case_with(const struct arch_case *c, const char *device, int64_t cpu_moe, inspect_fn inspect)
 {
     char path[256], err[1024] = "";
     snprintf(path, sizeof path, DATA "%s", c->file);
@@ -144,7 +147,7 @@ static void run_case(const struct arch_case *c, const char *device)
     const int64_t V = m->hp.n_vocab;
     float *want = read_logits(c->logits, N_TOK * V), *got = malloc((size_t)(N_TOK * V) * sizeof *got);
     struct bp_run_session *s = NULL;
-    struct bp_run_session_options so = { .n_ctx = c->n_ctx };
+    struct bp_run_session_options so = { .n_ctx = c->n_ctx, .cpu_moe_layers = cpu_moe };
     enum bp_type type;
     size_t count;
     const int n_prefill = bp_run_model_matrix_types(m, &type, &count, 1) && type == BP_TYPE_F32 ? N_PREFILL
@@ -188,11 +191,67 @@ static void run_case(const struct arch_case *c, const char *device)
                       "%.3g), greedy tokens agree at %d", c->file, device, over, N_TOK, c->tol, worst,
                       0.08 * peak, agree);
     }
+    if (inspect) inspect(s, m);
     bp_run_session_free(s);
     bp_run_model_free(m);
     free(want);
     free(got);
 }
+
+static void run_case(const struct arch_case *c, const char *device)
+{
+    run_case_with(c, device, 0, NULL);
+}
+
+/* With --cpu-moe every expert weight (ffn_*_exps) is in a buffer of the
+ * cpu, every other layer weight in one of the session's device; the cpu's
+ * buffers hold at least the experts' bytes. */
+static void experts_on_cpu(const struct bp_run_session *s, const struct bp_run_model *m)
+{
+    struct bp_device *cpu = bp_device_by_name("cpu"), *dev = bp_run_session_device(s);
+    size_t expert_bytes = 0;
+    int n_experts = 0;
+    for (size_t i = 0; i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        const struct bp_tensor *t = bp_run_session_weight(s, w->name);
+        ck_assert_msg(t && t->buffer, "%s has no buffer", w->name);
+        struct bp_device *home = t->buffer->buft->device;
+        if (strstr(w->name, "_exps.")) {
+            ck_assert_msg(home == cpu, "expert weight %s lives on %s, not the cpu", w->name, bp_device_name(home));
+            expert_bytes += bp_nbytes(t);
+            n_experts++;
+        } else if (!strncmp(w->name, "blk.", 4)) {
+            ck_assert_msg(home == dev, "%s lives on %s, not %s", w->name, bp_device_name(home), bp_device_name(dev));
+        }
+    }
+    ck_assert_int_eq(n_experts, 3 * (int)m->hp.n_layer);
+    ck_assert_uint_ge(bp_run_session_device_bytes(s, cpu), expert_bytes);
+}
+
+static const struct arch_case *case_named(const char *file)
+{
+    for (int i = 0; i < n_cases; i++)
+        if (!strcmp(cases[i].file, file) && cases[i].logits[0]) return &cases[i];
+    ck_abort_msg("the MANIFEST has no case %s", file);
+    return NULL;
+}
+
+/* --cpu-moe on a device whose fallback is the cpu: the experts' products
+ * run on the cpu, the rest on meta:cpu*2, and the logits are llama.cpp's.
+ * _i: the F32 file or the Q4_K_M one. */
+START_TEST(test_run_arch_cpu_moe_keeps_experts_on_the_cpu)
+{
+    static const char *const files[] = { "qwen3moe.gguf", "mixtral-256-q4_k_m.gguf" };
+    run_case_with(case_named(files[_i]), "meta:cpu*2", -1, experts_on_cpu);
+}
+END_TEST
+
+START_TEST(test_run_arch_cpu_moe_keeps_experts_on_the_cpu_beside_vulkan0)
+{
+    static const char *const files[] = { "qwen3moe.gguf", "mixtral-256-q4_k_m.gguf" };
+    run_case_with(case_named(files[_i]), "vulkan0", -1, experts_on_cpu);
+}
+END_TEST
 
 /* _i = case * N_PLAIN + device. Refusals are device-independent: once. */
 START_TEST(test_run_arch_matches_llama_cpp)
@@ -219,10 +278,15 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_run_arch_matches_llama_cpp, 0, n_cases * N_PLAIN);
     suite_add_tcase(s, tc);
+    TCase *moe = tcase_create("cpu_moe");
+    tcase_set_timeout(moe, 300);
+    tcase_add_loop_test(moe, test_run_arch_cpu_moe_keeps_experts_on_the_cpu, 0, 2);
+    suite_add_tcase(s, moe);
     TCase *vk = tcase_create("vulkan0");
     tcase_set_tags(vk, "vulkan0");
     tcase_set_timeout(vk, 300);
     tcase_add_loop_test(vk, test_run_arch_matches_llama_cpp_on_vulkan0, 0, n_cases);
+    tcase_add_loop_test(vk, test_run_arch_cpu_moe_keeps_experts_on_the_cpu_beside_vulkan0, 0, 2);
     suite_add_tcase(s, vk);
     return run_suite(s);
 }

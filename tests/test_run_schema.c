@@ -32,37 +32,43 @@ static const struct spec {
     int axis;              /* Megatron: 1 column-parallel, 0 row-parallel, SPEC_MIRROR */
     bool mul_mat_only;
     bool f32;
+    int64_t ne2;           /* stacked experts: their count (4 below); 0: a matrix or vector */
 } specs[] = {
-    { "token_embd.weight", 256, 512, SPEC_MIRROR, false, false },
-    { "rope_freqs.weight", 32, 0, SPEC_MIRROR, false, true },
-    { "rope_factors_long.weight", 32, 0, SPEC_MIRROR, false, true },
-    { "rope_factors_short.weight", 32, 0, SPEC_MIRROR, false, true },
-    { "attn_norm.weight", 256, 0, SPEC_MIRROR, false, true },
-    { "attn_qkv.weight", 256, 256 + 128 + 128, 1, true, false },
-    { "attn_q.weight", 256, 256, 1, true, false },
-    { "attn_k.weight", 256, 128, 1, true, false },
-    { "attn_v.weight", 256, 128, 1, true, false },
+    { "token_embd.weight", 256, 512, SPEC_MIRROR, false, false, 0 },
+    { "rope_freqs.weight", 32, 0, SPEC_MIRROR, false, true, 0 },
+    { "rope_factors_long.weight", 32, 0, SPEC_MIRROR, false, true, 0 },
+    { "rope_factors_short.weight", 32, 0, SPEC_MIRROR, false, true, 0 },
+    { "attn_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "attn_qkv.weight", 256, 256 + 128 + 128, 1, true, false, 0 },
+    { "attn_q.weight", 256, 256, 1, true, false, 0 },
+    { "attn_k.weight", 256, 128, 1, true, false, 0 },
+    { "attn_v.weight", 256, 128, 1, true, false, 0 },
     /* biases are cut along their only axis like their projection's outputs */
-    { "attn_qkv.bias", 256 + 128 + 128, 0, 0, false, true },
-    { "attn_q.bias", 256, 0, 0, false, true },
-    { "attn_k.bias", 128, 0, 0, false, true },
-    { "attn_v.bias", 128, 0, 0, false, true },
-    { "attn_q_norm.weight", 64, 0, SPEC_MIRROR, false, true },
-    { "attn_k_norm.weight", 64, 0, SPEC_MIRROR, false, true },
-    { "attn_output.weight", 256, 256, 0, true, false },
-    { "attn_output.bias", 256, 0, SPEC_MIRROR, false, true },
-    { "post_attention_norm.weight", 256, 0, SPEC_MIRROR, false, true },
-    { "ffn_norm.weight", 256, 0, SPEC_MIRROR, false, true },
-    { "ffn_gate.weight", 256, 512, 1, true, false },
-    { "ffn_up.weight", 256, 512, 1, true, false },
-    { "ffn_down.weight", 512, 256, 0, true, false },
-    { "ffn_gate.bias", 512, 0, 0, false, true },
-    { "ffn_up.bias", 512, 0, 0, false, true },
-    { "ffn_down.bias", 256, 0, SPEC_MIRROR, false, true },
-    { "post_ffw_norm.weight", 256, 0, SPEC_MIRROR, false, true },
-    { "output_norm.weight", 256, 0, SPEC_MIRROR, false, true },
-    { "output.weight", 256, 512, 1, true, false },
-    { "output.bias", 512, 0, 0, false, true },
+    { "attn_qkv.bias", 256 + 128 + 128, 0, 0, false, true, 0 },
+    { "attn_q.bias", 256, 0, 0, false, true, 0 },
+    { "attn_k.bias", 128, 0, 0, false, true, 0 },
+    { "attn_v.bias", 128, 0, 0, false, true, 0 },
+    { "attn_q_norm.weight", 64, 0, SPEC_MIRROR, false, true, 0 },
+    { "attn_k_norm.weight", 64, 0, SPEC_MIRROR, false, true, 0 },
+    { "attn_output.weight", 256, 256, 0, true, false, 0 },
+    { "attn_output.bias", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "post_attention_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "ffn_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "ffn_gate.weight", 256, 512, 1, true, false, 0 },
+    { "ffn_up.weight", 256, 512, 1, true, false, 0 },
+    { "ffn_down.weight", 512, 256, 0, true, false, 0 },
+    { "ffn_gate.bias", 512, 0, 0, false, true, 0 },
+    { "ffn_up.bias", 512, 0, 0, false, true, 0 },
+    { "ffn_down.bias", 256, 0, SPEC_MIRROR, false, true, 0 },
+    /* experts (with n_expert 4 and expert_feed_forward_length 128 below) */
+    { "ffn_gate_inp.weight", 256, 4, SPEC_MIRROR, true, false, 0 },
+    { "ffn_gate_exps.weight", 256, 128, 1, true, false, 4 },
+    { "ffn_up_exps.weight", 256, 128, 1, true, false, 4 },
+    { "ffn_down_exps.weight", 128, 256, 0, true, false, 4 },
+    { "post_ffw_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "output_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "output.weight", 256, 512, 1, true, false, 0 },
+    { "output.bias", 512, 0, 0, false, true, 0 },
 };
 /* The globals: everything else is per layer. */
 static bool spec_global(const char *name)
@@ -118,15 +124,18 @@ START_TEST(test_schema_rows_match_the_hand_written_llama_layout)
     ck_assert_uint_eq(bp_llama_schema_rows, N_SPECS);
     ck_assert_str_eq(bp_llama_vocab_row()->name, "token_embd.weight");
     const struct bp_run_hparams hp = { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2,
-                                       .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_rot = 64 };
+                                       .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_rot = 64,
+                                       .n_expert = 4, .n_ff_exp = 128 };
     for (size_t i = 0; i < bp_llama_schema_rows; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
         const struct spec *sp = spec_of(r);
         int64_t ne[4];
         bp_llama_tensor_shape(r, &hp, ne);
-        ck_assert_msg(ne[0] == sp->ne0 && ne[1] == (sp->ne1 ? sp->ne1 : 1) && ne[2] == 1 && ne[3] == 1,
-                      "%s: shape [%lld, %lld]", r->name, (long long)ne[0], (long long)ne[1]);
-        ck_assert_int_eq(r->n_dims, sp->ne1 ? 2 : 1);
+        ck_assert_msg(ne[0] == sp->ne0 && ne[1] == (sp->ne1 ? sp->ne1 : 1) &&
+                      ne[2] == (sp->ne2 ? sp->ne2 : 1) && ne[3] == 1,
+                      "%s: shape [%lld, %lld, %lld]", r->name, (long long)ne[0], (long long)ne[1],
+                      (long long)ne[2]);
+        ck_assert_int_eq(r->n_dims, sp->ne2 ? 3 : sp->ne1 ? 2 : 1);
         ck_assert_msg(r->mul_mat_only == sp->mul_mat_only, "%s: mul_mat_only", r->name);
         ck_assert_msg(r->f32 == sp->f32, "%s: f32", r->name);
         ck_assert_msg(r->per_layer == !spec_global(r->name), "%s: per_layer", r->name);
@@ -292,11 +301,13 @@ START_TEST(test_schema_split_table_cuts_each_row_on_its_megatron_axis)
         snprintf(nm, sizeof nm, spec_global(specs[i].name) ? "%s" : "blk.1.%s", specs[i].name);
         struct bp_meta_split sp;
         const int matched = bp_meta_rules_match(&t.table, nm, &sp);
-        /* rows llama lacks (output.bias, Q/K and post norms) have no rule */
+        /* rows llama lacks (output.bias, Q/K and post norms) and a dense
+         * model's absent experts have no rule */
         bool in_llama = false;
         for (size_t j = 0; j < bp_llama_schema_rows; j++)
             if (!strcmp(bp_llama_schema[j].name, specs[i].name))
-                in_llama = bp_llama_row_use(NULL, &bp_llama_schema[j]) != BP_LLAMA_ABSENT;
+                in_llama = bp_llama_row_use(NULL, &bp_llama_schema[j]) != BP_LLAMA_ABSENT &&
+                           bp_llama_row_use_hp(&m->hp, &bp_llama_schema[j]) != BP_LLAMA_ABSENT;
         const int axis = (tied && !strcmp(specs[i].name, "output.weight")) || !in_llama ? SPEC_MIRROR
                                                                                          : specs[i].axis;
         ck_assert_msg(matched == (axis != SPEC_MIRROR), "%s: matched %d", nm, matched);

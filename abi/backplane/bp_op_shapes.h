@@ -115,6 +115,27 @@ static inline bool bp__flash_attn_shapes_ok(const struct bp_tensor *t)
            bp__mask_ok(t->src[3], k->ne[1], q->ne[1], q->ne[2], q->ne[3]);
 }
 
+static inline bool bp__mul_mat_id_shapes_ok(const struct bp_tensor *t)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1], *ids = t->src[2];
+    if (!w || !x || !ids || t->type != BP_TYPE_F32 || x->type != BP_TYPE_F32 ||
+        ids->type != BP_TYPE_I32 || !bp_shape_positive(w) || !bp_shape_positive(x) ||
+        !bp_shape_positive(ids))
+        return false;
+    const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+    return w->ne[3] == 1 && x->ne[3] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1 &&
+           w->ne[0] == x->ne[0] && (x->ne[1] == 1 || x->ne[1] == n_used) && x->ne[2] == n_tok &&
+           bp_shape_is(t, w->ne[1], n_used, n_tok, 1);
+}
+
+static inline bool bp__top_k_shapes_ok(const struct bp_tensor *t)
+{
+    const struct bp_tensor *x = t->src[0];
+    const int32_t k = bp_op_param_i32(t, 0);
+    return x && x->type == BP_TYPE_F32 && t->type == BP_TYPE_I32 && bp_shape_positive(x) &&
+           k >= 1 && k <= x->ne[0] && bp_shape_is(t, k, x->ne[1], x->ne[2], x->ne[3]);
+}
+
 /* True when node t is well-formed for its op: its required sources are
  * there and every shape and fixed type relation of bp_ops.h holds. Says
  * nothing about which element types a device can compute. False for
@@ -132,9 +153,9 @@ static inline bool bp_op_shapes_ok(const struct bp_tensor *t)
         return true;
     case BP_OP_GET_ROWS: return bp__get_rows_shapes_ok(t);
     case BP_OP_MUL_MAT: return bp__mul_mat_shapes_ok(t);
-    case BP_OP_ADD: case BP_OP_MUL: return bp__binary_shapes_ok(t);
+    case BP_OP_ADD: case BP_OP_MUL: case BP_OP_DIV: return bp__binary_shapes_ok(t);
     case BP_OP_SCALE: case BP_OP_RMS_NORM: case BP_OP_SILU: case BP_OP_GELU: case BP_OP_SQR:
-    case BP_OP_TANH:
+    case BP_OP_TANH: case BP_OP_CLAMP:
         return a && t->type == a->type && bp_shape_same(t, a);
     case BP_OP_SOFT_MAX:
         return a && t->type == BP_TYPE_F32 && bp_shape_same(t, a) &&
@@ -147,6 +168,11 @@ static inline bool bp_op_shapes_ok(const struct bp_tensor *t)
         return a && t->type == a->type && bp_shape_same(t, a);
     case BP_OP_SET_ROWS: return bp__set_rows_shapes_ok(t);
     case BP_OP_FLASH_ATTN_EXT: case BP_OP_FLASH_ATTN_SOFTCAP: return bp__flash_attn_shapes_ok(t);
+    case BP_OP_MUL_MAT_ID: return bp__mul_mat_id_shapes_ok(t);
+    case BP_OP_TOP_K: return bp__top_k_shapes_ok(t);
+    case BP_OP_SUM_ROWS:
+        return a && a->type == BP_TYPE_F32 && t->type == BP_TYPE_F32 &&
+               bp_shape_is(t, 1, a->ne[1], a->ne[2], a->ne[3]);
     case BP_OP_CUSTOM: break; /* its vendor's rules: bp_ops.h */
     case BP_OP_COUNT: break;
     }

@@ -151,6 +151,41 @@ enum bp_op {
      * Sources and result as FLASH_ATTN_EXT. params: f32 scale, f32 c (> 0). */
     BP_OP_FLASH_ATTN_SOFTCAP = 23,
 
+    /* MUL_MAT_ID (ABI 1.2): a mixture-of-experts product, as ggml's
+     * mul_mat_id. src0 W [K, N, n_expert, 1] (any type: the stacked expert
+     * matrices), src1 X [K, X1, n_tok, 1] (F32) with X1 == 1 or X1 == n_used,
+     * src2 ids I32 [n_used, n_tok, 1, 1] (any strides)
+     * -> F32 [N, n_used, n_tok, 1] with
+     *   dst[n, u, t] = sum_k W[k, n, ids[u, t]] * X[k, u % X1, t]:
+     * slot u of token t is expert ids[u, t] applied to that token's
+     * activation for the slot (X1 == 1: one activation per token shared by
+     * its slots). ids may repeat within a token, come in any order and leave
+     * experts unused; an expert no slot names is never read. An id outside
+     * [0, n_expert) makes compute fail with BP_ERR_INVALID_ARGUMENT. */
+    BP_OP_MUL_MAT_ID = 24,
+
+    /* TOP_K (ABI 1.2): src0 x F32 [n, r, d2, d3] -> I32 [k, r, d2, d3] with
+     * 1 <= k <= n; row i of the result holds the indices (in [0, n)) of the
+     * k largest values of row i of x, largest first; equal values in
+     * ascending index order (the first k of a stable descending argsort;
+     * k == n is the whole argsort, ggml's GGML_SORT_ORDER_DESC). -0.0 and
+     * +0.0 are equal. A row holding a NaN gives k distinct indices in an
+     * unspecified order. params: i32 k. */
+    BP_OP_TOP_K = 25,
+
+    /* SUM_ROWS (ABI 1.2): src0 x F32 [n, r, d2, d3] -> F32 [1, r, d2, d3];
+     * the sum of each row (dim 0), in any order of addition. */
+    BP_OP_SUM_ROWS = 26,
+
+    /* DIV (ABI 1.2): as ADD and MUL (b repeats over a, the result has a's
+     * shape and type): a / b element by element, IEEE division. */
+    BP_OP_DIV = 27,
+
+    /* CLAMP (ABI 1.2): src0 x -> same shape and type; min(max(x, lo), hi)
+     * element by element (NaN stays NaN). params: f32 lo, f32 hi (lo <= hi;
+     * either may be infinite). */
+    BP_OP_CLAMP = 28,
+
     BP_OP_COUNT
 };
 
@@ -164,6 +199,8 @@ static_assert(BP_OP_SILU == 9 && BP_OP_GELU == 10 && BP_OP_CPY == 11 && BP_OP_CO
 static_assert(BP_OP_CUSTOM == 19 && BP_OP_SQR == 20, "bp_op values are frozen");
 static_assert(BP_OP_ROPE_EXT == 21 && BP_OP_TANH == 22 && BP_OP_FLASH_ATTN_SOFTCAP == 23,
               "bp_op values are frozen");
+static_assert(BP_OP_MUL_MAT_ID == 24 && BP_OP_TOP_K == 25 && BP_OP_SUM_ROWS == 26 &&
+              BP_OP_DIV == 27 && BP_OP_CLAMP == 28, "bp_op values are frozen");
 
 /* The op-param layout of BP_OP_CUSTOM (words of bp_tensor.op_params). */
 #define BP_CUSTOM_NAME_MAX    32  /* bytes of the name field, its NUL included */
@@ -180,7 +217,7 @@ static inline const char *bp_op_name(enum bp_op op)
         "NONE", "GET_ROWS", "MUL_MAT", "ADD", "MUL", "SCALE", "RMS_NORM", "SOFT_MAX",
         "ROPE", "SILU", "GELU", "CPY", "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE",
         "SET_ROWS", "FLASH_ATTN_EXT", "CUSTOM", "SQR", "ROPE_EXT", "TANH",
-        "FLASH_ATTN_SOFTCAP",
+        "FLASH_ATTN_SOFTCAP", "MUL_MAT_ID", "TOP_K", "SUM_ROWS", "DIV", "CLAMP",
     };
     return ((unsigned)op < BP_OP_COUNT) ? names[op] : "UNKNOWN";
 }

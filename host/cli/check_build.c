@@ -162,6 +162,17 @@ void check_fill_input(const struct check_input *in, uint64_t seed, void *dst, si
     case CHECK_FILL_FACTORS:
         for (size_t i = 0; i < n; i++) store_float(type, dst, i, 4.5f + 3.5f * rand_unit(&s));
         break;
+    case CHECK_FILL_IDS_SAME:
+        if (type == BP_TYPE_I32) {
+            size_t row = (size_t)in->t->ne[0];
+            fill_ids(in, &s, dst, n < row ? n : row, false);
+            for (size_t i = row; i < n; i++) ((int32_t *)dst)[i] = ((int32_t *)dst)[i % row];
+        }
+        break;
+    case CHECK_FILL_TIES:
+        for (size_t i = 0; i < n; i++)
+            store_float(type, dst, i, (float)(int)(xorshift64s(&s) % 5) * 0.5f - 1.0f);
+        break;
     case CHECK_FILL_UNIFORM:
     default:
         for (size_t i = 0; i < n; i++) store_float(type, dst, i, rand_unit(&s));

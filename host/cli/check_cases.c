@@ -67,6 +67,8 @@ static struct bp_tensor *build_unary(struct check_builder *b, const struct check
     case BP_OP_GELU: return bp_gelu(b->ctx, x);
     case BP_OP_SQR: return bp_sqr(b->ctx, x);
     case BP_OP_TANH: return bp_tanh(b->ctx, x);
+    case BP_OP_CLAMP: return bp_clamp(b->ctx, x, c->f0, c->f1);
+    case BP_OP_SUM_ROWS: return bp_sum_rows(b->ctx, x);
     case BP_OP_CONT: return bp_cont(b->ctx, x);
     default: return NULL;
     }
@@ -174,6 +176,45 @@ static struct bp_tensor *build_flash_attn(struct check_builder *b, const struct 
     const float scale = 1.0f / sqrtf((float)D);
     if (c->op == BP_OP_FLASH_ATTN_SOFTCAP) return bp_flash_attn_softcap(b->ctx, q, k, v, mask, scale, c->f0);
     return bp_flash_attn_ext(b->ctx, q, k, v, mask, scale);
+}
+
+/* MUL_MAT_ID: a W [K, N, n_expert] (case type), b X [K, X1, n_tok] (F32),
+ * c ids [n_used, n_tok]; i0 how the ids are drawn (a check_fill of ids),
+ * i1 their range (0: every expert; fewer leaves experts no token picks);
+ * WITH_IDS_T: ids a transposed view (strided); LAYOUT1 X's layout. */
+static struct bp_tensor *build_mul_mat_id(struct check_builder *b, const struct check_case *c)
+{
+    struct bp_tensor *w = in_uniform(b, "w", c->type, c->a, LAYOUT_CONTIGUOUS);
+    struct bp_tensor *x = in_uniform(b, "x", BP_TYPE_F32, c->b, LAYOUT1(c->variant));
+    const int64_t range = c->i1 ? c->i1 : c->a[2];
+    struct bp_tensor *ids;
+    if (c->variant & WITH_IDS_T) {
+        /* Drawn per token along dim 1 of the leaf: no distinctness per token. */
+        struct bp_tensor *leaf = check_input(b, "ids", BP_TYPE_I32, CHECK_FILL_IDS, range,
+                                             c->c[1], c->c[0], 1, 1);
+        ids = bp_transpose(b->ctx, leaf);
+    } else {
+        ids = check_input(b, "ids", BP_TYPE_I32, (enum check_fill)c->i0, range, c->c[0], c->c[1],
+                          1, 1);
+    }
+    return bp_mul_mat_id(b->ctx, w, x, ids);
+}
+
+/* TOP_K: a x (F32), i0 k; variant: the fill (CHECK_FILL_TIES for ties),
+ * LAYOUT0 in bits 4..7 (PERM) of it. */
+static struct bp_tensor *build_top_k(struct check_builder *b, const struct check_case *c)
+{
+    struct bp_tensor *x = in_layout(b, "x", BP_TYPE_F32, (enum check_fill)LAYOUT0(c->variant), 0,
+                                    c->a, LAYOUT1(c->variant));
+    return bp_top_k(b->ctx, x, c->i0);
+}
+
+/* DIV: as build_binary, b drawn from [1, 8) (no division by about zero). */
+static struct bp_tensor *build_div(struct check_builder *b, const struct check_case *c)
+{
+    struct bp_tensor *x = in_uniform(b, "a", c->type, c->a, LAYOUT0(c->variant));
+    struct bp_tensor *y = in_layout(b, "b", c->type, CHECK_FILL_FACTORS, 0, c->b, LAYOUT1(c->variant));
+    return bp_div(b->ctx, x, y);
 }
 
 /* ---- the table ---- */
@@ -467,9 +508,89 @@ static const struct check_template templates[] = {
     {.op = BP_OP_FLASH_ATTN_SOFTCAP, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {64, 3, 4, 1},
      .b = {64, 17, 2}, .f0 = 0.5f, .variant = WITH_MASK | LAYOUT_ROWS_PERMUTED,
      .build = build_flash_attn, .desc = "q[64,3,4] kv[64,17,2] rows permuted mask cap=0.5"},
+
+    /* MUL_MAT_ID (ABI 1.2): a W [K, N, n_expert], b X [K, X1, n_tok], c ids
+     * [n_used, n_tok]; i0 the ids' fill, i1 their range (0: all experts).
+     * One token (decode), many tokens (prefill, experts shared by several
+     * tokens), per-slot activations, ids repeated and unsorted within a
+     * token, the same ids for every token, experts no token picks (range
+     * below n_expert), strided ids and rows-permuted activations. */
+#define MMID(TYPES, W0, W1, W2, X1, NT, NU, FILL, RANGE, V, D)                                  \
+    {.op = BP_OP_MUL_MAT_ID, .types = TYPES, .a = {W0, W1, W2, 1}, .b = {W0, X1, NT, 1},         \
+     .c = {NU, NT, 1, 1}, .i0 = FILL, .i1 = RANGE, .variant = V, .build = build_mul_mat_id,     \
+     .desc = D}
+#define MMID_SET(TYPES, K, KS)                                                                   \
+    MMID(TYPES, K, 17, 8, 1, 1, 2, CHECK_FILL_IDS_UNIQUE, 0, 0,                                 \
+         "w[" KS ",17,8] x[" KS ",1,1] ids[2,1] one token"),                                    \
+    MMID(TYPES, K, 17, 8, 1, 9, 2, CHECK_FILL_IDS, 0, 0,                                        \
+         "w[" KS ",17,8] x[" KS ",1,9] ids[2,9] repeated unsorted"),                            \
+    MMID(TYPES, K, 17, 6, 2, 9, 2, CHECK_FILL_IDS_UNIQUE, 0, 0,                                 \
+         "w[" KS ",17,6] x[" KS ",2,9] ids[2,9] per slot"),                                     \
+    MMID(TYPES, K, 9, 8, 1, 7, 3, CHECK_FILL_IDS_SAME, 0, 0,                                    \
+         "w[" KS ",9,8] x[" KS ",1,7] ids[3,7] same for all tokens"),                           \
+    MMID(TYPES, K, 33, 8, 2, 37, 2, CHECK_FILL_IDS_UNIQUE, 3, 0,                                \
+         "w[" KS ",33,8] x[" KS ",2,37] ids[2,37] experts 3..7 unpicked"),                      \
+    MMID(TYPES, K, 17, 5, 1, 11, 4, CHECK_FILL_IDS, 0, WITH_IDS_T,                              \
+         "w[" KS ",17,5] x[" KS ",1,11] ids[4,11] strided"),                                    \
+    MMID(TYPES, K, 17, 4, 2, 5, 2, CHECK_FILL_IDS_UNIQUE, 0, PERM(0, LAYOUT_ROWS_PERMUTED),    \
+         "w[" KS ",17,4] x[" KS ",2,5] rows permuted ids[2,5]")
+    MMID_SET(F32 | F16 | BF16, 33, "33"),
+    MMID_SET(QUANT_ALL, 256, "256"),
+    MMID(QUANT_32, 96, 17, 8, 1, 6, 2, CHECK_FILL_IDS_UNIQUE, 0, 0, "w[96,17,8] x[96,1,6] ids[2,6]"),
+    MMID(F32 | Q4_0 | Q4_K, 512, 40, 16, 1, 70, 4, CHECK_FILL_IDS_UNIQUE, 0, 0,
+         "w[512,40,16] x[512,1,70] ids[4,70] many tokens"),
+#undef MMID_SET
+#undef MMID
+
+    /* TOP_K (ABI 1.2): i0 k; variant PERM(fill, layout). Ties (values drawn
+     * from five levels) check the order rule: equal values by ascending
+     * index; k == n is the whole descending argsort. */
+    {.op = BP_OP_TOP_K, .types = F32, .a = {8, 5, 1, 1}, .i0 = 2, .build = build_top_k,
+     .desc = "x[8,5] k=2"},
+    {.op = BP_OP_TOP_K, .types = F32, .a = {64, 3, 2, 1}, .i0 = 8, .build = build_top_k,
+     .desc = "x[64,3,2] k=8"},
+    {.op = BP_OP_TOP_K, .types = F32, .a = {1, 4, 1, 1}, .i0 = 1, .build = build_top_k,
+     .desc = "x[1,4] k=1"},
+    {.op = BP_OP_TOP_K, .types = F32, .a = {8, 7, 1, 1}, .i0 = 8, .variant = PERM(CHECK_FILL_TIES, 0),
+     .build = build_top_k, .desc = "x[8,7] k=8 ties (argsort)"},
+    {.op = BP_OP_TOP_K, .types = F32, .a = {33, 4, 1, 1}, .i0 = 5, .variant = PERM(CHECK_FILL_TIES, 0),
+     .build = build_top_k, .desc = "x[33,4] k=5 ties"},
+    {.op = BP_OP_TOP_K, .types = F32, .a = {60, 3, 4, 1}, .i0 = 4,
+     .variant = PERM(CHECK_FILL_UNIFORM, LAYOUT_ROWS_PERMUTED), .build = build_top_k,
+     .desc = "x[60,3,4] rows permuted k=4"},
+    {.op = BP_OP_TOP_K, .types = F32, .a = {128, 9, 1, 1}, .i0 = 8, .variant = PERM(CHECK_FILL_UNIFORM, LAYOUT_PERMUTED),
+     .build = build_top_k, .desc = "x[128,9] transposed k=8"},
+
+    /* SUM_ROWS (ABI 1.2). */
+    {.op = BP_OP_SUM_ROWS, .types = F32, .a = {65, 3, 2, 1}, .build = build_unary, .desc = "x[65,3,2]"},
+    {.op = BP_OP_SUM_ROWS, .types = F32, .a = {1, 5, 1, 1}, .build = build_unary, .desc = "x[1,5]"},
+    {.op = BP_OP_SUM_ROWS, .types = F32, .a = {33, 4, 3, 1}, .variant = LAYOUT_ROWS_PERMUTED,
+     .build = build_unary, .desc = "x[33,4,3] rows permuted"},
+    {.op = BP_OP_SUM_ROWS, .types = F32, .a = {8, 7, 1, 1}, .variant = LAYOUT_PERMUTED,
+     .build = build_unary, .desc = "x[8,7] transposed"},
+
+    /* DIV (ABI 1.2): b in [1, 8). */
+    {.op = BP_OP_DIV, .types = F32 | F16, .a = {17, 3, 2, 1}, .b = {17, 3, 2, 1}, .build = build_div,
+     .desc = "a[17,3,2] b[17,3,2]"},
+    {.op = BP_OP_DIV, .types = F32 | F16, .a = {1, 8, 5, 1}, .b = {1, 1, 5, 1}, .build = build_div,
+     .desc = "a[1,8,5] b[1,1,5] broadcast"},
+    {.op = BP_OP_DIV, .types = F32 | F16, .a = {33, 5, 3, 2}, .b = {33, 1, 1, 1}, .build = build_div,
+     .desc = "a[33,5,3,2] b[33] broadcast"},
+    {.op = BP_OP_DIV, .types = F32 | F16, .a = {17, 5, 3, 1}, .b = {17, 5, 1, 1},
+     .variant = PERM(LAYOUT_PERMUTED, LAYOUT_PERMUTED), .build = build_div,
+     .desc = "a[17,5,3] permuted b[17,5] permuted broadcast"},
+
+    /* CLAMP (ABI 1.2): f0 lo, f1 hi. */
+    {.op = BP_OP_CLAMP, .types = F32 | F16, .a = {65, 3, 2, 1}, .f0 = -0.5f, .f1 = 0.25f,
+     .build = build_unary, .desc = "x[65,3,2] [-0.5, 0.25]"},
+    {.op = BP_OP_CLAMP, .types = F32 | F16, .a = {33, 17, 1, 1}, .f0 = -INFINITY, .f1 = 0.0f,
+     .variant = LAYOUT_PERMUTED, .build = build_unary, .desc = "x[33,17] permuted [-inf, 0]"},
+    {.op = BP_OP_CLAMP, .types = F32 | F16, .a = {17, 5, 3, 1}, .f0 = 6.103515625e-5f,
+     .f1 = INFINITY, .variant = LAYOUT_STRIDED_VIEW, .build = build_unary,
+     .desc = "x[17,5,3] strided view [6.1e-5, inf]"},
 };
 
-#define MAX_CASES 512
+#define MAX_CASES 1024
 static struct check_case cases[MAX_CASES];
 static size_t n_cases;
 

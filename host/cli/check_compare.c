@@ -41,6 +41,11 @@ static const struct threshold_row thresholds[] = {
     {BP_OP_MUL_MAT,        1e-6, 1e-5, 1e-4},  /* f16 weights: the activations may be rounded too */
     {BP_OP_FLASH_ATTN_EXT, 1e-6, 5e-5, 5e-4},
     {BP_OP_FLASH_ATTN_SOFTCAP, 1e-6, 5e-5, 5e-4},
+    {BP_OP_MUL_MAT_ID,     1e-6, 1e-5, 1e-4},  /* as MUL_MAT (quantized weights too, below) */
+    {BP_OP_TOP_K,          0.0,  0.0,  0.0},   /* indices: exact, the tie rule included */
+    {BP_OP_SUM_ROWS,       1e-7, 1e-7, 1e-7},
+    {BP_OP_DIV,            1e-7, 1e-5, 1e-4},
+    {BP_OP_CLAMP,          1e-7, 1e-7, 1e-7},
 };
 
 /* Quantized inputs: the device and the reference start from the same bytes,
@@ -88,6 +93,8 @@ static const struct {
 
 double check_threshold(enum bp_op op, enum bp_type type)
 {
+    /* MUL_MAT_ID is MUL_MAT per slot: the same rounding of the activations. */
+    if (op == BP_OP_MUL_MAT_ID && bp_type_is_quantized(type)) op = BP_OP_MUL_MAT;
     for (size_t i = 0; i < sizeof quant_thresholds / sizeof quant_thresholds[0]; i++)
         if (quant_thresholds[i].op == op && quant_thresholds[i].type == type)
             return quant_thresholds[i].limit;

@@ -21,6 +21,8 @@ enum check_fill {
     CHECK_FILL_IDS_UNIQUE,  /* I32 in [0, range), distinct within each row of ids */
     CHECK_FILL_MASK,        /* floats in [-1, 1), about a quarter -INFINITY (never column 0) */
     CHECK_FILL_FACTORS,     /* floats in [1, 8): ROPE_EXT's frequency factors */
+    CHECK_FILL_IDS_SAME,    /* I32 in [0, range), row 0 drawn and repeated in every row */
+    CHECK_FILL_TIES,        /* floats from {-1, -0.5, 0, 0.5, 1}: many equal values */
 };
 
 #define CHECK_MAX_INPUTS 8
@@ -38,6 +40,7 @@ enum layout {
 #define LAYOUT1(v) (((v) >> 4) & 0xf)
 #define WITH_MASK 0x100
 #define WITH_FACTORS 0x200 /* ROPE_EXT: a frequency-factor input */
+#define WITH_IDS_T 0x400   /* MUL_MAT_ID: the ids a transposed (strided) view */
 
 struct check_input {
     struct bp_tensor *t;

@@ -62,6 +62,19 @@ static bool heads(const struct check_case *c)
     return LAYOUT0(c->variant) == LAYOUT_CONTIGUOUS && c->b[2] >= 2;
 }
 
+/* Experts cut like a dense FFN: the stacked weights by output rows (axis
+ * 1, at least two), every device a slice of every expert. */
+static bool expert_rows(const struct check_case *c)
+{
+    return c->a[1] >= 2;
+}
+
+/* Rows of the routing ops' input (TOP_K, SUM_ROWS read whole rows). */
+static bool rows_of_plain_a(const struct check_case *c)
+{
+    return LAYOUT1(c->variant) == LAYOUT_CONTIGUOUS && c->a[1] >= 2;
+}
+
 static const struct split_rule rules[] = {
     {BP_OP_MUL_MAT, {"w"}, 1, rows_of_a},          /* column-parallel: output rows per device */
     {BP_OP_ADD, {"a"}, 1, rows_of_binary},
@@ -79,6 +92,11 @@ static const struct split_rule rules[] = {
     {BP_OP_GET_ROWS, {"table"}, 0, table_columns},
     {BP_OP_FLASH_ATTN_EXT, {"q", "k", "v"}, 2, heads},
     {BP_OP_FLASH_ATTN_SOFTCAP, {"q", "k", "v"}, 2, heads},
+    {BP_OP_MUL_MAT_ID, {"w"}, 1, expert_rows},
+    {BP_OP_TOP_K, {"x"}, 1, rows_of_plain_a},
+    {BP_OP_SUM_ROWS, {"x"}, 1, rows_of_a},
+    {BP_OP_DIV, {"a"}, 1, rows_of_binary},
+    {BP_OP_CLAMP, {"x"}, 1, rows_of_a},
 };
 
 static const struct split_rule *rule_of(const struct check_case *c)

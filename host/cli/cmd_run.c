@@ -39,9 +39,11 @@ static void help(void)
          "                     [--threads N] [--compare DEVICE] [--json]\n"
          "                     [--dump-logits FILE] [--weight-type T] [--weight-seed N]\n"
          "                     [--fused-qkv] [--n-ctx N] [--save FILE.gguf] [--bandwidth]\n"
-         "                     [--offload-layers N] [--strict] [--profile] [--prefill-runs N]\n\n"
-         "Runs a decoder-only model (architectures llama, qwen2, qwen3, gemma2, gemma3,\n"
-         "phi3, mistral3): the prompt in one graph (prefill), then\n"
+         "                     [--offload-layers N] [--cpu-moe | --n-cpu-moe N] [--strict]\n"
+         "                     [--profile] [--prefill-runs N]\n\n"
+         "Runs a decoder-only model (architectures llama, Mixtral-style llama with experts,\n"
+         "qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, mistral3): the prompt in one graph\n"
+         "(prefill), then\n"
          "decoding token by token with a KV cache (greedy unless --temp), and prints the\n"
          "generated text or token ids with prefill and decode tokens per second. It\n"
          "stops at the model's end-of-generation token when it has a tokenizer.\n\n"
@@ -66,6 +68,11 @@ static void help(void)
          "                       its DEV (cuda0 counts up by node-local rank)\n"
          "  --offload-layers N   only the first N layers' weights and KV cache on the\n"
          "                       device, the rest on the cpu (default: all)\n"
+         "  --cpu-moe            a mixture of experts' expert weights (ffn_*_exps) stay on\n"
+         "                       the cpu and their products run there; the rest of each\n"
+         "                       layer runs on --device (for a GPU too small for the\n"
+         "                       experts; --plan shows where they go)\n"
+         "  --n-cpu-moe N        the same for the experts of the first N layers only\n"
          "  --strict             fail instead of running any op on the cpu fallback\n"
          "  --prompt-tokens LIST comma-separated token ids\n"
          "  --prompt-len N       N pseudo-random prompt tokens (default 8)\n"
@@ -113,6 +120,7 @@ struct opts {
     int64_t prompt_len, n_gen, n_ctx, prefill_runs;
     int threads;
     int64_t offload_layers;
+    int64_t cpu_moe_layers;     /* --cpu-moe: -1; --n-cpu-moe N: N */
     bool json, fused, bandwidth, strict, profile, plan;
     bool chat, n_gen_given;
     enum bp_type wtype;
@@ -227,6 +235,13 @@ static int parse(int argc, char **argv, struct opts *o)
             if (!parse_i64(v, 1, 1 << 20, &o->offload_layers))
                 return cli_usage_error("run", "--offload-layers wants a number of layers >= 1, not '%s' "
                                        "(for none, run on --device cpu).", v);
+        }
+        else if (!strcmp(a, "--cpu-moe")) o->cpu_moe_layers = -1;
+        else if (!strcmp(a, "--n-cpu-moe")) {
+            NEEDV();
+            if (!parse_i64(v, 0, 1 << 20, &o->cpu_moe_layers))
+                return cli_usage_error("run", "--n-cpu-moe wants a number of layers >= 0, not '%s' "
+                                       "(--cpu-moe: all of them).", v);
         }
         else if (!strcmp(a, "--profile")) o->profile = true;
         else if (!strcmp(a, "--model")) { NEEDV(); o->model = v; }
@@ -840,14 +855,14 @@ static int chat(const struct opts *o, const struct bp_run_model *m, struct bp_de
      * from the start can be that long. */
     struct bp_run_plan plan;
     struct bp_run_plan_options po = { .n_ctx = n_ctx, .n_prompt = n_ctx, .offload_layers = o->offload_layers,
-                                      .strict = o->strict };
+                                      .cpu_moe_layers = o->cpu_moe_layers, .strict = o->strict };
     if (bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK && !bp_run_plan_fits(&plan, err, sizeof err)) {
         cli_error("%s", err);
         goto out;
     }
     struct bp_run_session_options so = { .n_ctx = n_ctx, .n_threads = o->threads, .progress = upload_progress,
                                          .progress_user = pr, .offload_layers = o->offload_layers,
-                                         .strict = o->strict };
+                                         .cpu_moe_layers = o->cpu_moe_layers, .strict = o->strict };
     const bool made = bp_run_session_new(m, dev, &so, &s, err, sizeof err) == BP_OK;
     progress_done(pr);
     pr->tty = false;   /* the conversation has the terminal now */
@@ -928,7 +943,7 @@ int cmd_run(int argc, char **argv)
         .n_ctx = o.n_ctx ? o.n_ctx : need, .n_threads = o.dist ? 0 : o.threads,
         .n_prefill = n_prompt, .prefill_all = o.dump || o.compare,
         .progress = upload_progress, .progress_user = &pr,
-        .offload_layers = o.offload_layers, .strict = o.strict,
+        .offload_layers = o.offload_layers, .cpu_moe_layers = o.cpu_moe_layers, .strict = o.strict,
     };
     if (need > m->hp.n_ctx_train || so.n_ctx < need) {
         cli_error("the prompt and generation need %" PRId64 " positions but the %s holds %" PRId64
@@ -943,8 +958,8 @@ int cmd_run(int argc, char **argv)
      * a rank that would not fit stops all. */
     struct bp_run_plan plan;
     struct bp_run_plan_options po = { .n_ctx = so.n_ctx, .n_prompt = n_prompt,
-                                      .offload_layers = o.offload_layers, .prefill_all = so.prefill_all,
-                                      .strict = o.strict };
+                                      .offload_layers = o.offload_layers, .cpu_moe_layers = o.cpu_moe_layers,
+                                      .prefill_all = so.prefill_all, .strict = o.strict };
     bool planned = bp_run_plan_make(m, dev, &po, &plan, err, sizeof err) == BP_OK;
     if (o.dist) {
         if (!dist_gate(&o, planned, err)) goto out;

@@ -9,6 +9,7 @@ static void json_row(struct json_writer *w, const struct bp_run_plan_device *d)
 {
     json_string(w, "device", bp_device_name(d->dev));
     json_uint(w, "weights", d->weights);
+    json_uint(w, "experts", d->experts);
     json_uint(w, "output_copy", d->output_copy);
     json_uint(w, "kv_cache", d->kv_cache);
     json_uint(w, "decode_buffers", d->decode);
@@ -44,6 +45,7 @@ void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m
         json_int(&w, "n_ctx", p->n_ctx);
         json_int(&w, "n_prompt", p->n_prompt);
         json_int(&w, "offload_layers", p->offload_layers);
+        json_int(&w, "cpu_moe_layers", p->cpu_moe_layers);
         json_array_begin(&w, "devices");
         for (size_t i = 0; i < p->n_devices; i++) {
             json_object_begin(&w, NULL);
@@ -72,6 +74,19 @@ void bp_run_plan_print(const struct bp_run_plan *p, const struct bp_run_model *m
     for (size_t i = 0; i < p->n_devices; i++) {
         text_row(&p->d[i], "  ");
         for (size_t k = 0; i == 0 && k < p->n_subs; k++) text_row(&p->sub[k], "    ");
+    }
+    size_t experts = 0;
+    for (size_t i = 0; i < p->n_devices; i++) experts += p->d[i].experts;
+    if (experts) {
+        char a[32], b[32];
+        printf("experts: %s on %s, %s on %s", bp_format_bytes(p->d[0].experts, a, sizeof a),
+               bp_device_name(p->d[0].dev),
+               bp_format_bytes(p->n_devices > 1 ? p->d[1].experts : 0, b, sizeof b),
+               p->n_devices > 1 ? bp_device_name(p->d[1].dev) : "the cpu");
+        if (p->cpu_moe_layers > 0)
+            printf(" (the first %lld of %lld layers' experts kept there)", (long long)p->cpu_moe_layers,
+                   (long long)p->n_layer);
+        printf("\n");
     }
     printf("%s\n", fits ? "fits." : why);
 }

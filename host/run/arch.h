@@ -44,7 +44,16 @@ enum bp_arch_flag {
      * this flag the long/short factors are read whenever present (Phi-3). */
     BP_ARCH_FACTORS_BY_SCALING = 1u << 5,
     BP_ARCH_ATTN_TEMP = 1u << 6,   /* attention.temperature_scale scales Q by position (Mistral 3) */
+    /* Mixture of experts (expert_count > 0) runs: the dense FFN rows give way
+     * to the router and stacked experts (llama_schema.h, BP_LLAMA_MOE_*), and
+     * the FFN is llama.cpp's build_moe_ffn with softmax gating, top-k and the
+     * chosen weights renormalised to sum 1 (Mixtral, Qwen3-MoE). */
+    BP_ARCH_MOE = 1u << 7,
+    BP_ARCH_MOE_ONLY = 1u << 8,    /* expert_count is required (qwen3moe) */
 };
+
+/* llama.cpp's LLAMA_MAX_EXPERTS. */
+#define BP_ARCH_MAX_EXPERTS 512
 
 /* How a metadata key's value lands in struct bp_run_hparams. */
 enum bp_arch_kv {
@@ -96,7 +105,7 @@ const struct bp_arch *bp_arch_find(const char *name, size_t len);
 /* The architectures, NULL-terminated (for messages and `info`). */
 extern const struct bp_arch *const bp_archs[];
 extern const struct bp_arch bp_arch_llama, bp_arch_qwen2, bp_arch_qwen3, bp_arch_gemma2, bp_arch_gemma3,
-    bp_arch_phi3, bp_arch_mistral3;
+    bp_arch_phi3, bp_arch_mistral3, bp_arch_qwen3moe;
 
 /* Read hp's metadata for architecture a from g: every key of the common
  * table and a's own, with their types checked (a known key of another type

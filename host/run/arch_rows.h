@@ -35,4 +35,9 @@
     BP_ARCH_ROW(FFN_GATE_B) = BP_ARCH_USE, BP_ARCH_ROW(FFN_UP_B) = BP_ARCH_USE,           \
     BP_ARCH_ROW(FFN_DOWN_B) = BP_ARCH_USE
 
+/* The router and the stacked experts (present only with expert_count > 0). */
+#define BP_ARCH_MOE_ROWS                                                                  \
+    BP_ARCH_ROW(FFN_GATE_INP) = BP_ARCH_USE, BP_ARCH_ROW(FFN_GATE_EXPS) = BP_ARCH_USE,    \
+    BP_ARCH_ROW(FFN_UP_EXPS) = BP_ARCH_USE, BP_ARCH_ROW(FFN_DOWN_EXPS) = BP_ARCH_USE
+
 #endif /* BP_RUN_ARCH_ROWS_H */

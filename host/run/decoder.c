@@ -422,20 +422,38 @@ static int64_t weight_layer(const struct bp_run_weight *w)
     return sscanf(w->name, "blk.%d.%n", &l, &n) == 1 && n > 0 ? l : -1;
 }
 
+/* True for a stacked expert weight (ffn_{gate,up,down}_exps): what
+ * --cpu-moe keeps on the cpu (not the router, which is small). */
+static bool is_expert(const struct bp_run_weight *w)
+{
+    return w->row && w->row->moe == BP_LLAMA_MOE_ONLY && w->row->n_dims == 3;
+}
+
+/* How many leading layers' experts --n-cpu-moe n (< 0: all) puts on the cpu. */
+static int64_t cpu_moe_layers_of(const struct bp_run_model *m, int64_t n)
+{
+    if (m->hp.n_expert <= 0 || n == 0) return 0;
+    return n < 0 || n > m->hp.n_layer ? m->hp.n_layer : n;
+}
+
 /* Where each weight and cache lives. With a fallback: layers from
  * offload_layers on, and (then) the embedding, output norm and output, go
  * to it; so does a tensor that a node dev declines reads or writes — found
  * by building the decode graph once over unallocated stand-ins — because
  * the node then runs on the fallback, which may not reach dev's memory (a
  * meta device's cache written by SET_ROWS on the cpu). */
-static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, char *err, size_t cap)
+static bp_status choose_homes(struct bp_run_session *s, int64_t offload_layers, int64_t cpu_moe_layers,
+                              char *err, size_t cap)
 {
     const struct bp_run_model *m = s->m;
     const int64_t L = m->hp.n_layer;
     const bool partial = s->fb && offload_layers > 0 && offload_layers < L;
+    const int64_t moe_on_fb = s->fb ? cpu_moe_layers_of(m, cpu_moe_layers) : 0;
     for (size_t i = 0; i < m->n_weights; i++) {
         int64_t l = weight_layer(&m->weights[i]);
-        s->home_w[i] = partial && (l < 0 || l >= offload_layers) ? s->fb : s->dev;
+        s->home_w[i] = (partial && (l < 0 || l >= offload_layers)) ||
+                               (is_expert(&m->weights[i]) && l >= 0 && l < moe_on_fb)
+                           ? s->fb : s->dev;
     }
     for (int64_t l = 0; l < L; l++) s->home_cache[l] = partial && l >= offload_layers ? s->fb : s->dev;
     if (!s->fb) return BP_OK;
@@ -582,7 +600,9 @@ bp_status bp_run_session_new(const struct bp_run_model *m, struct bp_device *dev
     s->split_installed = bp_device_type(dev) == BP_DEVICE_TYPE_META;
     if ((st = start_backends(s, opts, err, cap)) != BP_OK) goto out;
     if ((st = set_threads(s, opts ? opts->n_threads : 0, err, cap)) != BP_OK) goto out;
-    if ((st = choose_homes(s, opts ? opts->offload_layers : 0, err, cap)) != BP_OK) goto out;
+    if ((st = choose_homes(s, opts ? opts->offload_layers : 0, opts ? opts->cpu_moe_layers : 0, err, cap)) !=
+        BP_OK)
+        goto out;
     if ((st = make_tensors(s, err, cap)) != BP_OK) goto out;
     if ((st = upload(s, opts, err, cap)) != BP_OK) goto out;
     if (opts && opts->n_prefill > 1 && opts->n_prefill <= s->n_ctx) {
@@ -709,6 +729,46 @@ static struct bp_tensor *attend(const struct bp_run_session *s, const struct pla
                                    : bp_flash_attn_ext(c, qh, kv_k, kv_v, mask, scale);
 }
 
+/* The mixture-of-experts FFN of layer l on h [n_embd, n], as llama.cpp's
+ * build_moe_ffn with softmax gating and renormalised weights (Mixtral,
+ * Qwen3-MoE): p = softmax(W_gate_inp h) over the experts; the k =
+ * expert_used_count largest (TOP_K, llama.cpp's descending argsort); their
+ * probabilities w = p_sel / max(sum p_sel, 2^-14); each chosen expert's
+ * SwiGLU through MUL_MAT_ID, scaled by its w, and the k summed. */
+static struct bp_tensor *moe_ffn(const struct bp_run_session *s, const struct plan *p, int64_t l,
+                                 struct bp_tensor *h)
+{
+    struct bp_context *c = p->ctx;
+    const struct bp_run_hparams *hp = &s->m->hp;
+    const struct bp_arch *arch = hp->arch ? hp->arch : &bp_arch_llama;
+    const struct bp_run_layer *L = &s->m->layers[l];
+    const int64_t n = p->n, E = hp->n_expert, k = hp->n_expert_used, D = hp->n_embd;
+    char nm[BP_MAX_NAME];
+    struct bp_tensor *logits = bp_mul_mat(c, dev_weight(s, L->gate_inp), h);      /* [E, n] */
+    struct bp_tensor *probs = bp_soft_max(c, logits, NULL, 1.0f);
+    snprintf(nm, sizeof nm, "blk.%d.ffn_moe_topk", (int)l);
+    struct bp_tensor *ids = bp_tensor_set_name(bp_top_k(c, probs, (int)k), nm);    /* [k, n] */
+    struct bp_tensor *w = bp_get_rows(c, bp_reshape(c, probs, 3, (int64_t[]){1, E, n}), ids);
+    w = bp_reshape(c, w, 2, (int64_t[]){k, n});
+    struct bp_tensor *sum = bp_clamp(c, bp_sum_rows(c, w), 6.103515625e-5f, INFINITY);
+    w = bp_reshape(c, bp_div(c, w, sum), 3, (int64_t[]){1, k, n});                /* [1, k, n] */
+    struct bp_tensor *x3 = bp_reshape(c, h, 3, (int64_t[]){D, 1, n});
+    struct bp_tensor *g = bp_mul_mat_id(c, dev_weight(s, L->gate_exps), x3, ids);  /* [ff, k, n] */
+    struct bp_tensor *u = bp_mul_mat_id(c, dev_weight(s, L->up_exps), x3, ids);
+    g = arch->act == BP_ARCH_ACT_GELU ? bp_gelu(c, g) : bp_silu(c, g);
+    snprintf(nm, sizeof nm, "blk.%d.ffn_moe_down_in", (int)l);
+    struct bp_tensor *e = bp_mul_mat_id(c, dev_weight(s, L->down_exps),
+                                        bp_tensor_set_name(bp_mul(c, g, u), nm), ids); /* [D, k, n] */
+    e = bp_mul(c, e, w);
+    struct bp_tensor *out = NULL;
+    for (int64_t j = 0; j < k && e; j++) {
+        struct bp_tensor *slot = bp_view(c, e, 2, (int64_t[]){D, n}, (size_t[]){e->nb[0], e->nb[2]},
+                                         (size_t)j * e->nb[1]);
+        out = out ? bp_add(c, out, slot) : slot;
+    }
+    return k == 1 ? bp_cont(c, out) : out;
+}
+
 static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
                                struct bp_tensor *x)
 {
@@ -780,6 +840,11 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     x = bp_add(c, x, o);
 
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
+    if (L->gate_inp) {
+        struct bp_tensor *f = moe_ffn(s, p, l, h);
+        if (L->post_ffw_norm) f = norm(c, f, dev_weight(s, L->post_ffw_norm), hp->rms_eps);
+        return bp_add(c, x, f);
+    }
     struct bp_tensor *g, *u;
     if (arch->flags & BP_ARCH_FUSED_UP) { /* [gate | up] in one projection */
         struct bp_tensor *gu = bias(s, c, bp_mul_mat(c, dev_weight(s, L->up), h), L->bup);
@@ -1276,7 +1341,7 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
         s->split_installed = st == BP_OK && bp_device_type(dev) == BP_DEVICE_TYPE_META;
     }
     if (st == BP_OK) st = start_backends(s, &so, err, cap);
-    if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, err, cap);
+    if (st == BP_OK) st = choose_homes(s, o ? o->offload_layers : 0, o ? o->cpu_moe_layers : 0, err, cap);
     if (st == BP_OK) st = make_tensors(s, err, cap);
     struct bp_run_plan_device *d = out->d;
     if (st == BP_OK) {
@@ -1285,6 +1350,8 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
                 bp_context_alloc_size(s->wg[i].ctx, s->wg[i].buft, NULL);
         if (s->out_copy)
             d[plan_slot(s, s->home_w[m->output - m->weights])].output_copy = bp_nbytes(s->out_copy);
+        for (size_t i = 0; i < m->n_weights; i++)
+            if (is_expert(&m->weights[i])) d[plan_slot(s, s->home_w[i])].experts += bp_nbytes(s->w[i]);
         for (int i = 0; i < 1 + (s->fb != NULL); i++)
             d[i].kv_cache = bp_context_alloc_size(s->cctx[i], bp_device_buffer_type(i ? s->fb : dev), NULL);
     }
@@ -1345,6 +1412,7 @@ bp_status bp_run_plan_make(const struct bp_run_model *m, struct bp_device *dev,
     out->n_layer = m->hp.n_layer;
     out->offload_layers = s->fb && o && o->offload_layers > 0 && o->offload_layers < m->hp.n_layer
                               ? o->offload_layers : m->hp.n_layer;
+    out->cpu_moe_layers = s->fb && o ? cpu_moe_layers_of(m, o->cpu_moe_layers) : 0;
     bp_run_session_free(s);
     return st;
 }

@@ -38,6 +38,12 @@ struct bp_run_session_options {
      * fallback (BACKPLANE_SCHED_STRICT=1 too). direct skips the scheduler
      * and computes on dev alone (the benchmark's reference). */
     int64_t offload_layers;
+    /* With the cpu fallback (dev not a CPU): the expert weights
+     * (ffn_{gate,up,down}_exps) of the first cpu_moe_layers layers stay on
+     * the cpu, and their MUL_MAT_IDs run there, while the rest of each layer
+     * runs on dev (llama.cpp's --n-cpu-moe); < 0: every layer's (--cpu-moe);
+     * 0: none. Ignored for a model without experts or on a CPU device. */
+    int64_t cpu_moe_layers;
     bool strict;
     bool direct;
     /* Sequences, each with its own region of n_ctx cache positions, for

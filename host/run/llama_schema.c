@@ -20,6 +20,7 @@ static_assert(BP_SCHEMA_ROW_COUNT <= BP_ARCH_MAX_ROWS, "struct bp_arch.rows hold
 #define LAYER(f) .per_layer = true, .field = offsetof(struct bp_run_layer, f)
 #define VEC(d) .n_dims = 1, .ne = { d, d }
 #define MAT(d0, d1) .n_dims = 2, .ne = { d0, d1 }
+#define EXPS(d0, d1) .n_dims = 3, .ne = { d0, d1, BP_LLAMA_DIM_EXPERT }
 /* A norm or RoPE factor: f32, mirrored. */
 #define F32VEC(d, pres) VEC(d), .presence = (pres), .split = BP_LLAMA_MIRROR, .f32 = true, \
                         .init = BP_LLAMA_INIT_NORM
@@ -71,17 +72,39 @@ const struct bp_llama_tensor bp_llama_schema[BP_SCHEMA_ROW_COUNT] = {
                              F32VEC(BP_LLAMA_DIM_EMBD, BP_LLAMA_REQUIRED) },
     [BP_SCHEMA_ROW_FFN_NORM] = { "ffn_norm.weight", LAYER(ffn_norm), F32VEC(BP_LLAMA_DIM_EMBD, BP_LLAMA_REQUIRED) },
     [BP_SCHEMA_ROW_FFN_GATE] = { "ffn_gate.weight", LAYER(gate), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF),
-                       .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
+                       .presence = BP_LLAMA_REQUIRED, .moe = BP_LLAMA_MOE_DENSE, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
                        .init = BP_LLAMA_INIT_LINEAR },
     [BP_SCHEMA_ROW_FFN_UP] = { "ffn_up.weight", LAYER(up), MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF_UP),
-                     .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
+                     .presence = BP_LLAMA_REQUIRED, .moe = BP_LLAMA_MOE_DENSE, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
                      .init = BP_LLAMA_INIT_LINEAR },
     [BP_SCHEMA_ROW_FFN_DOWN] = { "ffn_down.weight", LAYER(down), MAT(BP_LLAMA_DIM_FF, BP_LLAMA_DIM_EMBD),
-                       .presence = BP_LLAMA_REQUIRED, .split = BP_LLAMA_ROWS_FF, .mul_mat_only = true,
+                       .presence = BP_LLAMA_REQUIRED, .moe = BP_LLAMA_MOE_DENSE, .split = BP_LLAMA_ROWS_FF, .mul_mat_only = true,
                        .init = BP_LLAMA_INIT_LINEAR, .input = "ffn_down_in" },
-    [BP_SCHEMA_ROW_FFN_GATE_B] = { "ffn_gate.bias", LAYER(bgate), BIAS(BP_LLAMA_DIM_FF, BP_LLAMA_COLS_FF) },
-    [BP_SCHEMA_ROW_FFN_UP_B] = { "ffn_up.bias", LAYER(bup), BIAS(BP_LLAMA_DIM_FF_UP, BP_LLAMA_COLS_FF) },
-    [BP_SCHEMA_ROW_FFN_DOWN_B] = { "ffn_down.bias", LAYER(bdown), BIAS(BP_LLAMA_DIM_EMBD, BP_LLAMA_MIRROR) },
+    [BP_SCHEMA_ROW_FFN_GATE_B] = { "ffn_gate.bias", LAYER(bgate), BIAS(BP_LLAMA_DIM_FF, BP_LLAMA_COLS_FF),
+                                   .moe = BP_LLAMA_MOE_DENSE },
+    [BP_SCHEMA_ROW_FFN_UP_B] = { "ffn_up.bias", LAYER(bup), BIAS(BP_LLAMA_DIM_FF_UP, BP_LLAMA_COLS_FF),
+                                 .moe = BP_LLAMA_MOE_DENSE },
+    [BP_SCHEMA_ROW_FFN_DOWN_B] = { "ffn_down.bias", LAYER(bdown), BIAS(BP_LLAMA_DIM_EMBD, BP_LLAMA_MIRROR),
+                                   .moe = BP_LLAMA_MOE_DENSE },
+    /* Mixture of experts: the router's logits per expert, and the experts'
+     * gate, up and down projections stacked along dim 2, which MUL_MAT_ID
+     * reads (only it, as src[0]; so may the router's, through MUL_MAT). */
+    [BP_SCHEMA_ROW_FFN_GATE_INP] = { "ffn_gate_inp.weight", LAYER(gate_inp),
+                           MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_EXPERT), .presence = BP_LLAMA_REQUIRED,
+                           .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_MIRROR, .mul_mat_only = true,
+                           .init = BP_LLAMA_INIT_LINEAR },
+    [BP_SCHEMA_ROW_FFN_GATE_EXPS] = { "ffn_gate_exps.weight", LAYER(gate_exps),
+                            EXPS(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF_EXP), .presence = BP_LLAMA_REQUIRED,
+                            .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_COLS_FF_EXP, .mul_mat_only = true,
+                            .init = BP_LLAMA_INIT_LINEAR },
+    [BP_SCHEMA_ROW_FFN_UP_EXPS] = { "ffn_up_exps.weight", LAYER(up_exps),
+                          EXPS(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF_EXP), .presence = BP_LLAMA_REQUIRED,
+                          .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_COLS_FF_EXP, .mul_mat_only = true,
+                          .init = BP_LLAMA_INIT_LINEAR },
+    [BP_SCHEMA_ROW_FFN_DOWN_EXPS] = { "ffn_down_exps.weight", LAYER(down_exps),
+                            EXPS(BP_LLAMA_DIM_FF_EXP, BP_LLAMA_DIM_EMBD), .presence = BP_LLAMA_REQUIRED,
+                            .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_ROWS_FF_EXP, .mul_mat_only = true,
+                            .init = BP_LLAMA_INIT_LINEAR, .input = "ffn_moe_down_in" },
     [BP_SCHEMA_ROW_POST_FFW_NORM] = { "post_ffw_norm.weight", LAYER(post_ffw_norm),
                             F32VEC(BP_LLAMA_DIM_EMBD, BP_LLAMA_REQUIRED) },
     [BP_SCHEMA_ROW_OUTPUT_NORM] = { "output_norm.weight", GLOBAL(out_norm),
@@ -99,6 +122,7 @@ const size_t bp_llama_schema_rows = BP_SCHEMA_ROW_COUNT;
 #undef LAYER
 #undef VEC
 #undef MAT
+#undef EXPS
 #undef F32VEC
 #undef BIAS
 
@@ -113,6 +137,8 @@ int64_t bp_llama_dim_value(const struct bp_run_hparams *hp, enum bp_llama_dim d)
     case BP_LLAMA_DIM_HEAD: return hp->head_dim;
     case BP_LLAMA_DIM_ROT_HALF: return hp->n_rot / 2;
     case BP_LLAMA_DIM_FF_UP: return hp->n_ff_up ? hp->n_ff_up : hp->n_ff;
+    case BP_LLAMA_DIM_EXPERT: return hp->n_expert;
+    case BP_LLAMA_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
     case BP_LLAMA_DIM_PARTS: break;
     }
     return 0; /* PARTS is a row's, not the hyper-parameters' */
@@ -165,6 +191,13 @@ enum bp_llama_presence bp_llama_row_use(const struct bp_arch *a, const struct bp
     return r->presence;
 }
 
+enum bp_llama_presence bp_llama_row_use_hp(const struct bp_run_hparams *hp, const struct bp_llama_tensor *r)
+{
+    if ((r->moe == BP_LLAMA_MOE_DENSE && hp->n_expert > 0) || (r->moe == BP_LLAMA_MOE_ONLY && hp->n_expert <= 0))
+        return BP_LLAMA_ABSENT;
+    return bp_llama_row_use(hp->arch, r);
+}
+
 bool bp_llama_row_present(const struct bp_arch *a, const struct bp_llama_tensor *r, bool fused, bool tied)
 {
     switch (bp_llama_row_use(a, r)) {
@@ -199,7 +232,8 @@ int bp_llama_schema_walk(const struct bp_run_hparams *hp, bool fused, bool tied,
     while (i < BP_SCHEMA_ROW_COUNT) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
         if (!r->per_layer) {
-            int e = bp_llama_row_present(hp->arch, r, fused, tied) ? fn(user, r, -1) : 0;
+            int e = bp_llama_row_use_hp(hp, r) != BP_LLAMA_ABSENT &&
+                    bp_llama_row_present(hp->arch, r, fused, tied) ? fn(user, r, -1) : 0;
             if (e) return e;
             i++;
             continue;
@@ -208,7 +242,8 @@ int bp_llama_schema_walk(const struct bp_run_hparams *hp, bool fused, bool tied,
         while (end < BP_SCHEMA_ROW_COUNT && bp_llama_schema[end].per_layer) end++;
         for (int64_t l = 0; l < hp->n_layer; l++)
             for (size_t j = i; j < end; j++) {
-                int e = bp_llama_row_present(hp->arch, &bp_llama_schema[j], fused, tied)
+                int e = bp_llama_row_use_hp(hp, &bp_llama_schema[j]) != BP_LLAMA_ABSENT &&
+                        bp_llama_row_present(hp->arch, &bp_llama_schema[j], fused, tied)
                             ? fn(user, &bp_llama_schema[j], l) : 0;
                 if (e) return e;
             }

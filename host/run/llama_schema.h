@@ -28,6 +28,16 @@ enum bp_llama_dim {
     BP_LLAMA_DIM_HEAD,   /* head_dim */
     BP_LLAMA_DIM_ROT_HALF, /* n_rot / 2: one RoPE factor per rotated pair */
     BP_LLAMA_DIM_FF_UP,  /* ffn_up's rows: n_ff, or 2 n_ff when it holds the gate too */
+    BP_LLAMA_DIM_EXPERT, /* n_expert */
+    BP_LLAMA_DIM_FF_EXP, /* an expert's feed-forward width: n_ff_exp, or n_ff when 0 */
+};
+
+/* Which models of an architecture have a row: every one, or only those
+ * with (MOE) or without (DENSE) experts (<arch>.expert_count > 0). */
+enum bp_llama_moe {
+    BP_LLAMA_MOE_ANY = 0,
+    BP_LLAMA_MOE_DENSE,  /* the dense FFN: replaced by the experts in a MoE model */
+    BP_LLAMA_MOE_ONLY,   /* the router and the stacked experts */
 };
 
 /* When a row's tensor exists (an architecture may leave a row out or make it
@@ -53,6 +63,10 @@ enum bp_llama_split {
     BP_LLAMA_COLS_PARTS, /* by output features in segments, each cut like its part */
     BP_LLAMA_ROWS_Q,     /* by input features (axis 0) like COLS_Q: partial sums */
     BP_LLAMA_ROWS_FF,    /* by input features (axis 0) like COLS_FF: partial sums */
+    /* Stacked experts, each cut like a dense FFN (every device holds a slice
+     * of every expert, so the routing never decides which device works). */
+    BP_LLAMA_COLS_FF_EXP, /* by each expert's output features (axis 1) */
+    BP_LLAMA_ROWS_FF_EXP, /* by each expert's input features (axis 0): partial sums */
 };
 
 /* How the built-in generator fills a row (builtin.c has the numbers). */
@@ -91,6 +105,10 @@ enum bp_schema_row {
     BP_SCHEMA_ROW_FFN_GATE_B,
     BP_SCHEMA_ROW_FFN_UP_B,
     BP_SCHEMA_ROW_FFN_DOWN_B,
+    BP_SCHEMA_ROW_FFN_GATE_INP,
+    BP_SCHEMA_ROW_FFN_GATE_EXPS,
+    BP_SCHEMA_ROW_FFN_UP_EXPS,
+    BP_SCHEMA_ROW_FFN_DOWN_EXPS,
     BP_SCHEMA_ROW_POST_FFW_NORM,
     BP_SCHEMA_ROW_OUTPUT_NORM,
     BP_SCHEMA_ROW_OUTPUT,
@@ -103,9 +121,10 @@ enum bp_schema_row {
 struct bp_llama_tensor {
     const char *name;            /* "attn_q.weight"; per-layer rows are "blk.N." + name */
     bool per_layer;
-    int n_dims;
-    enum bp_llama_dim ne[2];     /* ne[1] unused when n_dims is 1 */
+    int n_dims;                  /* 1 to 3 (stacked experts) */
+    enum bp_llama_dim ne[3];     /* ne[i] unused from i = n_dims on */
     enum bp_llama_presence presence;
+    enum bp_llama_moe moe;       /* dense-only, MoE-only or both */
     enum bp_llama_split split;
     /* Only MUL_MAT reads it (as src[0]), so it may live in a device's
      * weight layout (bp_device_weight_buffer_type). */
@@ -157,6 +176,10 @@ const struct bp_llama_tensor *bp_llama_vocab_row(void);
 struct bp_arch;
 /* Row r's presence in architecture a (NULL: llama), as a's table says. */
 enum bp_llama_presence bp_llama_row_use(const struct bp_arch *a, const struct bp_llama_tensor *r);
+/* Row r's presence in a model of hyper-parameters hp: its architecture's
+ * (bp_llama_row_use), and absent when r is dense-only and hp has experts
+ * or MoE-only and hp has none. */
+enum bp_llama_presence bp_llama_row_use_hp(const struct bp_run_hparams *hp, const struct bp_llama_tensor *r);
 /* Whether row r is made for a model of architecture a (NULL: llama) with
  * fused QKV / tied output: required rows, and fused, part or untied rows as
  * fused and tied say; optional rows never. */

@@ -82,7 +82,7 @@ static bp_status need(struct bp_run_model *m, const char *name, int n, const int
 static bp_status bind_row(struct bp_run_model *m, const struct bp_llama_tensor *r, int64_t l, char *err,
                           size_t cap)
 {
-    const enum bp_llama_presence use = bp_llama_row_use(m->hp.arch, r);
+    const enum bp_llama_presence use = bp_llama_row_use_hp(&m->hp, r);
     if (use == BP_LLAMA_ABSENT) return BP_OK;
     const struct bp_llama_tensor *fused = bp_llama_fused_of(r);
     if (fused && bp_llama_get(fused, m, l)) return BP_OK;
@@ -139,8 +139,12 @@ static bp_status account(struct bp_run_model *m, char *err, size_t cap)
         if (w->row) continue;
         if (moe_tensor(w->name))
             return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
-                        "the model has expert tensor '%s': it is a mixture of experts, which "
-                        "backplane does not run yet; use a dense model.", w->name);
+                        "the model has expert tensor '%s', but %s: nothing would read it, so "
+                        "the file is converted wrongly (per-expert tensors of old Mixtral files "
+                        "must be re-converted to stacked ffn_*_exps ones).", w->name,
+                        m->hp.n_expert > 0 ? "no row of its mixture of experts reads a tensor of that name"
+                                           : "its metadata does not make it a mixture of experts "
+                                             "(no expert_count)");
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                     "the model has tensor '%s', which a %s model does not have and nothing would "
                     "read (llama.cpp refuses the file too); the file is of another architecture or "
@@ -304,6 +308,11 @@ size_t bp_run_model_weight_bytes(const struct bp_run_model *m)
 size_t bp_run_model_decode_bytes(const struct bp_run_model *m)
 {
     size_t n = bp_run_model_weight_bytes(m);
+    for (size_t i = 0; m->hp.n_expert > 0 && i < m->n_weights; i++) {
+        const struct bp_run_weight *w = &m->weights[i];
+        if (w->row && w->row->moe == BP_LLAMA_MOE_ONLY && w->n_dims == 3 && w->ne[2] == m->hp.n_expert)
+            n -= w->size - w->size / (size_t)m->hp.n_expert * (size_t)m->hp.n_expert_used;
+    }
     if (!m->tied_output && m->tok_embd)
         n -= m->tok_embd->size - m->tok_embd->size / (size_t)m->tok_embd->ne[1];
     return n;

@@ -44,6 +44,7 @@ struct bp_run_hparams {
     float attn_softcap, final_softcap; /* 0: none */
     float attn_scale;              /* 0: 1/sqrt(head_dim) */
     int64_t n_expert, n_expert_used;
+    int64_t n_ff_exp;              /* an expert's feed-forward width (0: n_ff) */
     bool non_causal;               /* attention.causal = false */
 };
 
@@ -71,6 +72,7 @@ struct bp_run_layer {
     const struct bp_run_weight *ffn_norm, *gate, *up, *down;
     const struct bp_run_weight *bqkv, *bq, *bk, *bv, *bo, *bgate, *bup, *bdown;
     const struct bp_run_weight *q_norm, *k_norm, *post_attn_norm, *post_ffw_norm;
+    const struct bp_run_weight *gate_inp, *gate_exps, *up_exps, *down_exps; /* experts */
 };
 
 struct bp_run_model {
@@ -133,7 +135,8 @@ void bp_run_model_free(struct bp_run_model *m);
 
 /* Total weight bytes, and the bytes one decoded token reads (every weight
  * once, except that the embedding table contributes one row unless it is
- * also the output projection). */
+ * also the output projection, and a stacked expert weight its
+ * expert_used_count of expert_count slices: the active experts). */
 size_t bp_run_model_weight_bytes(const struct bp_run_model *m);
 size_t bp_run_model_decode_bytes(const struct bp_run_model *m);
 int64_t bp_run_model_param_count(const struct bp_run_model *m);

@@ -23,6 +23,7 @@ struct bp_run_plan_options {
     /* As bp_run_session_options.offload_layers: with a cpu fallback, layers
      * from this one on (and the embedding and output) live on the cpu. */
     int64_t offload_layers;
+    int64_t cpu_moe_layers;    /* as bp_run_session_options.cpu_moe_layers */
     bool prefill_all;          /* the prefill computes logits at every position */
     /* As bp_run_session_options.strict: an op the device declines is the
      * plan's error too (the session would fail on it), not a fallback row. */
@@ -35,6 +36,7 @@ struct bp_run_plan_options {
 struct bp_run_plan_device {
     struct bp_device *dev;
     size_t weights;            /* its weights, in the buffer types the session uses */
+    size_t experts;            /* of weights: the stacked experts (ffn_*_exps) */
     size_t output_copy;        /* of weights: a tied output's copy in the weight layout */
     size_t kv_cache;
     size_t decode;             /* decode-step buffers of every capacity up to n_ctx (kept) */
@@ -48,6 +50,7 @@ struct bp_run_plan {
     int64_t n_ctx, n_prompt;
     int64_t n_layer;           /* the model's layers */
     int64_t offload_layers;    /* layers on d[0] (n_layer without offloading) */
+    int64_t cpu_moe_layers;    /* layers whose experts are on the cpu fallback (0: none) */
     size_t n_devices;          /* 1, or 2 with a cpu fallback */
     struct bp_run_plan_device d[2];
     /* When d[0] is a meta device: its sub-devices' shares in split order (a

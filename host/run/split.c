@@ -8,6 +8,8 @@
  *   COLS_Q / COLS_KV / COLS_FF  by output features (axis 1)
  *   COLS_PARTS                  by output features in segments (Q | K | V)
  *   ROWS_Q / ROWS_FF            by input features (axis 0) -> partial sums
+ *   COLS_FF_EXP / ROWS_FF_EXP   stacked experts, each cut like the dense
+ *                               FFN: every device a slice of every expert
  *   COLS_VOCAB                  by vocabulary (axis 1)
  *   a row-parallel weight's     the scheduler's copies of its input
  *   input ("blk.*.<input>#*")   (attn_out_in, ffn_down_in): by their rows
@@ -48,7 +50,7 @@ static struct bp_meta_split axis(int state, int64_t granularity)
  * of every row-parallel Q weight's rows (attn_output); FFN features in whole
  * blocks of every row-parallel FFN weight's rows (ffn_down), over all layers. */
 struct units {
-    int64_t q, kv, ff, one;
+    int64_t q, kv, ff, ff_exp, one;
 };
 
 /* Each split rule of the schema: the axis it cuts and its unit. */
@@ -64,6 +66,8 @@ static const struct {
     [BP_LLAMA_COLS_PARTS] = { BP_META_SPLIT_AXIS_1, SIZE_MAX }, /* segments: row_split */
     [BP_LLAMA_ROWS_Q] = { BP_META_SPLIT_AXIS_0, offsetof(struct units, q) },
     [BP_LLAMA_ROWS_FF] = { BP_META_SPLIT_AXIS_0, offsetof(struct units, ff) },
+    [BP_LLAMA_COLS_FF_EXP] = { BP_META_SPLIT_AXIS_1, offsetof(struct units, ff_exp) },
+    [BP_LLAMA_ROWS_FF_EXP] = { BP_META_SPLIT_AXIS_0, offsetof(struct units, ff_exp) },
 };
 
 static int64_t *unit_of(struct units *u, enum bp_llama_split sp)
@@ -75,7 +79,7 @@ static struct units model_units(const struct bp_run_model *m)
 {
     const struct bp_run_hparams *hp = &m->hp;
     const int64_t group = hp->n_head / hp->n_head_kv;
-    struct units u = { .q = group * hp->head_dim, .ff = 1, .one = 1 };
+    struct units u = { .q = group * hp->head_dim, .ff = 1, .ff_exp = 1, .one = 1 };
     for (size_t i = 0; i < bp_llama_schema_rows; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
         if (split_rules[r->split].state != BP_META_SPLIT_AXIS_0) continue;
@@ -142,7 +146,7 @@ void bp_run_split_table_init(struct bp_run_split_table *t, const struct bp_run_m
      * decoder's copy of it is named output.weight, so no rule may name it). */
     for (size_t i = 0; i < bp_llama_schema_rows && n < BP_RUN_SPLIT_MAX_RULES; i++) {
         const struct bp_llama_tensor *r = &bp_llama_schema[i];
-        if (r->split == BP_LLAMA_MIRROR || bp_llama_row_use(hp->arch, r) == BP_LLAMA_ABSENT ||
+        if (r->split == BP_LLAMA_MIRROR || bp_llama_row_use_hp(hp, r) == BP_LLAMA_ABSENT ||
             (r->presence == BP_LLAMA_UNTIED && m->tied_output))
             continue;
         bp_llama_tensor_name(r, -1, t->patterns[n], sizeof t->patterns[n]);

@@ -33,6 +33,14 @@ const struct cpu_op_entry cpu_op_table[BP_OP_COUNT] = {
     [BP_OP_FLASH_ATTN_SOFTCAP] = { .supports = cpu_supports_flash_attn,
                                    .compute = cpu_compute_flash_attn,
                                    .scratch = cpu_scratch_flash_attn },
+    [BP_OP_MUL_MAT_ID] = { .supports = cpu_supports_mul_mat_id, .compute = cpu_compute_mul_mat_id,
+                           .prepare = cpu_prepare_mul_mat_id, .scratch = cpu_scratch_mul_mat_id,
+                           .work = cpu_work_mul_mat_id },
+    [BP_OP_TOP_K] = { .supports = cpu_supports_top_k, .compute = cpu_compute_top_k,
+                      .scratch = cpu_scratch_top_k },
+    [BP_OP_SUM_ROWS] = { .supports = cpu_supports_sum_rows, .compute = cpu_compute_sum_rows },
+    [BP_OP_DIV] = { .supports = cpu_supports_binary, .compute = cpu_compute_div },
+    [BP_OP_CLAMP] = { .supports = cpu_supports_unary, .compute = cpu_compute_clamp },
 };
 
 bool cpu_supports_node(const struct bp_tensor *node)
@@ -43,12 +51,13 @@ bool cpu_supports_node(const struct bp_tensor *node)
         return false;
     if (bp_op_is_view((enum bp_op)node->op))
         return true;
-    /* Only MUL_MAT reads the x8 layout, and only as its whole weight. */
+    /* Only MUL_MAT and MUL_MAT_ID read the x8 layout, only as their whole weight. */
     if (cpu_tensor_touches_repacked(node))
         return false;
     for (int i = 0; i < BP_MAX_SRC; i++)
         if (cpu_tensor_touches_repacked(node->src[i]) &&
-            !(node->op == BP_OP_MUL_MAT && i == 0 && cpu_tensor_repacked(node->src[0])))
+            !((node->op == BP_OP_MUL_MAT || node->op == BP_OP_MUL_MAT_ID) && i == 0 &&
+              cpu_tensor_repacked(node->src[0])))
             return false;
     const struct cpu_op_entry *e = &cpu_op_table[node->op];
     return e->compute && e->supports && e->supports(node);

@@ -94,6 +94,32 @@ void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_sqr(const struct cpu_compute_params *p, struct bp_tensor *t);
 void cpu_compute_tanh(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_div(const struct cpu_compute_params *p, struct bp_tensor *t);
+void cpu_compute_clamp(const struct cpu_compute_params *p, struct bp_tensor *t);
+
+/* MUL_MAT_ID (ops/matmul_id.c) through MUL_MAT's kernels: one weight slice
+ * w (2-D, x8 where its stack is) times nr1 activation rows converted by
+ * cpu_mul_mat_convert_row into xrows, cpu_mul_mat_x_row_size(w) bytes
+ * apart, giving nr1 rows of N floats at out; chunks as MUL_MAT's grid for
+ * nth threads, any order, any thread (ops/matmul.c). */
+bool cpu_mul_mat_rows_ok(const struct bp_tensor *w);
+size_t cpu_mul_mat_x_row_size(const struct bp_tensor *w);
+void cpu_mul_mat_convert_row(const struct bp_tensor *w, const float *x, void *dst);
+int64_t cpu_mul_mat_rows_n_chunks(const struct bp_tensor *w, int64_t nr1, int nth);
+void cpu_mul_mat_rows_chunk(const struct bp_tensor *w, const void *xrows, int64_t nr1, float *out,
+                            int nth, int64_t c);
+bool cpu_supports_mul_mat_id(const struct bp_tensor *t);
+void cpu_compute_mul_mat_id(const struct cpu_compute_params *p, struct bp_tensor *t);
+bp_status cpu_prepare_mul_mat_id(const struct cpu_plugin *pl, const struct bp_tensor *t);
+size_t cpu_scratch_mul_mat_id(const struct bp_tensor *t);
+size_t cpu_work_mul_mat_id(const struct bp_tensor *t);
+
+/* TOP_K and SUM_ROWS (ops/routing.c). */
+bool cpu_supports_top_k(const struct bp_tensor *t);
+void cpu_compute_top_k(const struct cpu_compute_params *p, struct bp_tensor *t);
+size_t cpu_scratch_top_k(const struct bp_tensor *t);
+bool cpu_supports_sum_rows(const struct bp_tensor *t);
+void cpu_compute_sum_rows(const struct cpu_compute_params *p, struct bp_tensor *t);
 
 bool cpu_supports_rms_norm(const struct bp_tensor *t);
 void cpu_compute_rms_norm(const struct cpu_compute_params *p, struct bp_tensor *t);

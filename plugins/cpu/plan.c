@@ -253,7 +253,9 @@ static void plan_node(struct plan_maker *mk, int32_t i)
             if (mk->held >= 0 && tensors_overlap(mk->g->nodes[p->members[m0 + k].node],
                                                  mk->g->nodes[mk->held]->src[1]))
                 mk->held = -1;
-    } else if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0) {
+    } else if ((node->op == BP_OP_MUL_MAT || node->op == BP_OP_MUL_MAT_ID) &&
+               bp_nelements(node) > 0) {
+        /* Barriers inside: every thread runs the node together. */
         st = add_step(p, i, CPU_STEP_ALL, p->nth, p->nth);
         node_ran(mk, node);
     } else {

@@ -71,6 +71,13 @@ static bool partial_mul(const struct bp_tensor *node, int s, const struct meta_l
     return eff[1 - s]->state == MIRRORED;
 }
 
+/* a / b is linear in a, not in b. */
+static bool partial_div(const struct bp_tensor *node, int s, const struct meta_layout *const *eff)
+{
+    (void)node;
+    return s == 0 && eff[1]->state == MIRRORED;
+}
+
 /* Move a split along a reshape: the destination axis whose outer boundary
  * matches, with piece lengths rescaled. */
 static bp_status reshape_layout(const struct bp_tensor *node, const struct bp_tensor *src,
@@ -283,6 +290,36 @@ static bp_status derive_add_mul(struct derive *x)
     return refuse(node, "its operands are split differently and neither can be cut to the other's slices");
 }
 
+/* MUL_MAT_ID: each expert is cut like a dense FFN's projection (the ids,
+ * which name whole experts, stay whole on every device): the stacked
+ * weights split by output rows (axis 1) give a result split by rows of each
+ * slot's output (axis 0); split by input (axis 0) with the activation cut
+ * the same way, partial sums. */
+static bp_status derive_mul_mat_id(struct derive *x)
+{
+    const struct meta_layout *A = x->A, *B = x->B;
+    if (x->eff[2]->state != MIRRORED) return refuse(x->node, "its expert ids are split");
+    if (x->am && x->bm) return copy_a(x);
+    if (A->state == ROWS_AXIS && x->bm) {
+        *x->out = *A;
+        x->out->state = ROW_AXIS;
+        return BP_OK;
+    }
+    if (A->state == ROW_AXIS && meta_layout_same(A, B)) {
+        meta_layout_simple(x->out, PARTIAL);
+        return BP_OK;
+    }
+    return refuse(x->node, "the experts must be mirrored, split by their output rows (axis 1) with "
+                           "the input mirrored, or split by their input (axis 0) as the input is");
+}
+
+/* TOP_K and SUM_ROWS read whole rows. */
+static bp_status derive_whole_rows(struct derive *x)
+{
+    if (x->A->state == ROW_AXIS) return refuse(x->node, "it reads whole rows but dim 0 is split");
+    return copy_a(x);
+}
+
 static bp_status derive_rms_norm(struct derive *x)
 {
     if (x->A->state == ROW_AXIS) return refuse(x->node, "it normalises whole rows but dim 0 is split");
@@ -416,6 +453,11 @@ static const struct meta_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_ROPE_EXT] = { derive_rope_ext, NULL, NULL },
     [BP_OP_TANH] = { copy_a, NULL, NULL },
     [BP_OP_FLASH_ATTN_SOFTCAP] = { derive_flash_attn, NULL, NULL },
+    [BP_OP_MUL_MAT_ID] = { derive_mul_mat_id, NULL, NULL },
+    [BP_OP_TOP_K] = { derive_whole_rows, NULL, NULL },
+    [BP_OP_SUM_ROWS] = { derive_whole_rows, NULL, NULL },
+    [BP_OP_DIV] = { derive_add_mul, partial_div, NULL },
+    [BP_OP_CLAMP] = { copy_a, NULL, NULL },
 };
 
 static const struct meta_op_rule *rule_of(int32_t op)

@@ -420,6 +420,22 @@ BP_API struct bp_tensor *bp_flash_attn_ext(struct bp_context *ctx, struct bp_ten
 BP_API struct bp_tensor *bp_flash_attn_softcap(struct bp_context *ctx, struct bp_tensor *q,
                                                struct bp_tensor *k, struct bp_tensor *v,
                                                struct bp_tensor *mask, float scale, float softcap);
+/* MUL_MAT_ID (ABI 1.2): slot u of token t is expert ids[u, t] of the
+ * stacked weights w [K, N, n_expert] times x[:, u % x1, t] (x F32
+ * [K, x1 = 1 or n_used, n_tok], ids I32 [n_used, n_tok]) -> F32
+ * [N, n_used, n_tok]; NULL with bp_last_error set when shapes disagree. */
+BP_API struct bp_tensor *bp_mul_mat_id(struct bp_context *ctx, struct bp_tensor *w,
+                                       struct bp_tensor *x, struct bp_tensor *ids);
+/* TOP_K (ABI 1.2): I32 [k, ...], per row of x (F32) the indices of its k
+ * largest values, largest first, ties by ascending index; 1 <= k <= ne0. */
+BP_API struct bp_tensor *bp_top_k(struct bp_context *ctx, struct bp_tensor *x, int k);
+/* SUM_ROWS (ABI 1.2): F32 [1, ne1, ne2, ne3], each row of x (F32) summed. */
+BP_API struct bp_tensor *bp_sum_rows(struct bp_context *ctx, struct bp_tensor *x);
+/* DIV (ABI 1.2): a / b elementwise, b repeating over a (as bp_add). */
+BP_API struct bp_tensor *bp_div(struct bp_context *ctx, struct bp_tensor *a, struct bp_tensor *b);
+/* CLAMP (ABI 1.2): min(max(x, lo), hi) elementwise, x's type and shape;
+ * NULL with bp_last_error set unless lo <= hi (infinities allowed). */
+BP_API struct bp_tensor *bp_clamp(struct bp_context *ctx, struct bp_tensor *x, float lo, float hi);
 /* A vendor-defined op (BP_OP_CUSTOM, bp_custom_op.h): name "<vendor>.<op>",
  * srcs[0..n_src) (n_src 0..BP_MAX_SRC), params[0..n_params) (0 to
  * BP_CUSTOM_MAX_PARAMS words; params may be NULL when 0), and the result's

@@ -49,19 +49,30 @@ static void mul_row(float *restrict d, const float *restrict a, const float *res
     for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i];
 }
 
+enum binary_kind { BINARY_ADD, BINARY_MUL, BINARY_DIV };
+
 /* In place (d == a) is allowed: each element is read before it is written. */
-static void binary_row(float *d, const float *a, const float *b, int64_t n, bool is_mul)
+static void binary_row(float *d, const float *a, const float *b, int64_t n, enum binary_kind kind)
 {
-    if (d == a || d == b) {
-        for (int64_t i = 0; i < n; i++) d[i] = is_mul ? a[i] * b[i] : a[i] + b[i];
-    } else if (is_mul) {
+    if (kind == BINARY_DIV) {
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] / b[i];
+    } else if (d == a || d == b) {
+        for (int64_t i = 0; i < n; i++) d[i] = kind == BINARY_MUL ? a[i] * b[i] : a[i] + b[i];
+    } else if (kind == BINARY_MUL) {
         mul_row(d, a, b, n);
     } else {
         add_row(d, a, b, n);
     }
 }
 
-static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, bool is_mul)
+/* The double result rounded to float is the correctly rounded float one
+ * for +, * and / alike (53 >= 2 * 24 + 2 bits). */
+static double binary_op(double x, double y, enum binary_kind kind)
+{
+    return kind == BINARY_MUL ? x * y : kind == BINARY_DIV ? x / y : x + y;
+}
+
+static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, enum binary_kind is_mul)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
     const bool dense = dense_f32(t) && dense_f32(a) && dense_f32(b) && b->ne[0] == a->ne[0];
@@ -81,20 +92,21 @@ static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, bool
         for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
             double x = cpu_load(ar + (size_t)i0 * a->nb[0], a->type);
             double y = cpu_load(br + (size_t)(i0 % b->ne[0]) * b->nb[0], b->type);
-            cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)(is_mul ? x * y : x + y));
+            cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)binary_op(x, y, is_mul));
         }
     }
 }
 
-void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, false); }
-void cpu_compute_mul(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, true); }
+void cpu_compute_add(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, BINARY_ADD); }
+void cpu_compute_mul(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, BINARY_MUL); }
+void cpu_compute_div(const struct cpu_compute_params *p, struct bp_tensor *t) { binary(p, t, BINARY_DIV); }
 
 bool cpu_supports_unary(const struct bp_tensor *t)
 {
     return cpu_is_float(t->src[0]->type);
 }
 
-enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU, UNARY_SQR, UNARY_TANH };
+enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_GELU, UNARY_SQR, UNARY_TANH, UNARY_CLAMP };
 
 /* ---- GELU as ggml-cpu computes it ---- */
 
@@ -191,6 +203,7 @@ static void unary(const struct cpu_compute_params *p, struct bp_tensor *t, enum 
             case UNARY_SILU: y = v / (1.0 + exp(-v)); break;
             case UNARY_SQR: y = v * v; break;
             case UNARY_TANH: y = tanh(v); break;
+            case UNARY_CLAMP: y = v < s ? s : v > bias ? bias : v; break; /* lo, hi */
             default: y = gelu_f16_lookup((float)v); break;
             }
             cpu_store(dr + (size_t)i0 * t->nb[0], t->type, (float)y);
@@ -203,3 +216,4 @@ void cpu_compute_silu(const struct cpu_compute_params *p, struct bp_tensor *t) {
 void cpu_compute_gelu(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_GELU); }
 void cpu_compute_sqr(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_SQR); }
 void cpu_compute_tanh(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_TANH); }
+void cpu_compute_clamp(const struct cpu_compute_params *p, struct bp_tensor *t) { unary(p, t, UNARY_CLAMP); }

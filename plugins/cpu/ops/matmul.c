@@ -558,3 +558,67 @@ void cpu_compute_mul_mat(const struct cpu_compute_params *p, struct bp_tensor *t
     else
         mul_mat_strided(p, t);
 }
+
+/* ---- one weight slice times converted rows (MUL_MAT_ID, ops/matmul_id.c) ----
+ *
+ * The same chunk grid and kernels as a MUL_MAT node, on a node made up on
+ * the stack: W is one 2-D slice (x8 where the stack is), X the nr1 rows
+ * already converted at xrows (cpu_mul_mat_x_row_size bytes apart; F32 rows
+ * when the vec_dot type is F32), the result nr1 rows of N floats at out. */
+
+static void rows_node(const struct bp_tensor *w, const void *xrows, int64_t nr1, float *out,
+                      struct bp_tensor *fx, struct bp_tensor *ft)
+{
+    const int64_t K = w->ne[0], N = w->ne[1];
+    const size_t rs = x_row_size(&(struct bp_tensor){ .src = { (struct bp_tensor *)w } });
+    *fx = (struct bp_tensor){ .type = BP_TYPE_F32, .ne = { K, nr1, 1, 1 },
+                              .nb = { sizeof(float), rs, rs * (size_t)nr1, rs * (size_t)nr1 },
+                              .data = (void *)xrows };
+    *ft = (struct bp_tensor){ .type = BP_TYPE_F32, .op = BP_OP_MUL_MAT, .ne = { N, nr1, 1, 1 },
+                              .nb = { sizeof(float), (size_t)N * sizeof(float),
+                                      (size_t)(N * nr1) * sizeof(float),
+                                      (size_t)(N * nr1) * sizeof(float) },
+                              .data = out, .src = { (struct bp_tensor *)w, fx } };
+}
+
+bool cpu_mul_mat_rows_ok(const struct bp_tensor *w)
+{
+    const struct cpu_type_kernels *k = cpu_kernels_for((enum bp_type)w->type);
+    return k->vec_dot && w_packed(w) && bp_type_block_size(k->vec_dot_type) > 0 &&
+           w->ne[0] % bp_type_block_size(k->vec_dot_type) == 0 &&
+           (!cpu_tensor_repacked(w) || k->gemm_x8);
+}
+
+size_t cpu_mul_mat_x_row_size(const struct bp_tensor *w)
+{
+    return x_row_size(&(struct bp_tensor){ .src = { (struct bp_tensor *)w } });
+}
+
+void cpu_mul_mat_convert_row(const struct bp_tensor *w, const float *x, void *dst)
+{
+    const struct bp_tensor t = { .src = { (struct bp_tensor *)w } };
+    const enum bp_type vdt = cpu_kernels_for((enum bp_type)w->type)->vec_dot_type;
+    cpu_kernels_for(vdt)->from_float(x, dst, w->ne[0]);
+    if (x_aux(&t))
+        cpu_q8_0_fill_aux(dst, w->ne[0]);
+}
+
+int64_t cpu_mul_mat_rows_n_chunks(const struct bp_tensor *w, int64_t nr1, int nth)
+{
+    struct bp_tensor fx, ft;
+    rows_node(w, NULL, nr1, NULL, &fx, &ft);
+    const struct cpu_compute_params p = { .ith = 0, .nth = nth };
+    const struct mm_shape s = mm_shape_of(&p, &ft);
+    return mm_grid_of(&s, nth).total;
+}
+
+void cpu_mul_mat_rows_chunk(const struct bp_tensor *w, const void *xrows, int64_t nr1, float *out,
+                            int nth, int64_t c)
+{
+    struct bp_tensor fx, ft;
+    rows_node(w, xrows, nr1, out, &fx, &ft);
+    const struct cpu_compute_params p = { .ith = 0, .nth = nth, .wshared = (void *)xrows };
+    const struct mm_shape s = mm_shape_of(&p, &ft);
+    const struct mm_grid g = mm_grid_of(&s, nth);
+    mm_run_chunk(&s, &g, c);
+}
