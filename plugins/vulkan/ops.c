@@ -12,7 +12,8 @@
 
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
 
-/* Every type dequant.glsl's wval reads: MUL_MAT weights and GET_ROWS tables. */
+/* Every type dequant.glsl's wval reads: MUL_MAT and MUL_MAT_ID weights and
+ * GET_ROWS tables. */
 static bool is_weight_type(int32_t t)
 {
     switch (t) {
@@ -141,6 +142,12 @@ static void plan_per_row(const struct bp_tensor *t, uint32_t mode, struct vk_dis
     (void)mode;
     grid((uint64_t)bp_nrows(t), 1, p->groups);
 }
+/* Row reductions in rms_norm.comp: RMS_NORM or SUM_ROWS (the mode). */
+static void plan_rows(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    p->aux[0] = mode;
+    plan_per_row(t, mode, p);
+}
 static void plan_soft_max(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     p->aux[0] = t->src[1] != NULL; /* has a mask */
@@ -172,6 +179,14 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
         p->groups[1] = (uint32_t)((t->ne[1] + 15) / 16);
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     }
+}
+/* MUL_MAT_ID: one workgroup per output element (n, slot, token), the
+ * expert read from the ids (slot 2) in the shader. */
+static void plan_mul_mat_id(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
+{
+    (void)mode;
+    p->wtype = t->src[0]->type;
+    grid((uint64_t)bp_nelements(t), 1, p->groups);
 }
 /* ROPE_EXT: the parts of bp_ops.h's formula that do not depend on the
  * position or the pair, worked out in double as the cpu reference does, so
@@ -214,7 +229,7 @@ static const struct vk_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_ADD] = { two_floats, VK_SH_BINARY, VK_BINARY_ADD, plan_binary },
     [BP_OP_MUL] = { two_floats, VK_SH_BINARY, VK_BINARY_MUL, plan_binary },
     [BP_OP_SCALE] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SCALE, plan_elementwise },
-    [BP_OP_RMS_NORM] = { float_src, VK_SH_RMS_NORM, 0, plan_per_row },
+    [BP_OP_RMS_NORM] = { float_src, VK_SH_RMS_NORM, VK_ROWS_RMS_NORM, plan_rows },
     [BP_OP_SOFT_MAX] = { float_src, VK_SH_SOFT_MAX, 0, plan_soft_max },
     [BP_OP_ROPE] = { float_src, VK_SH_ROPE, VK_ROPE_PLAIN, plan_rope },
     [BP_OP_ROPE_EXT] = { float_src, VK_SH_ROPE, VK_ROPE_EXT, plan_rope },
@@ -227,6 +242,11 @@ static const struct vk_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_SQR] = { float_src, VK_SH_ELEMENTWISE, VK_EW_SQR, plan_elementwise },
     [BP_OP_TANH] = { float_src, VK_SH_ELEMENTWISE, VK_EW_TANH, plan_elementwise },
     [BP_OP_FLASH_ATTN_SOFTCAP] = { attn_ok, VK_SH_FLASH_ATTN, VK_ATTN_SOFTCAP, plan_flash_attn },
+    [BP_OP_MUL_MAT_ID] = { weights_ok, VK_SH_MUL_MAT_VEC_ID, 0, plan_mul_mat_id },
+    [BP_OP_TOP_K] = { float_src, VK_SH_TOP_K, 0, plan_per_row },
+    [BP_OP_SUM_ROWS] = { float_src, VK_SH_RMS_NORM, VK_ROWS_SUM, plan_rows },
+    [BP_OP_DIV] = { two_floats, VK_SH_BINARY, VK_BINARY_DIV, plan_binary },
+    [BP_OP_CLAMP] = { float_src, VK_SH_ELEMENTWISE, VK_EW_CLAMP, plan_elementwise },
 };
 
 static const struct vk_op_rule *rule_of(int32_t op)

@@ -17,7 +17,8 @@ static const char *const shader_names[VK_SH_COUNT] = {
     [VK_SH_RMS_NORM] = "rms_norm", [VK_SH_SOFT_MAX] = "soft_max", [VK_SH_ROPE] = "rope",
     [VK_SH_GET_ROWS] = "get_rows", [VK_SH_SET_ROWS] = "set_rows",
     [VK_SH_MUL_MAT_VEC] = "mul_mat_vec", [VK_SH_MUL_MAT] = "mul_mat",
-    [VK_SH_FLASH_ATTN] = "flash_attn",
+    [VK_SH_FLASH_ATTN] = "flash_attn", [VK_SH_TOP_K] = "top_k",
+    [VK_SH_MUL_MAT_VEC_ID] = "mul_mat_vec_id",
 };
 
 bp_status vk_pipelines_init(struct vk_dev *d)

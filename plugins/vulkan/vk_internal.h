@@ -77,6 +77,7 @@ bool vk_loader_device(struct vk_fns *f, VkInstance inst, char *why, size_t cap);
 enum vk_shader {
     VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
+    VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID,
     VK_SH_COUNT
 };
 
