@@ -146,6 +146,7 @@ static void fill_features(struct vk_plugin *pl)
         ADD(d->name, "shaderFloat16", "%d", d->shader_f16);
         ADD(d->name, "shaderInt8", "%d", d->shader_int8);
         ADD(d->name, "subgroup_size", "%u", d->subgroup_size);
+        ADD(d->name, "subgroup_arithmetic", "%s", d->subgroup_arith ? "1 (used: subgroupAdd)" : "0");
         ADD(d->name, "maxStorageBufferRange", "%u", l->maxStorageBufferRange);
         ADD(d->name, "max_buffer_bytes", "%zu", d->max_alloc);
         ADD(d->name, "maxComputeWorkGroupCount", "%u,%u,%u", l->maxComputeWorkGroupCount[0],
