@@ -34,6 +34,21 @@ float ldx(uint byte, uint xt)
     return xt == T_F32 ? uintBitsToFloat(rd(1u, byte >> 2)) : ld(1u, byte, xt);
 }
 
+// Column offsets of the eight-column path (set once in main).
+uint xc1, xc2, xc3, xc4, xc5, xc6, xc7;
+
+// Element k of rows 0 and 1 (v0, v1) times X[k] of the eight columns from byte xi.
+void col8(float v0, float v1, uint xi, uint xt, inout vec4 a0, inout vec4 a1, inout vec4 b0,
+          inout vec4 b1)
+{
+    vec4 xl = vec4(ldx(xi, xt), ldx(xi + xc1, xt), ldx(xi + xc2, xt), ldx(xi + xc3, xt));
+    vec4 xh = vec4(ldx(xi + xc4, xt), ldx(xi + xc5, xt), ldx(xi + xc6, xt), ldx(xi + xc7, xt));
+    a0 += v0 * xl;
+    a1 += v0 * xh;
+    b0 += v1 * xl;
+    b1 += v1 * xh;
+}
+
 void main()
 {
     uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
@@ -71,34 +86,46 @@ void main()
     // and one column as scalars or eight as two vec4 per row.
     vec4 a0 = vec4(0.0), a1 = vec4(0.0), b0 = vec4(0.0), b1 = vec4(0.0);
     // Column offsets of the eight-column path, clamped to the last column.
-    uint xc1 = min(1u, ncols - 1u) * xcs, xc2 = min(2u, ncols - 1u) * xcs;
-    uint xc3 = min(3u, ncols - 1u) * xcs, xc4 = min(4u, ncols - 1u) * xcs;
-    uint xc5 = min(5u, ncols - 1u) * xcs, xc6 = min(6u, ncols - 1u) * xcs;
-    uint xc7 = min(7u, ncols - 1u) * xcs;
+    xc1 = min(1u, ncols - 1u) * xcs; xc2 = min(2u, ncols - 1u) * xcs;
+    xc3 = min(3u, ncols - 1u) * xcs; xc4 = min(4u, ncols - 1u) * xcs;
+    xc5 = min(5u, ncols - 1u) * xcs; xc6 = min(6u, ncols - 1u) * xcs;
+    xc7 = min(7u, ncols - 1u) * xcs;
     for (uint c = t; c * 32u < K; c += WG) {
         uint kb = c * 32u, kn = min(32u, K - kb);
         uint blk0 = row0 + (kb / bs) * nb0, blk1 = row1 + (kb / bs) * nb0, j0 = kb % bs;
-        for (uint j = 0u; j < kn; j++) {
-            float w0, w1;
-            if (bs == 1u) {
-                w0 = ld(0u, row0 + (kb + j) * nb0, WTYPE);
-                w1 = ld(0u, row1 + (kb + j) * nb0, WTYPE);
-            } else {
-                w0 = wblk(blk0, j0 + j);
-                w1 = wblk(blk1, j0 + j);
+        if (ncols == 1u) {
+            // One column (decode): whole chunks four elements at a time, so
+            // that the four reads of a block's scales are the same loads,
+            // which the compiler merges.
+            uint jstep = kn == 32u ? 4u : 1u;
+            for (uint j = 0u; j < kn; j += jstep) {
+                vec4 w0, w1;
+                uint n = jstep, xr = xr0 + (kb + j) * xb;
+                if (bs == 1u) {
+                    uint o = (kb + j) * nb0;
+                    w0 = vec4(ld(0u, row0 + o, WTYPE), n > 1u ? ld(0u, row0 + o + nb0, WTYPE) : 0.0,
+                              n > 1u ? ld(0u, row0 + o + 2u * nb0, WTYPE) : 0.0,
+                              n > 1u ? ld(0u, row0 + o + 3u * nb0, WTYPE) : 0.0);
+                    w1 = vec4(ld(0u, row1 + o, WTYPE), n > 1u ? ld(0u, row1 + o + nb0, WTYPE) : 0.0,
+                              n > 1u ? ld(0u, row1 + o + 2u * nb0, WTYPE) : 0.0,
+                              n > 1u ? ld(0u, row1 + o + 3u * nb0, WTYPE) : 0.0);
+                } else {
+                    uint q = j0 + j;
+                    w0 = vec4(wblk(blk0, q), wblk(blk0, q + 1u), wblk(blk0, q + 2u), wblk(blk0, q + 3u));
+                    w1 = vec4(wblk(blk1, q), wblk(blk1, q + 1u), wblk(blk1, q + 2u), wblk(blk1, q + 3u));
+                }
+                vec4 x = vec4(ldx(xr, xt), n > 1u ? ldx(xr + xb, xt) : 0.0,
+                              n > 1u ? ldx(xr + 2u * xb, xt) : 0.0, n > 1u ? ldx(xr + 3u * xb, xt) : 0.0);
+                a0.x += dot(w0, x);
+                b0.x += dot(w1, x);
             }
-            uint xr = xr0 + (kb + j) * xb;
-            if (ncols == 1u) {
-                float x = ldx(xr, xt);
-                a0.x += w0 * x;
-                b0.x += w1 * x;
-            } else {
-                vec4 xl = vec4(ldx(xr, xt), ldx(xr + xc1, xt), ldx(xr + xc2, xt), ldx(xr + xc3, xt));
-                vec4 xh = vec4(ldx(xr + xc4, xt), ldx(xr + xc5, xt), ldx(xr + xc6, xt), ldx(xr + xc7, xt));
-                a0 += w0 * xl;
-                a1 += w0 * xh;
-                b0 += w1 * xl;
-                b1 += w1 * xh;
+        } else {
+            // Up to eight columns: each element of the two rows once, times
+            // every column (here unrolling only adds register pressure).
+            for (uint j = 0u; j < kn; j++) {
+                float w0 = bs == 1u ? ld(0u, row0 + (kb + j) * nb0, WTYPE) : wblk(blk0, j0 + j);
+                float w1 = bs == 1u ? ld(0u, row1 + (kb + j) * nb0, WTYPE) : wblk(blk1, j0 + j);
+                col8(w0, w1, xr0 + (kb + j) * xb, xt, a0, a1, b0, b1);
             }
         }
     }
