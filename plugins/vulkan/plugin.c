@@ -153,7 +153,7 @@ static void fill_features(struct vk_plugin *pl)
             l->maxComputeWorkGroupCount[1], l->maxComputeWorkGroupCount[2]);
         ADD(d->name, "maxComputeWorkGroupInvocations", "%u (needs 256)",
             l->maxComputeWorkGroupInvocations);
-        ADD(d->name, "maxComputeSharedMemorySize", "%u (needs 2176)", l->maxComputeSharedMemorySize);
+        ADD(d->name, "maxComputeSharedMemorySize", "%u (needs 8192)", l->maxComputeSharedMemorySize);
         ADD(d->name, "minStorageBufferOffsetAlignment", "%llu",
             (unsigned long long)l->minStorageBufferOffsetAlignment);
     }

@@ -5,8 +5,10 @@
 // weight row is dequantised once into registers (dequant.glsl's wblk, one
 // block address per chunk so its scales are read once) and multiplied
 // with every column, so W is read once per NC columns. The partial sums are
-// reduced with subgroupAdd (BP_SG: the workgroup is one subgroup) or in
-// shared memory. The workgroup size is specialisation constant 0.
+// reduced with subgroupAdd where the workgroup is one subgroup (BP_SG: its
+// size is the device's subgroup size; a driver that still splits it takes
+// the shared-memory path), otherwise in shared memory. The workgroup size
+// is specialisation constant 0.
 // W in slot 0, X in slot 1. Rows past N and columns past M are computed
 // on clamped indices and not stored.
 // Built again with BP_MMID (mul_mat_vec_id*), MUL_MAT_ID: one column per
@@ -25,9 +27,9 @@ layout(local_size_x_id = 0) in;
 #else
 #define NC 8u
 #endif
-#ifndef BP_SG
-shared float red[NR * NC][64];
-#endif
+// Shared-memory reduction (also the _sg builds' fallback where a driver
+// splits the workgroup into several subgroups after all).
+shared float red[NR * NC][128];
 
 float ldx(uint byte, uint xt)
 {
@@ -140,8 +142,10 @@ void main()
     acc[12] = b1.x; acc[13] = b1.y; acc[14] = b1.z; acc[15] = b1.w;
 #endif
 #ifdef BP_SG
-    [[unroll]] for (uint i = 0u; i < NR * NC; i++) acc[i] = subgroupAdd(acc[i]);
-#else
+    if (gl_NumSubgroups == 1u) {
+        [[unroll]] for (uint i = 0u; i < NR * NC; i++) acc[i] = subgroupAdd(acc[i]);
+    } else {
+#endif
     [[unroll]] for (uint i = 0u; i < NR * NC; i++) red[i][t] = acc[i];
     barrier();
     for (uint w = WG / 2u; w > 0u; w >>= 1) {
@@ -150,6 +154,8 @@ void main()
         barrier();
     }
     [[unroll]] for (uint i = 0u; i < NR * NC; i++) acc[i] = red[i][0];
+#ifdef BP_SG
+    }
 #endif
     if (t != 0u) return;
     [[unroll]] for (uint r = 0u; r < NR; r++) {
