@@ -5,7 +5,7 @@ the same GGUF files, in alternating rounds, printing both and the ratios.
   scripts/bench-llamacpp.py [--install] [--dir DIR] [--types q4_0,q4_K_M,q8_0]
                             [--quantizer llama|backplane] [--threads 1,2]
                             [--prompt 128] [--gen 64] [--rounds 3]
-                            [--prefill-runs 3] [--model builtin:1b]
+                            [--prefill-runs 3] [--model builtin:1b] [--vulkan]
                             [--gguf FILE.gguf]
 
 Set-up (once, --install): npm installs @node-llama-cpp/linux-x64 3.22.1
@@ -33,6 +33,12 @@ position (largest |difference|, and whether the greedy tokens agree).
 --gguf FILE benches that file as it is (one that llama.cpp loads, with a
 vocabulary: a mixture of experts from make-moe-bench-model.py quantized
 by llama.cpp, say) instead of a built-in model; --types is then not read.
+
+--vulkan: llama.cpp's Vulkan build (@node-llama-cpp/linux-x64-vulkan, the
+same version, every layer offloaded: llama.cpp's default) on Vulkan device
+0 (GGML_VK_VISIBLE_DEVICES=0; Mesa's lavapipe where it is the only one)
+against `backplane run --device vulkan0`; --threads then only sets the
+host threads of both.
 """
 import argparse
 import json
@@ -44,6 +50,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PKG = "@node-llama-cpp/linux-x64@3.22.1"
+PKG_VULKAN = "@node-llama-cpp/linux-x64-vulkan@3.22.1"
 # llama_ftype numbers of llama.h (stable since the K-quants)
 LLAMA_FTYPES = {"q4_0": 2, "q8_0": 7, "q4_K_S": 14, "q4_K_M": 15, "q6_K": 18}
 KEYS = ("prefill_tokens_per_s", "prefill_warm_tokens_per_s", "decode_tokens_per_s")
@@ -56,8 +63,9 @@ def run(cmd, env=None):
     return r.stdout
 
 
-def lib_dir(d):
-    return os.path.join(d, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+def lib_dir(d, vulkan=False):
+    name = "linux-x64-vulkan" if vulkan else "linux-x64"
+    return os.path.join(d, "node_modules", "@node-llama-cpp", name, "bins", name)
 
 
 def main():
@@ -74,14 +82,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prefill-runs", type=int, default=3)
     ap.add_argument("--gguf", default=None)
+    ap.add_argument("--vulkan", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
-    libs = lib_dir(a.dir)
-    if not os.path.exists(os.path.join(libs, "libllama.v0.5.0.so")):
+    # The CPU build quantizes in both modes; the Vulkan build runs with --vulkan.
+    qlibs = lib_dir(a.dir)
+    libs = lib_dir(a.dir, a.vulkan)
+    # One npm call for every package: `npm install --no-save` removes from
+    # DIR the packages its command line does not name.
+    pkgs = [PKG, PKG_VULKAN] if a.vulkan else [PKG]
+    if not all(os.path.exists(os.path.join(d, n)) for d, n in
+               ((qlibs, "libllama.v0.5.0.so"), (libs, "libllama.vulkan.v0.5.0.so" if a.vulkan
+                                                 else "libllama.v0.5.0.so"))):
         if not a.install:
             sys.exit(f"bench-llamacpp: llama.cpp is not installed in {a.dir}; run again with "
-                     f"--install (npm install {PKG}).")
-        run(["npm", "install", "--no-save", "--ignore-scripts", "--prefix", a.dir, PKG])
+                     f"--install (npm install {' '.join(pkgs)}).")
+        run(["npm", "install", "--no-save", "--ignore-scripts", "--prefix", a.dir] + pkgs)
+    lc_env = dict(os.environ, GGML_VK_VISIBLE_DEVICES="0") if a.vulkan else None
+    bp_device = "vulkan0" if a.vulkan else "cpu"
     driver = os.path.join(a.dir, "llamacpp_bench")
     src = os.path.join(HERE, "llamacpp_bench.c")
     if not os.path.exists(driver) or os.path.getmtime(driver) < os.path.getmtime(src):
@@ -103,7 +121,7 @@ def main():
     for t in ([os.path.basename(a.gguf)] if a.gguf else a.types.split(",")):
         if a.gguf:
             vocab = a.gguf
-        elif a.quantizer == "backplane":
+        elif a.quantizer == "backplane" or t == "f16":
             vocab = saved(t)
         else:
             if t not in LLAMA_FTYPES:
@@ -111,12 +129,12 @@ def main():
                          f"not {t}.")
             vocab = os.path.join(a.dir, f"{a.model.replace(':', '-')}-llama-{t}.gguf")
             if not os.path.exists(vocab):
-                run([driver, "--quantize", libs, saved("f16"), vocab, str(LLAMA_FTYPES[t])])
+                run([driver, "--quantize", qlibs, saved("f16"), vocab, str(LLAMA_FTYPES[t])])
         for th in (int(x) for x in a.threads.split(",")):
             rows = []
             for r in range(a.rounds):
                 last = r == a.rounds - 1
-                bp_cmd = [a.cli, "run", "--device", "cpu", "--model", vocab, "--threads", str(th),
+                bp_cmd = [a.cli, "run", "--device", bp_device, "--model", vocab, "--threads", str(th),
                           "--prompt-len", str(a.prompt), "--n-gen", str(a.gen), "--json",
                           "--prefill-runs", str(a.prefill_runs)]
                 lc_cmd = [driver, libs, vocab, str(th), str(a.prompt), str(a.gen),
@@ -125,7 +143,7 @@ def main():
                     bp_cmd += ["--dump-logits", os.path.join(a.dir, "bp.f32")]
                     lc_cmd += [os.path.join(a.dir, "lc.f32")]
                 bp = json.loads(run(bp_cmd))
-                lc = json.loads(run(lc_cmd))
+                lc = json.loads(run(lc_cmd, env=lc_env))
                 rows.append((bp, lc))
                 print(f"{t} {th} thread(s) round {r + 1}: " + ", ".join(
                     f"{k.replace('_tokens_per_s', '')} {bp.get(k, 0):.1f} / {lc.get(k, 0):.1f}"

@@ -101,6 +101,26 @@ static int32_t argmax(const float *v, int32_t n)
     return best;
 }
 
+/* libggml and libllama of the build in dir: the CPU build's names, else
+ * the Vulkan build's (libggml.vulkan.v0.5.0.so, libllama.vulkan...). */
+static void *open_llama(const char *dir, void **ggml_out)
+{
+    static const char *const flavour[] = { "", ".vulkan" };
+    char lp[4096];
+    for (size_t i = 0; i < sizeof flavour / sizeof flavour[0]; i++) {
+        snprintf(lp, sizeof lp, "%s/libggml%s.v0.5.0.so", dir, flavour[i]);
+        void *ggml = dlopen(lp, RTLD_NOW | RTLD_GLOBAL);
+        if (!ggml) continue;
+        snprintf(lp, sizeof lp, "%s/libllama%s.v0.5.0.so", dir, flavour[i]);
+        void *lib = dlopen(lp, RTLD_NOW | RTLD_GLOBAL);
+        if (lib) {
+            *ggml_out = ggml;
+            return lib;
+        }
+    }
+    return NULL;
+}
+
 typedef uint32_t (*quantize_fn)(const char *in, const char *out, const void *params);
 
 static int quantize(int argc, char **argv)
@@ -109,11 +129,8 @@ static int quantize(int argc, char **argv)
         fprintf(stderr, "usage: llamacpp_bench --quantize LIBDIR IN.gguf OUT.gguf FTYPE\n");
         return 2;
     }
-    char lp[4096];
-    snprintf(lp, sizeof lp, "%s/libggml.v0.5.0.so", argv[2]);
-    void *ggml = dlopen(lp, RTLD_NOW | RTLD_GLOBAL);
-    snprintf(lp, sizeof lp, "%s/libllama.v0.5.0.so", argv[2]);
-    void *lib = ggml ? dlopen(lp, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    void *ggml = NULL;
+    void *lib = open_llama(argv[2], &ggml);
     if (!lib) {
         fprintf(stderr, "llamacpp_bench: cannot load llama.cpp from %s: %s\n", argv[2], dlerror());
         return 1;
@@ -155,10 +172,8 @@ int main(int argc, char **argv)
         return 2;
     }
     char lp[4096];
-    snprintf(lp, sizeof lp, "%s/libggml.v0.5.0.so", dir);
-    void *ggml = dlopen(lp, RTLD_NOW | RTLD_GLOBAL);
-    snprintf(lp, sizeof lp, "%s/libllama.v0.5.0.so", dir);
-    void *lib = ggml ? dlopen(lp, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    void *ggml = NULL;
+    void *lib = open_llama(dir, &ggml);
     if (!lib) {
         fprintf(stderr, "llamacpp_bench: cannot load llama.cpp from %s: %s\n", dir, dlerror());
         return 1;

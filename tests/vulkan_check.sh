@@ -2,7 +2,8 @@
 # vulkan_check.sh <backplane>: `backplane check --device vulkan0` on both
 # 16-bit paths of the shaders: native 16-bit storage (the default where the
 # device has storageBuffer16BitAccess) and packed words
-# (BACKPLANE_VULKAN_F16_STORAGE=0). Exits 77 (CTest's skip) with a sentence
+# (BACKPLANE_VULKAN_F16_STORAGE=0), and the matrix products with the
+# shared-memory reductions (BACKPLANE_VULKAN_SUBGROUPS=0). Exits 77 (CTest's skip) with a sentence
 # when this machine has no Vulkan device.
 bin="$1"
 if ! "$bin" devices 2>/dev/null | grep -q 'vulkan0'; then
@@ -24,5 +25,7 @@ echo "$packed" | grep -q 'packed words' || {
     echo "BACKPLANE_VULKAN_F16_STORAGE=0 did not select the packed-word path: $packed"
     exit 1
 }
+echo "== shared-memory reductions (BACKPLANE_VULKAN_SUBGROUPS=0): MUL_MAT, MUL_MAT_ID"
+BACKPLANE_VULKAN_SUBGROUPS=0 "$bin" check --device vulkan0 --op MUL_MAT --op MUL_MAT_ID || exit 1
 echo "== packed 16-bit words (BACKPLANE_VULKAN_F16_STORAGE=0)"
 BACKPLANE_VULKAN_F16_STORAGE=0 exec "$bin" check --device vulkan0

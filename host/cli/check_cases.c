@@ -588,6 +588,21 @@ static const struct check_template templates[] = {
     {.op = BP_OP_CLAMP, .types = F32 | F16, .a = {17, 5, 3, 1}, .f0 = 6.103515625e-5f,
      .f1 = INFINITY, .variant = LAYOUT_STRIDED_VIEW, .build = build_unary,
      .desc = "x[17,5,3] strided view [6.1e-5, inf]"},
+
+    /* MUL_MAT where devices switch kernels: rows not a multiple of a
+     * workgroup's rows, K not a multiple of a 32-element chunk, M on both
+     * sides of a column group (8) and of the matrix-vector limit (64). */
+#define MM(TYPES, W0, W1, X1, D)                                                                 \
+    {.op = BP_OP_MUL_MAT, .types = TYPES, .type2 = BP_TYPE_F32, .a = {W0, W1, 1, 1},          \
+     .b = {W0, X1, 1, 1}, .build = build_mul_mat, .desc = D}
+    MM(F32 | F16 | BF16, 80, 7, 9, "w[80,7] x[80,9]"),
+    MM(F32 | F16, 45, 5, 64, "w[45,5] x[45,64]"),
+    MM(F32 | F16, 33, 3, 65, "w[33,3] x[33,65]"),
+    MM(QUANT_ALL, 256, 5, 8, "w[256,5] x[256,8]"),
+    MM(QUANT_ALL, 512, 3, 64, "w[512,3] x[512,64]"),
+    MM(QUANT_ALL, 256, 7, 65, "w[256,7] x[256,65]"),
+    MM(QUANT_32, 96, 3, 15, "w[96,3] x[96,15]"),
+#undef MM
 };
 
 #define MAX_CASES 1024

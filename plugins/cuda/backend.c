@@ -206,7 +206,8 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
         bp_status st = check_node_data(cb, node);
         if (st != BP_OK)
             return st;
-        has_ids |= node->op == BP_OP_GET_ROWS || node->op == BP_OP_SET_ROWS;
+        has_ids |= node->op == BP_OP_GET_ROWS || node->op == BP_OP_SET_ROWS ||
+                   node->op == BP_OP_MUL_MAT_ID;
     }
     (void)cudaSetDevice(cb->cd->id);
     if (has_ids)
@@ -226,12 +227,13 @@ static bp_status be_graph_compute(struct bp_backend *b, struct bp_graph *g)
     if (st != BP_OK || cb->err_host[0] == 0)
         return st;
     const struct bp_tensor *node = g->nodes[cb->err_host[0] - 1];
-    const bool get = node->op == BP_OP_GET_ROWS;
+    const bool get = node->op == BP_OP_GET_ROWS, mmid = node->op == BP_OP_MUL_MAT_ID;
     const struct bp_tensor *ids = get ? node->src[1] : node->src[2];
     cuda_log(pl, BP_LOG_ERROR, "%s '%s': id %d at position %d of ids '%s' is outside [0, %" PRId64
-             ") of %s '%s'; fix the ids.", get ? "GET_ROWS" : "SET_ROWS",
+             ") of %s '%s'; fix the ids.", bp_op_name((enum bp_op)node->op),
              node->name[0] ? node->name : "(unnamed)", cb->err_host[1], cb->err_host[2], ids->name,
-             node->src[0]->ne[1], get ? "table" : "destination", node->src[0]->name);
+             mmid ? node->src[0]->ne[2] : node->src[0]->ne[1],
+             get ? "table" : mmid ? "experts" : "destination", node->src[0]->name);
     return BP_ERR_INVALID_ARGUMENT;
 }
 

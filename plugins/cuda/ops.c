@@ -40,6 +40,16 @@ static bool mul_mat_ok(const struct bp_tensor *t)
            t->ne[2] * t->ne[3] <= 65535;
 }
 static bool get_rows_ok(const struct bp_tensor *t) { return weights_ok(t->src[0]); }
+/* MUL_MAT_ID: the slots and tokens are the launch grid's y and z. */
+static bool mul_mat_id_ok(const struct bp_tensor *t)
+{
+    return weights_ok(t->src[0]) && t->ne[1] <= 65535 && t->ne[2] <= 65535;
+}
+/* Rows are the launch grid's x. */
+static bool f32_rows_ok(const struct bp_tensor *t)
+{
+    return t->src[0]->type == BP_TYPE_F32 && bp_nrows(t) <= 2147483647;
+}
 static bool two_floats(const struct bp_tensor *t)
 {
     return is_float(t->src[0]->type) && is_float(t->src[1]->type);
@@ -165,8 +175,10 @@ static int mul_mat(struct cuda_backend *cb, struct bp_tensor *t)
     const struct bp_tensor *w = t->src[0], *x = t->src[1];
     if (t->ne[1] > CUDA_MMV_MAX_M && cublas_fits(t) && cuda_cublas_available(cb->cd->pl))
         return mul_mat_cublas(cb, t);
-    if (!cuda_mul_mat_q_type(w->type))
-        return cuda_launch_mul_mat_generic(tv(t), tv(w), tv(x), cb->stream);
+    if (!cuda_mul_mat_q_type(w->type)) {
+        const struct cuda_mmid none = { .ids = tv(NULL), .err = NULL, .node = 0 };
+        return cuda_launch_mul_mat_generic(tv(t), tv(w), tv(x), none, cb->stream);
+    }
     void *xq;
     size_t need = (size_t)(bp_nelements(x) / 32) * sizeof(struct cuda_block_q8_1);
     if (cuda_backend_scratch(cb, need, &xq) != BP_OK)
@@ -188,12 +200,48 @@ static int launch_mul_mat(struct cuda_backend *cb, struct bp_tensor *t, int node
 static int launch_add(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     (void)node_index;
-    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), 0, cb->stream);
+    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), CUDA_BINARY_ADD, cb->stream);
 }
 static int launch_mul(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
     (void)node_index;
-    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), 1, cb->stream);
+    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), CUDA_BINARY_MUL, cb->stream);
+}
+static int launch_div(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_binary(tv(t), tv(t->src[0]), tv(t->src[1]), CUDA_BINARY_DIV, cb->stream);
+}
+static int launch_clamp(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_unary(tv(t), tv(t->src[0]), CUDA_UNARY_CLAMP, bp_op_param_f32(t, 0),
+                             bp_op_param_f32(t, 1), cb->stream);
+}
+static int launch_sum_rows(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_sum_rows(tv(t), tv(t->src[0]), cb->stream);
+}
+static int launch_top_k(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    (void)node_index;
+    return cuda_launch_top_k(tv(t), tv(t->src[0]), cb->stream);
+}
+/* MUL_MAT_ID: the matrix-vector kernels of MUL_MAT with the routing (ids)
+ * read per (slot, token); quantized W on q8_1 activations. */
+static int launch_mul_mat_id(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1];
+    struct cuda_mmid id = { .ids = tv(t->src[2]), .err = cb->err_flag, .node = node_index };
+    if (!cuda_mul_mat_q_type(w->type))
+        return cuda_launch_mul_mat_generic(tv(t), tv(w), tv(x), id, cb->stream);
+    void *xq;
+    size_t need = (size_t)(bp_nelements(x) / 32) * sizeof(struct cuda_block_q8_1);
+    if (cuda_backend_scratch(cb, need, &xq) != BP_OK)
+        return -1;
+    int e = cuda_launch_quantize_q8_1(tv(x), xq, cb->stream);
+    return e ? e : cuda_launch_mul_mat_id_q(tv(t), tv(w), xq, x->ne[1], id, cb->stream);
 }
 static int launch_scale(struct cuda_backend *cb, struct bp_tensor *t, int node_index)
 {
@@ -299,6 +347,11 @@ static const struct cuda_op_rule op_rules[BP_OP_COUNT] = {
     [BP_OP_ROPE_EXT] = { float_src, launch_rope },
     [BP_OP_TANH] = { float_src, launch_tanh },
     [BP_OP_FLASH_ATTN_SOFTCAP] = { attn_ok, launch_flash_attn },
+    [BP_OP_MUL_MAT_ID] = { mul_mat_id_ok, launch_mul_mat_id },
+    [BP_OP_TOP_K] = { f32_rows_ok, launch_top_k },
+    [BP_OP_SUM_ROWS] = { f32_rows_ok, launch_sum_rows },
+    [BP_OP_DIV] = { two_floats, launch_div },
+    [BP_OP_CLAMP] = { float_src, launch_clamp },
 };
 
 static const struct cuda_op_rule *rule_of(int32_t op)

@@ -485,6 +485,7 @@ static bp_status be_graph_compute(struct bp_backend *be, struct bp_graph *g)
         const struct bp_tensor *n = g->nodes[i];
         if (n->op == BP_OP_GET_ROWS) st = check_ids(b, n, n->src[1], n->src[0]->ne[1]);
         if (n->op == BP_OP_SET_ROWS) st = check_ids(b, n, n->src[2], n->src[0]->ne[1]);
+        if (n->op == BP_OP_MUL_MAT_ID) st = check_ids(b, n, n->src[2], n->src[0]->ne[2]);
     }
     if (st == BP_OK) st = ensure_params(b, n_work);
     if (st == BP_OK) st = ensure_dsets(b, n_work);

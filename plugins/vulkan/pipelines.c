@@ -17,7 +17,9 @@ static const char *const shader_names[VK_SH_COUNT] = {
     [VK_SH_RMS_NORM] = "rms_norm", [VK_SH_SOFT_MAX] = "soft_max", [VK_SH_ROPE] = "rope",
     [VK_SH_GET_ROWS] = "get_rows", [VK_SH_SET_ROWS] = "set_rows",
     [VK_SH_MUL_MAT_VEC] = "mul_mat_vec", [VK_SH_MUL_MAT] = "mul_mat",
-    [VK_SH_FLASH_ATTN] = "flash_attn",
+    [VK_SH_FLASH_ATTN] = "flash_attn", [VK_SH_TOP_K] = "top_k",
+    [VK_SH_MUL_MAT_VEC_ID] = "mul_mat_vec_id", [VK_SH_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
+    [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg",
 };
 
 bp_status vk_pipelines_init(struct vk_dev *d)
@@ -107,10 +109,14 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
             r = f->vkCreateShaderModule(d->device, &mci, NULL, &mod);
         }
         if (r == VK_SUCCESS) {
-            uint32_t wt = (uint32_t)wtype;
-            VkSpecializationMapEntry me = { .constantID = 1, .offset = 0, .size = sizeof wt };
-            VkSpecializationInfo si = { .mapEntryCount = 1, .pMapEntries = &me,
-                                        .dataSize = sizeof wt, .pData = &wt };
+            /* Constant 1: the weight type; 0: the workgroup size of the
+             * shaders that take it (one subgroup for the _sg builds). */
+            const bool sg = sh == VK_SH_MUL_MAT_VEC_SG || sh == VK_SH_MUL_MAT_VEC_ID_SG;
+            uint32_t sc[2] = { sg ? d->subgroup_size : VK_MMV_WG, (uint32_t)wtype };
+            VkSpecializationMapEntry me[2] = { { .constantID = 0, .offset = 0, .size = 4 },
+                                               { .constantID = 1, .offset = 4, .size = 4 } };
+            VkSpecializationInfo si = { .mapEntryCount = 2, .pMapEntries = me,
+                                        .dataSize = sizeof sc, .pData = sc };
             VkComputePipelineCreateInfo cci = {
                 .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
                 .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,

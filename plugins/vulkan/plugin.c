@@ -146,13 +146,14 @@ static void fill_features(struct vk_plugin *pl)
         ADD(d->name, "shaderFloat16", "%d", d->shader_f16);
         ADD(d->name, "shaderInt8", "%d", d->shader_int8);
         ADD(d->name, "subgroup_size", "%u", d->subgroup_size);
+        ADD(d->name, "subgroup_arithmetic", "%s", d->subgroup_arith ? "1 (used: subgroupAdd)" : "0");
         ADD(d->name, "maxStorageBufferRange", "%u", l->maxStorageBufferRange);
         ADD(d->name, "max_buffer_bytes", "%zu", d->max_alloc);
         ADD(d->name, "maxComputeWorkGroupCount", "%u,%u,%u", l->maxComputeWorkGroupCount[0],
             l->maxComputeWorkGroupCount[1], l->maxComputeWorkGroupCount[2]);
         ADD(d->name, "maxComputeWorkGroupInvocations", "%u (needs 256)",
             l->maxComputeWorkGroupInvocations);
-        ADD(d->name, "maxComputeSharedMemorySize", "%u (needs 2176)", l->maxComputeSharedMemorySize);
+        ADD(d->name, "maxComputeSharedMemorySize", "%u (needs 8192)", l->maxComputeSharedMemorySize);
         ADD(d->name, "minStorageBufferOffsetAlignment", "%llu",
             (unsigned long long)l->minStorageBufferOffsetAlignment);
     }

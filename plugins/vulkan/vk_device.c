@@ -128,6 +128,14 @@ static void probe(struct vk_plugin *pl, struct vk_dev *d)
     f->vkGetPhysicalDeviceProperties2(d->phys, &p2);
     d->props = p2.properties;
     d->subgroup_size = sg.subgroupSize;
+    /* Reductions in one subgroup (subgroupAdd) where compute shaders have
+     * subgroup arithmetic and the subgroup fits the shaders' bounds;
+     * BACKPLANE_VULKAN_SUBGROUPS=0 keeps the shared-memory reductions. */
+    const char *sg_env = vk_getenv(pl, "BACKPLANE_VULKAN_SUBGROUPS");
+    d->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                        sg.subgroupSize >= 4 && sg.subgroupSize <= 128 &&
+                        !(sg_env && strcmp(sg_env, "0") == 0);
     vk_identity_probe(f, d);
 
     VkPhysicalDevice16BitStorageFeatures s16 = {

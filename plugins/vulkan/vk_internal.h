@@ -77,6 +77,7 @@ bool vk_loader_device(struct vk_fns *f, VkInstance inst, char *why, size_t cap);
 enum vk_shader {
     VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
+    VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
     VK_SH_COUNT
 };
 
@@ -101,6 +102,7 @@ struct vk_dev {
     uint32_t queue_family;
     pthread_mutex_t queue_mu;          /* vkQueueSubmit needs the queue to itself */
     uint32_t subgroup_size;
+    bool subgroup_arith;               /* subgroupAdd in compute shaders (the _sg builds) */
     bool f16_storage, int8_storage, shader_f16, shader_int8;
     bool use_f16_storage;              /* 16-bit loads/stores (else packed words) */
     size_t max_alloc;                  /* largest buffer we accept */
@@ -205,6 +207,13 @@ void vk_pipelines_free(struct vk_dev *d);
  * on first use and cached for the device's lifetime. */
 bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipeline *out);
 
+/* Workgroup size of mul_mat_vec's shared-memory build (a power of two,
+ * at most 64). */
+#define VK_MMV_WG 32u
+/* Rows and columns one mul_mat_vec workgroup computes (the shader's NR, NC). */
+#define VK_MMV_ROWS 2
+#define VK_MMV_COLS 8
+
 /* ---- ops.c: the op table ---- */
 struct vk_dispatch {
     enum vk_shader shader;
@@ -212,6 +221,7 @@ struct vk_dispatch {
     const struct bp_tensor *slot[VK_SLOTS - 1]; /* sources by binding; NULL unused */
     uint32_t aux[VK_PB_N_AUX];
     uint32_t groups[3];
+    int64_t mmv_max_m;                 /* MUL_MAT: most columns for mul_mat_vec */
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */

@@ -1,5 +1,5 @@
 /*
- * elementwise.cu — ADD/MUL (b repeats over a), SCALE, SILU, GELU, SQR, TANH, the
+ * elementwise.cu — ADD/MUL/DIV (b repeats over a), SCALE, SILU, GELU, SQR, TANH, CLAMP, the
  * element-order copy behind CPY/CONT, GET_ROWS (float or quantized
  * tables), SET_ROWS, and the packed helpers of the all-reduce. Grid-stride
  * loops over destination elements; sources are read through their byte
@@ -8,7 +8,7 @@
 #include "common.cuh"
 #include "dequant.cuh"
 
-__global__ void k_binary(cuda_tview d, cuda_tview a, cuda_tview b, int is_mul, int64_t n)
+__global__ void k_binary(cuda_tview d, cuda_tview a, cuda_tview b, int op, int64_t n)
 {
     for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < n;
          f += (int64_t)gridDim.x * blockDim.x) {
@@ -16,7 +16,8 @@ __global__ void k_binary(cuda_tview d, cuda_tview a, cuda_tview b, int is_mul, i
         unflatten(d, f, i);
         float x = ld_f(at(a, i[0], i[1], i[2], i[3]), a.type);
         float y = ld_f(at(b, i[0] % b.ne[0], i[1] % b.ne[1], i[2] % b.ne[2], i[3] % b.ne[3]), b.type);
-        st_f(at(d, i[0], i[1], i[2], i[3]), d.type, is_mul ? x * y : x + y);
+        const float r = op == CUDA_BINARY_ADD ? x + y : op == CUDA_BINARY_MUL ? x * y : __fdiv_rn(x, y);
+        st_f(at(d, i[0], i[1], i[2], i[3]), d.type, r);
     }
 }
 
@@ -32,6 +33,7 @@ __global__ void k_unary(cuda_tview d, cuda_tview x, int kind, float s, float bia
         else if (kind == CUDA_UNARY_SILU) y = v / (1.0f + expf(-v));
         else if (kind == CUDA_UNARY_SQR) y = v * v;
         else if (kind == CUDA_UNARY_TANH) y = tanhf(v);
+        else if (kind == CUDA_UNARY_CLAMP) y = v < s ? s : (v > bias ? bias : v); /* NaN stays */
         else if (v <= -10.0f) y = 0.0f;
         else if (v >= 10.0f) y = v;
         else { /* as ggml-cpu's table: input and result rounded to f16 */
@@ -131,10 +133,10 @@ __global__ void k_bf16_to_f32(const __nv_bfloat16 *s, float *d, int64_t n)
 
 #define BLOCK 256
 
-extern "C" int cuda_launch_binary(cuda_tview d, cuda_tview a, cuda_tview b, int is_mul, cudaStream_t s)
+extern "C" int cuda_launch_binary(cuda_tview d, cuda_tview a, cuda_tview b, int op, cudaStream_t s)
 {
     int64_t n = nelem(d);
-    k_binary<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(d, a, b, is_mul, n);
+    k_binary<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(d, a, b, op, n);
     return (int)cudaGetLastError();
 }
 

@@ -36,8 +36,20 @@ struct cuda_block_q8_1 {
     int8_t qs[32];
 };
 
+/* CLAMP takes lo and hi as the launcher's scale and bias. */
 enum cuda_unary {
-    CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2, CUDA_UNARY_SQR = 3, CUDA_UNARY_TANH = 4
+    CUDA_UNARY_SCALE = 0, CUDA_UNARY_SILU = 1, CUDA_UNARY_GELU = 2, CUDA_UNARY_SQR = 3, CUDA_UNARY_TANH = 4,
+    CUDA_UNARY_CLAMP = 5
+};
+
+enum cuda_binary { CUDA_BINARY_ADD = 0, CUDA_BINARY_MUL = 1, CUDA_BINARY_DIV = 2 };
+
+/* MUL_MAT_ID's routing: ids [n_used, n_tok] (I32, any strides) and where a
+ * bad id is reported (err as for GET_ROWS). ids.data == NULL: MUL_MAT. */
+struct cuda_mmid {
+    struct cuda_tview ids;
+    int *err;
+    int node;
 };
 
 /* What ROPE_EXT adds to ROPE, with the parts that depend on neither the
@@ -49,7 +61,8 @@ struct cuda_rope_ext {
     float mscale;           /* cos and sin are multiplied by it */
 };
 
-int cuda_launch_binary(struct cuda_tview dst, struct cuda_tview a, struct cuda_tview b, int is_mul,
+/* op: enum cuda_binary. */
+int cuda_launch_binary(struct cuda_tview dst, struct cuda_tview a, struct cuda_tview b, int op,
                        cudaStream_t s);
 int cuda_launch_unary(struct cuda_tview dst, struct cuda_tview x, int kind, float scale, float bias,
                       cudaStream_t s);
@@ -62,6 +75,11 @@ int cuda_launch_set_rows(struct cuda_tview dst, struct cuda_tview v, struct cuda
                          int *err, int node, cudaStream_t s);
 
 int cuda_launch_rms_norm(struct cuda_tview dst, struct cuda_tview x, float eps, cudaStream_t s);
+/* SUM_ROWS: dst [1, r, d2, d3] F32. */
+int cuda_launch_sum_rows(struct cuda_tview dst, struct cuda_tview x, cudaStream_t s);
+/* TOP_K: dst [k, r, d2, d3] I32, the rule of bp_ops.h (ties by ascending
+ * index, NaN after every number). */
+int cuda_launch_top_k(struct cuda_tview dst, struct cuda_tview x, cudaStream_t s);
 /* mask.data == NULL: no mask. */
 int cuda_launch_soft_max(struct cuda_tview dst, struct cuda_tview x, struct cuda_tview mask,
                          float scale, cudaStream_t s);
@@ -75,9 +93,12 @@ int cuda_launch_flash_attn(struct cuda_tview dst, struct cuda_tview q, struct cu
                            struct cuda_tview v, struct cuda_tview mask, float scale, float softcap,
                            cudaStream_t s);
 
-/* MUL_MAT, any W type, float X: one warp per output element (fallback). */
+/* MUL_MAT, any W type, float X: one warp per output element (fallback).
+ * With id.ids.data set, MUL_MAT_ID: dst [N, n_used, n_tok], W [K, N, n_expert],
+ * X [K, X1, n_tok]; element (n, u, t) is row n of expert ids[u, t] times
+ * X row (u % X1, t). */
 int cuda_launch_mul_mat_generic(struct cuda_tview dst, struct cuda_tview w, struct cuda_tview x,
-                                cudaStream_t s);
+                                struct cuda_mmid id, cudaStream_t s);
 /* Quantize every row of X (K = ne[0], a multiple of 32) to q8_1 blocks, rows
  * in dst order (m fastest, then dims 2 and 3). */
 int cuda_launch_quantize_q8_1(struct cuda_tview x, struct cuda_block_q8_1 *out, cudaStream_t s);
@@ -86,6 +107,13 @@ int cuda_launch_quantize_q8_1(struct cuda_tview x, struct cuda_block_q8_1 *out, 
  * column. */
 int cuda_launch_mul_mat_q(struct cuda_tview dst, struct cuda_tview w,
                           const struct cuda_block_q8_1 *xq, cudaStream_t s);
+/* MUL_MAT_ID for quantized W on X quantized by cuda_launch_quantize_q8_1
+ * (rows in order (x1, t)), x1 = X's ne[1]: the same dot products, the
+ * expert of each (slot, token) read from id.ids; a bad id reported in
+ * id.err and its outputs left unwritten. */
+int cuda_launch_mul_mat_id_q(struct cuda_tview dst, struct cuda_tview w,
+                             const struct cuda_block_q8_1 *xq, int64_t x1, struct cuda_mmid id,
+                             cudaStream_t s);
 /* Dequantize W slice (i2, i3) into a packed F16 [K, N] matrix. */
 int cuda_launch_dequant_f16(struct cuda_tview w, int64_t i2, int64_t i3, void *out, cudaStream_t s);
 /* True when cuda_launch_mul_mat_q handles W of this type, which then

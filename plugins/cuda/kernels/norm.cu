@@ -1,5 +1,5 @@
 /*
- * norm.cu — RMS_NORM, SOFT_MAX and ROPE. One thread block per row for the
+ * norm.cu — RMS_NORM, SOFT_MAX, SUM_ROWS, TOP_K and ROPE. One thread block per row for the
  * reductions (float accumulation, block-wide tree sums); ROPE is one
  * thread per rotated pair or copied element.
  */
@@ -53,6 +53,44 @@ __global__ void k_rms_norm(cuda_tview d, cuda_tview x, float eps)
     const float inv = rsqrtf(ss / (float)d.ne[0] + eps);
     for (int64_t i = threadIdx.x; i < d.ne[0]; i += blockDim.x)
         st_f(dr + i * d.nb[0], d.type, ld_f(xr + i * x.nb[0], x.type) * inv);
+}
+
+__global__ void k_sum_rows(cuda_tview d, cuda_tview x)
+{
+    __shared__ float sh[32];
+    const int64_t r = blockIdx.x;
+    const int64_t i1 = r % d.ne[1], i2 = (r / d.ne[1]) % d.ne[2], i3 = r / (d.ne[1] * d.ne[2]);
+    const char *xr = at(x, 0, i1, i2, i3);
+    float s = 0.0f;
+    for (int64_t i = threadIdx.x; i < x.ne[0]; i += blockDim.x) s += ld_f(xr + i * x.nb[0], x.type);
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) *(float *)at(d, 0, i1, i2, i3) = s;
+}
+
+/* TOP_K's order: a before b when larger, equal values by ascending index,
+ * NaN after every number (a strict total order, so ranks are distinct). */
+static __device__ bool top_k_before(float a, int64_t ia, float b, int64_t ib)
+{
+    const bool na = isnan(a), nb = isnan(b);
+    if (na || nb) return na == nb ? ia < ib : nb;
+    return a > b || (a == b && ia < ib);
+}
+
+/* One block per row: each element counts the elements ranked before it;
+ * those ranked below k write their index at their rank. */
+__global__ void k_top_k(cuda_tview d, cuda_tview x)
+{
+    const int64_t r = blockIdx.x;
+    const int64_t i1 = r % d.ne[1], i2 = (r / d.ne[1]) % d.ne[2], i3 = r / (d.ne[1] * d.ne[2]);
+    const char *xr = at(x, 0, i1, i2, i3);
+    const int64_t n = x.ne[0], k = d.ne[0];
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const float xi = *(const float *)(xr + i * x.nb[0]);
+        int64_t rank = 0;
+        for (int64_t j = 0; j < n && rank < k; j++)
+            rank += top_k_before(*(const float *)(xr + j * x.nb[0]), j, xi, i);
+        if (rank < k) *(int32_t *)at(d, rank, i1, i2, i3) = (int32_t)i;
+    }
 }
 
 __global__ void k_soft_max(cuda_tview d, cuda_tview x, cuda_tview m, float scale)
@@ -130,6 +168,18 @@ __global__ void k_rope(cuda_tview d, cuda_tview x, cuda_tview pos, cuda_tview ff
 extern "C" int cuda_launch_rms_norm(cuda_tview d, cuda_tview x, float eps, cudaStream_t s)
 {
     k_rms_norm<<<(unsigned)nrows(d), ROW_BLOCK, 0, s>>>(d, x, eps);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int cuda_launch_sum_rows(cuda_tview d, cuda_tview x, cudaStream_t s)
+{
+    k_sum_rows<<<(unsigned)nrows(d), ROW_BLOCK, 0, s>>>(d, x);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int cuda_launch_top_k(cuda_tview d, cuda_tview x, cudaStream_t s)
+{
+    k_top_k<<<(unsigned)nrows(d), 128, 0, s>>>(d, x);
     return (int)cudaGetLastError();
 }
 

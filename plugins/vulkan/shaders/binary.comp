@@ -1,5 +1,5 @@
 #version 450
-// ADD and MUL (aux0 = VK_BINARY_ADD or VK_BINARY_MUL): b (slot 1) repeats over a (slot 0).
+// ADD, MUL and DIV (aux0 = VK_BINARY_*): b (slot 1) repeats over a (slot 0).
 layout(local_size_x = 128) in;
 #include "common.glsl"
 
@@ -10,5 +10,10 @@ void main()
     uvec4 c = unflat(OUT, i);
     float x = ld(0u, at(0u, c.x, c.y, c.z, c.w), ttype(0u));
     float y = ld(1u, at(1u, c.x % tne(1u, 0u), c.y % tne(1u, 1u), c.z % tne(1u, 2u), c.w % tne(1u, 3u)), ttype(1u));
-    st(at(OUT, c.x, c.y, c.z, c.w), ttype(OUT), aux(0u) == VK_BINARY_ADD ? x + y : x * y);
+    precise float r;
+    uint mode = aux(0u);
+    if (mode == VK_BINARY_ADD) r = x + y;
+    else if (mode == VK_BINARY_MUL) r = x * y;
+    else r = x / y;
+    st(at(OUT, c.x, c.y, c.z, c.w), ttype(OUT), r);
 }

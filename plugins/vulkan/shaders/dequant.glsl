@@ -125,23 +125,26 @@ float wval_iq4_xs(uint blk, uint j)
     return f16(rd_u16(0u, blk)) * float(int(ls) - 32) * v;
 }
 
-float wval(uint row, uint k)
+// Elements per block of WTYPE (1 for the float types).
+uint wbs()
 {
-    uint nb0 = tnb(0u, 0u);
-    if (WTYPE == T_F32 || WTYPE == T_F16 || WTYPE == T_BF16)
-        return ld(0u, row + k * nb0, WTYPE);
+    if (WTYPE == T_F32 || WTYPE == T_F16 || WTYPE == T_BF16) return 1u;
+    if (WTYPE == T_Q4_0 || WTYPE == T_Q8_0 || WTYPE == T_Q4_1 || WTYPE == T_Q5_0 ||
+        WTYPE == T_Q5_1 || WTYPE == T_IQ4_NL)
+        return 32u;
+    return 256u;
+}
+
+// Element j of the quantized block at byte blk of slot 0.
+float wblk(uint blk, uint j)
+{
     if (WTYPE == T_Q4_0) {
-        uint blk = row + (k >> 5) * nb0, j = k & 31u;
         uint q = rd_u8(0u, blk + 2u + (j & 15u));
         q = j < 16u ? (q & 15u) : (q >> 4);
         return f16(rd_u16(0u, blk)) * (float(q) - 8.0);
     }
-    if (WTYPE == T_Q8_0) {
-        uint blk = row + (k >> 5) * nb0, j = k & 31u;
-        return f16(rd_u16(0u, blk)) * float(rd_i8(0u, blk + 2u + j));
-    }
+    if (WTYPE == T_Q8_0) return f16(rd_u16(0u, blk)) * float(rd_i8(0u, blk + 2u + j));
     if (WTYPE == T_Q4_K) {
-        uint blk = row + (k >> 8) * nb0, j = k & 255u;
         uint sub = j >> 5, g = sub >> 1;
         uint q = rd_u8(0u, blk + 16u + g * 32u + (j & 31u));
         q = (sub & 1u) == 0u ? (q & 15u) : (q >> 4);
@@ -150,16 +153,15 @@ float wval(uint row, uint k)
         return f16(rd_u16(0u, blk)) * sc * float(q) - f16(rd_u16(0u, blk + 2u)) * m;
     }
     // The ABI 1.2 types: blocks of 32, then of 256 elements.
-    if (WTYPE == T_Q4_1) return wval_q4_1(row + (k >> 5) * nb0, k & 31u);
-    if (WTYPE == T_Q5_0) return wval_q5_0(row + (k >> 5) * nb0, k & 31u);
-    if (WTYPE == T_Q5_1) return wval_q5_1(row + (k >> 5) * nb0, k & 31u);
-    if (WTYPE == T_IQ4_NL) return wval_iq4_nl(row + (k >> 5) * nb0, k & 31u);
-    if (WTYPE == T_Q2_K) return wval_q2_k(row + (k >> 8) * nb0, k & 255u);
-    if (WTYPE == T_Q3_K) return wval_q3_k(row + (k >> 8) * nb0, k & 255u);
-    if (WTYPE == T_Q5_K) return wval_q5_k(row + (k >> 8) * nb0, k & 255u);
-    if (WTYPE == T_IQ4_XS) return wval_iq4_xs(row + (k >> 8) * nb0, k & 255u);
+    if (WTYPE == T_Q4_1) return wval_q4_1(blk, j);
+    if (WTYPE == T_Q5_0) return wval_q5_0(blk, j);
+    if (WTYPE == T_Q5_1) return wval_q5_1(blk, j);
+    if (WTYPE == T_IQ4_NL) return wval_iq4_nl(blk, j);
+    if (WTYPE == T_Q2_K) return wval_q2_k(blk, j);
+    if (WTYPE == T_Q3_K) return wval_q3_k(blk, j);
+    if (WTYPE == T_Q5_K) return wval_q5_k(blk, j);
+    if (WTYPE == T_IQ4_XS) return wval_iq4_xs(blk, j);
     // Q6_K: ql[128] qh[64] scales[16] d
-    uint blk = row + (k >> 8) * nb0, j = k & 255u;
     uint h = j >> 7, r = j & 127u, qd = r >> 5, l = r & 31u;
     uint ql = rd_u8(0u, blk + h * 64u + l + (qd & 1u) * 32u);
     ql = (qd >> 1) == 0u ? (ql & 15u) : (ql >> 4);
@@ -167,4 +169,13 @@ float wval(uint row, uint k)
     int q = int(ql | (qh << 4)) - 32;
     float sc = float(rd_i8(0u, blk + 192u + h * 8u + (l >> 4) + qd * 2u));
     return f16(rd_u16(0u, blk + 208u)) * sc * float(q);
+}
+
+float wval(uint row, uint k)
+{
+    uint nb0 = tnb(0u, 0u);
+    if (WTYPE == T_F32 || WTYPE == T_F16 || WTYPE == T_BF16)
+        return ld(0u, row + k * nb0, WTYPE);
+    uint bs = wbs();
+    return wblk(row + (k / bs) * nb0, k % bs);
 }

@@ -23,6 +23,10 @@ void main()
         v = v / (1.0 + exp(-v));
     } else if (mode == VK_EW_SQR) {
         v = v * v;
+    } else if (mode == VK_EW_CLAMP) {
+        // Comparisons, not clamp(): NaN compares false and stays NaN.
+        float lo = pf(0u), hi = pf(1u);
+        v = v < lo ? lo : (v > hi ? hi : v);
     } else if (mode == VK_EW_TANH) {
         v = tanh(clamp(v, -15.0, 15.0)); // +-1 in float past 15, and no inf/inf inside tanh
     } else if (mode == VK_EW_GELU) {

@@ -1,5 +1,6 @@
 #version 450
-// One workgroup per row: sum of squares reduced in shared memory.
+// One workgroup per row: sum of squares reduced in shared memory; with aux0
+// VK_ROWS_SUM (SUM_ROWS) the plain sum, written as the row's one element.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 shared float red[64];
@@ -12,16 +13,21 @@ void main()
     uvec4 c = unflat(0u, row * n);
     uint xs = at(0u, 0u, c.y, c.z, c.w), ds = at(OUT, 0u, c.y, c.z, c.w);
     uint ty = ttype(0u), nb = tnb(0u, 0u), ob = tnb(OUT, 0u);
+    bool sum = aux(0u) == VK_ROWS_SUM;
     float ss = 0.0;
     for (uint i = t; i < n; i += 64u) {
         float v = ld(0u, xs + i * nb, ty);
-        ss += v * v;
+        ss += sum ? v : v * v;
     }
     red[t] = ss;
     barrier();
     [[unroll]] for (uint w = 32u; w > 0u; w >>= 1) {
         if (t < w) red[t] += red[t + w];
         barrier();
+    }
+    if (sum) {
+        if (t == 0u) st(ds, ttype(OUT), red[0]);
+        return;
     }
     float inv = inversesqrt(red[0] / float(n) + pf(0u));
     for (uint i = t; i < n; i += 64u)

@@ -19,9 +19,10 @@
 #define VK_PB_AUX 58u   /* plugin-chosen words [VK_PB_AUX, VK_PB_WORDS) */
 #define VK_PB_N_AUX 6u
 
-/* aux[0] of the binary shader */
+/* aux[0] of the binary shader (ADD, MUL, DIV) */
 #define VK_BINARY_ADD 0u
 #define VK_BINARY_MUL 1u
+#define VK_BINARY_DIV 2u
 
 /* aux[0] of the elementwise shader */
 #define VK_EW_COPY 0u
@@ -30,6 +31,11 @@
 #define VK_EW_GELU 3u
 #define VK_EW_SQR 4u
 #define VK_EW_TANH 5u
+#define VK_EW_CLAMP 6u /* op params 0 and 1: lo, hi */
+
+/* aux[0] of the rms_norm shader: a row reduction */
+#define VK_ROWS_RMS_NORM 0u
+#define VK_ROWS_SUM 1u /* SUM_ROWS: the sum alone */
 
 /* aux words of the rope shader: aux[0] VK_ROPE_PLAIN or VK_ROPE_EXT; for
  * ROPE_EXT aux[1] = 1 when slot 2 holds the frequency factors, and the
