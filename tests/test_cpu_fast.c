@@ -419,11 +419,12 @@ static struct bp_buffer_type *repack_buft(void)
 }
 
 /* The types a variant may repack (which ones it does is its
- * cpu_repack_type_ok: all four in avx512 and scalar, not Q8_0 in avx2, none
- * in neon), and F16, which a CPU_REPACK buffer stores as it is: they must
+ * cpu_repack_type_ok: all six in avx512 and scalar, not Q5_0 and Q5_K in
+ * avx2, none in neon), and F16, which a CPU_REPACK buffer stores as it is: they must
  * round-trip and multiply all the same. */
 static const enum bp_type repack_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
-                                             BP_TYPE_Q6_K, BP_TYPE_F16 };
+                                             BP_TYPE_Q6_K, BP_TYPE_Q5_0, BP_TYPE_Q5_K,
+                                             BP_TYPE_F16 };
 
 static void expect_bytes(const struct bp_tensor *t, const unsigned char *want, size_t off,
                          size_t n, const char *what)

@@ -132,6 +132,8 @@ static void check_type(enum bp_type t, int64_t n, bool long_tail)
 static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
 {
     const struct cpu_type_kernels *k = cpu_kernels_for(t), *r = cpu_kernels_ref_for(t);
+    if (!k->gemm_x8) /* a type this build does not repack */
+        return;
     const int64_t n = nb * bp_type_block_size(t);
     const enum bp_type vdt = k->vec_dot_type;
     const size_t rs = bp_row_size(t, n);
@@ -431,7 +433,8 @@ int main(int argc, char **argv)
             check_from_float(BP_TYPE_Q8_K, 256 * (1 + rep % 4), mode);
         }
     check_q8_K_edges();
-    const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
+    const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                      BP_TYPE_Q5_0, BP_TYPE_Q5_K };
     for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
         for (int64_t nb = 1; nb <= 9; nb += 4)
             for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)

@@ -149,6 +149,36 @@ q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
     }
 }
 
+/* One x8 block of Q5_0, as q4_0_x8_block: the nibbles get their fifth bit
+ * by one masked byte add of 16 each, the byte mask one 64-bit load of the
+ * transposed qh (repack.h); the -16 offset comes out through the quant
+ * sum as Q4_0's -8 does. */
+static inline __attribute__((always_inline)) void
+q5_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
+              const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    uint64_t qh[4];
+    memcpy(qh, xb + 16, sizeof qh);
+    const __m512i v0 = _mm512_loadu_si512(xb + 48), v1 = _mm512_loadu_si512(xb + 112);
+    __m512i l0 = _mm512_and_si512(v0, m4), h0 = hi_nibbles(v0, gfni);
+    __m512i l1 = _mm512_and_si512(v1, m4), h1 = hi_nibbles(v1, gfni);
+    l0 = _mm512_mask_add_epi8(l0, _cvtu64_mask64(qh[0]), l0, b4);
+    l1 = _mm512_mask_add_epi8(l1, _cvtu64_mask64(qh[1]), l1, b4);
+    h0 = _mm512_mask_add_epi8(h0, _cvtu64_mask64(qh[2]), h0, b4);
+    h1 = _mm512_mask_add_epi8(h1, _cvtu64_mask64(qh[3]), h1, b4);
+    for (int c = 0; c < ncols; c++) {
+        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
+        /* each of a row's two lanes carries half of the -16 * sum */
+        __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[c][b % X8_CHUNK]), l0, bcast8(q));
+        p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
+        p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
+        p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
+        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
+    }
+}
+
 typedef void (*x8_0_block_fn)(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb,
                               int64_t b, const int32_t (*off)[X8_CHUNK], __m512 *acc, int ncols,
                               int gfni);
@@ -200,6 +230,14 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         const int gfni)
 {
     x8_0_walk(n / BP_QK4_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0), 2, q4_0_x8_block, s, bs,
+              w, y, ys, ncols, gfni);
+}
+
+static inline __attribute__((always_inline)) void
+q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
+{
+    x8_0_walk(n / BP_QK5_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q5_0), 3, q5_0_x8_block, s, bs,
               w, y, ys, ncols, gfni);
 }
 
@@ -289,6 +327,100 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 sumi[c] = _mm512_dpwssd_epi32(sumi[c],
                     _mm512_mask_blend_epi16(0xAAAAAAAA, plo[c], _mm512_slli_epi32(phi[c], 12)), sc[g]);
         }
+        for (int c = 0; c < ncols; c++) {
+            const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
+            const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv), _mm256_extracti128_si256(bsv, 1));
+            const __m512i summ = _mm512_add_epi32(
+                _mm512_madd_epi16(mins_lo, _mm512_set1_epi64(_mm_cvtsi128_si64(bp))),
+                _mm512_madd_epi16(mins_hi, _mm512_set1_epi64(_mm_extract_epi64(bp, 1))));
+            const __m512 dy = _mm512_set1_ps(yb[c]->d);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q5_K x8 (layout in repack.h): Q4_K's kernel with the fifth bits. Piece
+ * k of sub-block pair g takes bits 2g (low nibbles) and 2g + 1 (high
+ * nibbles) of qh piece k, loaded once per block, moved to bit 4 of each
+ * byte; the high nibbles are shifted down (with their fifth bit they do not
+ * fit a byte in place, as Q4_K's do). Each lane sums 4 products of at most
+ * 31 * 128 per piece, so two pieces (at most 31744) still fit int16: per
+ * pair g, the pieces k = 0, 1 and k = 2, 3 each make one low/high word
+ * pair for a vpdpwssd with the pair's two scales. */
+static inline __attribute__((always_inline)) void
+q5_K_x8_pair(const uint8_t *xb, const __m512i *qh, __m512i sc, const struct bp_block_q8_K *const *yb,
+             __m512i *sumi, const int ncols, const int g)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    for (int half = 0; half < 2; half++) {
+        __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) plo[c] = phi[c] = _mm512_setzero_si512();
+        for (int k = 2 * half; k < 2 * half + 2; k++) {
+            const uint8_t *piece = xb + 384 + 64 * (4 * g + k);
+            _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
+            _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
+            const __m512i v = _mm512_loadu_si512(piece);
+            /* bit 2g of qh to bit 4 (low nibbles), bit 2g + 1 (high) */
+            const __m512i bl = _mm512_and_si512(
+                g == 0 ? _mm512_slli_epi16(qh[k], 4) : g == 1 ? _mm512_slli_epi16(qh[k], 2)
+                : g == 2 ? qh[k] : _mm512_srli_epi16(qh[k], 2), b4);
+            const __m512i bh = _mm512_and_si512(
+                g == 0 ? _mm512_slli_epi16(qh[k], 3) : g == 1 ? _mm512_slli_epi16(qh[k], 1)
+                : g == 2 ? _mm512_srli_epi16(qh[k], 1) : _mm512_srli_epi16(qh[k], 3), b4);
+            /* 0xEC: (a & c) | b */
+            const __m512i lo = _mm512_ternarylogic_epi32(v, bl, m4, 0xEC);
+            const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), bh, m4, 0xEC);
+            for (int c = 0; c < ncols; c++) {
+                const int8_t *q = yb[c]->qs + 64 * g + 8 * k;
+                plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
+                phi[c] = _mm512_dpbusd_epi32(phi[c], hi, bcast8(q + 32));
+            }
+        }
+        /* low word: the low nibbles' sum; high word: the high nibbles' */
+        for (int c = 0; c < ncols; c++)
+            sumi[c] = _mm512_dpwssd_epi32(sumi[c],
+                _mm512_mask_blend_epi16(0xAAAAAAAA, plo[c], _mm512_slli_epi32(phi[c], 16)), sc);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k03 = _mm256_set1_epi32(0x03030303);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q5_K));
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 384); /* d, dmin, scales, qh */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 384);
+        const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
+        const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
+        const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 64));
+        const __m256i u2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 96));
+        const __m256i sc_lo = _mm256_and_si256(u0, k3f), mn_lo = _mm256_and_si256(u1, k3f);
+        const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), k03), 4));
+        const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), k03), 4));
+        const __m512i s16lo = _mm512_cvtepu8_epi16(sc_lo), s16hi = _mm512_cvtepu8_epi16(sc_hi);
+        const __m512i mins_lo = _mm512_cvtepu8_epi16(mn_lo), mins_hi = _mm512_cvtepu8_epi16(mn_hi);
+        __m512i qh[4];
+        for (int k = 0; k < 4; k++) qh[k] = _mm512_loadu_si512(xb + 128 + 64 * k);
+        __m512i sumi[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            sumi[c] = _mm512_setzero_si512();
+        }
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xA0), yb, sumi, ncols, 0);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xF5), yb, sumi, ncols, 1);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xA0), yb, sumi, ncols, 2);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xF5), yb, sumi, ncols, 3);
         for (int c = 0; c < ncols; c++) {
             const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
             const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv), _mm256_extracti128_si256(bsv, 1));
@@ -473,8 +605,10 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 
 X8_GFNI_DISPATCH(q4_0)
 X8_GFNI_DISPATCH(q6_K)
+X8_GFNI_DISPATCH(q5_0)
 CPU_X8_DISPATCH(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
+CPU_X8_DISPATCH(q5_K, x86)
 #else
 typedef int cpu_gemm_avx512_not_built; /* ISO C forbids an empty translation unit */
 #endif

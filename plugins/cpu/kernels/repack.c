@@ -35,8 +35,22 @@ static const struct x8_segment *segments(enum bp_type t)
         { 64, 32, 8, 912, 128 }, { 160, 32, 8, 976, 128 }, { 96, 32, 8, 1424, 64 },
         { 0, 0, 0, 0, 0 }
     };
+    /* Q5_0: d, then the fifth bits with byte k of the 8 rows' qh side by
+     * side (one 64-bit load is the byte mask of 64 nibbles), then qs as
+     * Q4_0's. */
+    static const struct x8_segment q5_0[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 4, 1, 16, 8 }, { 6, 16, 8, 48, 64 }, { 0, 0, 0, 0, 0 }
+    };
+    /* Q5_K: Q4_K's d, dmin and scales, then qh as Q8_0's qs (4 pieces of
+     * 64 bytes, each 8 bytes of every row), then qs as Q4_K's. */
+    static const struct x8_segment q5_K[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 2, 2, 16, 16 }, { 4, 12, 4, 32, 32 }, { 16, 32, 8, 128, 64 },
+        { 48, 128, 8, 384, 64 }, { 0, 0, 0, 0, 0 }
+    };
     switch (t) {
     case BP_TYPE_Q4_0: return q4_0;
+    case BP_TYPE_Q5_0: return q5_0;
+    case BP_TYPE_Q5_K: return q5_K;
     case BP_TYPE_Q8_0: return q8_0;
     case BP_TYPE_Q4_K: return q4_K;
     case BP_TYPE_Q6_K: return q6_K;
@@ -61,8 +75,11 @@ bool cpu_repack_type_ok(enum bp_type t)
 #if defined(CPU_HAVE_NEON_SIMD)
     (void)t;
     return false;
-#else
+#elif defined(CPU_HAVE_X86_GEMM_AVX2)
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
+#else
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
+           t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K;
 #endif
 }
 
@@ -162,6 +179,16 @@ void cpu_gemm_q8_0_x8_ref(CPU_GEMM_X8_PARAMS)
 void cpu_gemm_q4_K_x8_ref(CPU_GEMM_X8_PARAMS)
 {
     cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q5_0_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q5_0, cpu_vec_dot_q5_0_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q5_K_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q5_K, cpu_vec_dot_q5_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
 }
 
 void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS)

@@ -28,6 +28,14 @@
  *   L1): one forward stream. With ql and qh in two regions 1 KB apart
  *   (the first layout) the same decode kernel streamed at 0.5-0.6 of the
  *   read bandwidth, and the hardware prefetcher was the bound.
+ * x8 block of Q5_0 (176 bytes): d[8], then qh[32]: qh[8 k + r] = byte k of
+ *   row r's qh (bit j of it: the fifth bit of element 8 k + j), then qs[128]
+ *   as Q4_0's. One 64-bit load of qh[8 k ..] is the byte mask of the 64
+ *   nibbles of one 512-bit register of qs.
+ * x8 block of Q5_K (1408 bytes): d[8], dmin[8], scales[96] as Q4_K's, then
+ *   qh[256]: qh[64 c + 8 r + j] = row r's qh[8 c + j], c = 0..3 (the fifth
+ *   bits of the nibbles of qs piece 4 g + c sit in bits 2 g and 2 g + 1),
+ *   then qs[1024] as Q4_K's.
  * The layout is a pure permutation of bytes, so filling a buffer with one
  * byte value means the same in both layouts.
  * With 8 bytes of a row side by side, one 64-bit broadcast of 8 activation
@@ -160,5 +168,7 @@ void cpu_gemm_q8_0_x8_ref(CPU_GEMM_X8_PARAMS);
  * min / -32 terms): no aux data. */
 void cpu_gemm_q4_K_x8_ref(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_0_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_K_x8_ref(CPU_GEMM_X8_PARAMS);
 
 #endif
