@@ -90,6 +90,24 @@ static void fill_weights(enum bp_type t, unsigned char *w, int64_t nblocks, enum
                 memset(blk + 4, 0xFF, 12);
                 memset(blk + 16, 0xFF, 160);
             }
+        } else if (t == BP_TYPE_Q2_K) {
+            memcpy(blk + 80, &d, 2);
+            memcpy(blk + 82, &dmin, 2);
+            if (f == EXTREME) { /* every quant 3, every scale and min 15 */
+                memset(blk, 0xFF, 80);
+            }
+        } else if (t == BP_TYPE_IQ4_XS) {
+            memcpy(blk, &d, 2);
+            if (f == EXTREME) { /* every quant -127 or 113, every scale 31 or -32 */
+                memset(blk + 2, rnd64() & 1 ? 0xFF : 0x00, 6);
+                memset(blk + 8, rnd64() & 1 ? 0xFF : 0x00, 128);
+            }
+        } else if (t == BP_TYPE_Q3_K) {
+            memcpy(blk + 108, &d, 2);
+            if (f == EXTREME) { /* every quant 3 or -4, every scale 31 or -32 */
+                memset(blk, rnd64() & 1 ? 0xFF : 0x00, 96);
+                memset(blk + 96, rnd64() & 1 ? 0xFF : 0x00, 12);
+            }
         } else if (t == BP_TYPE_Q6_K) {
             memcpy(blk + 208, &d, 2);
             if (f == EXTREME) { /* every quant 63 or 0, scales -128 or 127 */
@@ -446,7 +464,8 @@ int main(int argc, char **argv)
     if (!cpu_variant_score(CPU_VARIANT_AVX2, &isa)) { puts("SKIP: no AVX2 here"); return 77; }
 #endif
     const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
-                                   BP_TYPE_Q5_0, BP_TYPE_Q5_K };
+                                   BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K,
+                                   BP_TYPE_IQ4_XS, BP_TYPE_Q2_K };
     const int64_t blocks[] = { 1, 2, 3, 5, 8, 65 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)
