@@ -52,7 +52,9 @@ ROOT = os.path.dirname(HERE)
 PKG = "@node-llama-cpp/linux-x64@3.22.1"
 PKG_VULKAN = "@node-llama-cpp/linux-x64-vulkan@3.22.1"
 # llama_ftype numbers of llama.h (stable since the K-quants)
-LLAMA_FTYPES = {"q4_0": 2, "q8_0": 7, "q4_K_S": 14, "q4_K_M": 15, "q6_K": 18}
+LLAMA_FTYPES = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q5_1": 9, "q2_K": 10,
+                "q3_K_S": 11, "q3_K_M": 12, "q3_K_L": 13, "q4_K_S": 14, "q4_K_M": 15,
+                "q5_K_S": 16, "q5_K_M": 17, "q6_K": 18, "iq4_nl": 25, "iq4_xs": 30}
 KEYS = ("prefill_tokens_per_s", "prefill_warm_tokens_per_s", "decode_tokens_per_s")
 
 

@@ -90,12 +90,16 @@ static int failures, checks;
 static void check_type(enum bp_type t, int64_t n, bool long_tail)
 {
     const struct cpu_type_kernels *k = cpu_kernels_for(t), *r = cpu_kernels_ref_for(t);
-    const size_t wbytes = bp_row_size(t, n), xbytes = bp_row_size(k->vec_dot_type, n);
+    const bool q8_1 = cpu_type_q8_1(t);
+    const size_t wbytes = bp_row_size(t, n);
+    const size_t xbytes = q8_1 ? cpu_q8_1_row_size(n / 32) : bp_row_size(k->vec_dot_type, n);
     unsigned char *w = malloc(wbytes), *xq = malloc(xbytes);
     float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 4), *xf = malloc((size_t)n * 4);
     fill_weights(t, w, wbytes, n);
     fill_x(x, n, long_tail);
     cpu_kernels_for(k->vec_dot_type)->from_float(x, xq, n);
+    if (q8_1)
+        cpu_q8_1_fill_s(x, xq, n);
     float got, want;
     k->vec_dot(n, &got, w, xq);
     r->vec_dot(n, &want, w, xq);
@@ -110,6 +114,18 @@ static void check_type(enum bp_type t, int64_t n, bool long_tail)
     for (int64_t i = 0; i < n; i++) {
         mag += fabs((double)wf[i] * xf[i]);
         exact += (double)wf[i] * xf[i];
+    }
+    /* Q8_1: the min term of each block is m * s (s = d * sum(qs) rounded to
+     * f16), not m * f16(d) * sum(qs) */
+    for (int64_t b = 0; q8_1 && b < n / 32; b++) {
+        const unsigned char *wb = w + (size_t)b * bp_type_size(t);
+        const struct bp_block_q8_0 *yb = (const void *)xq;
+        uint16_t m16;
+        memcpy(&m16, wb + 2, 2);
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += yb[b].qs[j];
+        const double m = bp_f16_to_f32(m16);
+        exact += m * (double)cpu_q8_1_s(xq, n / 32, b) - m * bp_f16_to_f32(yb[b].d) * sum;
     }
     const double tol = 1e-5 * mag + 1e-6;
     checks += 2;
@@ -132,6 +148,8 @@ static void check_type(enum bp_type t, int64_t n, bool long_tail)
 static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
 {
     const struct cpu_type_kernels *k = cpu_kernels_for(t), *r = cpu_kernels_ref_for(t);
+    if (!k->gemm_x8) /* a type this build does not repack */
+        return;
     const int64_t n = nb * bp_type_block_size(t);
     const enum bp_type vdt = k->vec_dot_type;
     const size_t rs = bp_row_size(t, n);
@@ -431,7 +449,9 @@ int main(int argc, char **argv)
             check_from_float(BP_TYPE_Q8_K, 256 * (1 + rep % 4), mode);
         }
     check_q8_K_edges();
-    const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
+    const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                      BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K,
+                                   BP_TYPE_IQ4_XS, BP_TYPE_Q2_K };
     for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
         for (int64_t nb = 1; nb <= 9; nb += 4)
             for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)

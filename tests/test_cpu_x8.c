@@ -79,6 +79,35 @@ static void fill_weights(enum bp_type t, unsigned char *w, int64_t nblocks, enum
                 memset(blk + 4, 0xFF, 12);
                 memset(blk + 16, 0xFF, 128);
             }
+        } else if (t == BP_TYPE_Q5_0) {
+            memcpy(blk, &d, 2);
+            if (f == EXTREME) /* every quant 31, or every quant 0 */
+                memset(blk + 2, rnd64() & 1 ? 0xFF : 0x00, 20);
+        } else if (t == BP_TYPE_Q5_K) {
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &dmin, 2);
+            if (f == EXTREME) { /* all 6-bit scales and mins 63, all quants 31 */
+                memset(blk + 4, 0xFF, 12);
+                memset(blk + 16, 0xFF, 160);
+            }
+        } else if (t == BP_TYPE_Q2_K) {
+            memcpy(blk + 80, &d, 2);
+            memcpy(blk + 82, &dmin, 2);
+            if (f == EXTREME) { /* every quant 3, every scale and min 15 */
+                memset(blk, 0xFF, 80);
+            }
+        } else if (t == BP_TYPE_IQ4_XS) {
+            memcpy(blk, &d, 2);
+            if (f == EXTREME) { /* every quant -127 or 113, every scale 31 or -32 */
+                memset(blk + 2, rnd64() & 1 ? 0xFF : 0x00, 6);
+                memset(blk + 8, rnd64() & 1 ? 0xFF : 0x00, 128);
+            }
+        } else if (t == BP_TYPE_Q3_K) {
+            memcpy(blk + 108, &d, 2);
+            if (f == EXTREME) { /* every quant 3 or -4, every scale 31 or -32 */
+                memset(blk, rnd64() & 1 ? 0xFF : 0x00, 96);
+                memset(blk + 96, rnd64() & 1 ? 0xFF : 0x00, 12);
+            }
         } else if (t == BP_TYPE_Q6_K) {
             memcpy(blk + 208, &d, 2);
             if (f == EXTREME) { /* every quant 63 or 0, scales -128 or 127 */
@@ -167,6 +196,8 @@ static float q4_K_x8_exact(const struct bp_block_q4_K *x, const struct bp_block_
 static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill fx)
 {
     const struct cpu_type_kernels *k = cpu_kernels_for(t);
+    if (!k->gemm_x8) /* a type this build does not repack */
+        return;
     const int64_t n = nb * bp_type_block_size(t);
     const enum bp_type vdt = k->vec_dot_type;
     const size_t rs = bp_row_size(t, n), bs = 11; /* 3 guard outputs after each column */
@@ -187,7 +218,7 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
     k->gemm_x8(n, out, bs, x8, 0, 1, y, ys, ncols);
 #if defined(CPU_HAVE_X86_GEMM)
-    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q6_K) && cpu_x8_gfni_use(true)) {
+    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q6_K) && cpu_x8_gfni_use(true)) {
         float shift[sizeof out / sizeof out[0]];
         memcpy(shift, out, sizeof out);
         cpu_x8_gfni_use(false);
@@ -432,7 +463,9 @@ int main(int argc, char **argv)
 #elif defined(__AVX2__)
     if (!cpu_variant_score(CPU_VARIANT_AVX2, &isa)) { puts("SKIP: no AVX2 here"); return 77; }
 #endif
-    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K };
+    const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
+                                   BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K,
+                                   BP_TYPE_IQ4_XS, BP_TYPE_Q2_K };
     const int64_t blocks[] = { 1, 2, 3, 5, 8, 65 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)

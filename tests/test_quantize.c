@@ -299,15 +299,14 @@ static float *read_logits(const char *path, int64_t n)
  * quantized files; most presets hold 1e-5 at every position. Where the cpu
  * plugin does not compute as ggml's CPU does, the measured distance sets a
  * wider one:
- *   - Q4_1, Q5_1 (0.18-0.44 at every position): the plugin meets them with
- *     Q8_0 activations and an exact min term, ggml with Q8_1; the distance
- *     is as large as what activation quantization itself moves (llama.cpp's
- *     Q4_1 file against the same weights in F32: 0.44), so the two round
- *     activations differently, not only the f16 of Q8_1's sum;
+ *   - Q5_1 (within 1e-4 but at two positions, 0.23 at most): the plugin
+ *     meets Q4_1 and Q5_1 with ggml's Q8_1 activations (Q4_1 holds 1e-5 at
+ *     every position), but its dot sums the blocks in another order, and a
+ *     last-bit difference moves one activation quant;
  *   - BF16 (0.05-0.16): ggml rounds activations to BF16 for BF16 weights,
  *     the plugin keeps them F32. */
 static const struct { const char *preset; double tol; } logit_presets[] = {
-    { "Q4_0", 6e-2 }, { "Q4_1", 0.6 }, { "Q5_0", 6e-2 }, { "Q5_1", 0.6 }, { "Q2_K", 6e-2 },
+    { "Q4_0", 6e-2 }, { "Q4_1", 6e-2 }, { "Q5_0", 6e-2 }, { "Q5_1", 8e-2 }, { "Q2_K", 6e-2 },
     { "Q3_K_S", 6e-2 }, { "Q3_K_M", 6e-2 }, { "Q3_K_L", 6e-2 }, { "IQ4_NL", 6e-2 }, { "IQ4_XS", 6e-2 },
     { "Q4_K_S", 6e-2 }, { "Q4_K_M", 6e-2 }, { "Q5_K_S", 6e-2 }, { "Q5_K_M", 6e-2 }, { "Q6_K", 6e-2 },
     { "Q8_0", 6e-2 }, { "F16", 6e-2 }, { "BF16", 0.25 },

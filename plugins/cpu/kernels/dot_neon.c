@@ -172,26 +172,25 @@ static inline void high_bits32_neon(const uint8_t qh[4], uint8x16_t *lo, uint8x1
     *hi = vtstq_u8(vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3])), sel);
 }
 
-/* Q4_1 and Q5_1 against Q8_0: the activation block's quant sum (sdot by
- * ones) carries the min term, as in the reference. */
+/* Q4_1 and Q5_1 against Q8_1 (repack.h): m * s per block summed apart, as
+ * in the reference. */
 void cpu_vec_dot_q4_1_q8_0_neon(int64_t n, float *s, const void *va, const void *vb)
 {
     const struct bp_block_q4_1 *x = va;
     const struct bp_block_q8_0 *y = vb;
     const uint8x16_t m4 = vdupq_n_u8(0x0F);
-    const int8x16_t ones = vdupq_n_s8(1);
-    float32x4_t acc_d = vdupq_n_f32(0.0f), acc_m = vdupq_n_f32(0.0f);
-    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+    const int64_t nb = n / BP_QK8_0;
+    float32x4_t acc_d = vdupq_n_f32(0.0f);
+    float summs = 0;
+    for (int64_t i = 0; i < nb; i++) {
         const uint8x16_t v = vld1q_u8(x[i].qs);
         const int8x16_t y0 = vld1q_s8(y[i].qs), y1 = vld1q_s8(y[i].qs + 16);
         int32x4_t p = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(v, m4)), y0);
         p = vdotq_s32(p, vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), y1);
-        const int32x4_t sy = vdotq_s32(vdotq_s32(vdupq_n_s32(0), ones, y0), ones, y1);
-        const float dy = bp_f16_to_f32(y[i].d);
-        acc_d = vmlaq_n_f32(acc_d, vcvtq_f32_s32(p), bp_f16_to_f32(x[i].d) * dy);
-        acc_m = vmlaq_n_f32(acc_m, vcvtq_f32_s32(sy), bp_f16_to_f32(x[i].m) * dy);
+        acc_d = vmlaq_n_f32(acc_d, vcvtq_f32_s32(p), bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d));
+        summs += bp_f16_to_f32(x[i].m) * cpu_q8_1_s(vb, nb, i);
     }
-    *s = vaddvq_f32(vaddq_f32(acc_d, acc_m));
+    *s = vaddvq_f32(acc_d) + summs;
 }
 
 void cpu_vec_dot_q5_1_q8_0_neon(int64_t n, float *s, const void *va, const void *vb)
@@ -199,9 +198,10 @@ void cpu_vec_dot_q5_1_q8_0_neon(int64_t n, float *s, const void *va, const void 
     const struct bp_block_q5_1 *x = va;
     const struct bp_block_q8_0 *y = vb;
     const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
-    const int8x16_t ones = vdupq_n_s8(1);
-    float32x4_t acc_d = vdupq_n_f32(0.0f), acc_m = vdupq_n_f32(0.0f);
-    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+    const int64_t nb = n / BP_QK8_0;
+    float32x4_t acc_d = vdupq_n_f32(0.0f);
+    float summs = 0;
+    for (int64_t i = 0; i < nb; i++) {
         uint8x16_t hl, hh;
         high_bits32_neon(x[i].qh, &hl, &hh);
         const uint8x16_t v = vld1q_u8(x[i].qs);
@@ -210,12 +210,10 @@ void cpu_vec_dot_q5_1_q8_0_neon(int64_t n, float *s, const void *va, const void 
         const int8x16_t y0 = vld1q_s8(y[i].qs), y1 = vld1q_s8(y[i].qs + 16);
         int32x4_t p = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(q0), y0);
         p = vdotq_s32(p, vreinterpretq_s8_u8(q1), y1);
-        const int32x4_t sy = vdotq_s32(vdotq_s32(vdupq_n_s32(0), ones, y0), ones, y1);
-        const float dy = bp_f16_to_f32(y[i].d);
-        acc_d = vmlaq_n_f32(acc_d, vcvtq_f32_s32(p), bp_f16_to_f32(x[i].d) * dy);
-        acc_m = vmlaq_n_f32(acc_m, vcvtq_f32_s32(sy), bp_f16_to_f32(x[i].m) * dy);
+        acc_d = vmlaq_n_f32(acc_d, vcvtq_f32_s32(p), bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d));
+        summs += bp_f16_to_f32(x[i].m) * cpu_q8_1_s(vb, nb, i);
     }
-    *s = vaddvq_f32(vaddq_f32(acc_d, acc_m));
+    *s = vaddvq_f32(acc_d) + summs;
 }
 
 /* Q5_0: q - 16 is the nibble with the top four bits set where the fifth bit

@@ -127,27 +127,24 @@ void cpu_vec_dot_bf16_ref(int64_t n, float *s, const void *va, const void *vb)
 
 /* ---- the ABI 1.2 weight types ---- */
 
-/* Q4_1 and Q5_1 meet Q8_0 activations, not ggml's Q8_1: the min term
- * m * sum_i(d_y * q_y[i]) takes the activation block's quant sum, counted
- * here in integers (exact, where Q8_1 stores d * sum rounded to f16). One
- * activation format for every 32-element weight type also lets MUL_MATs of
- * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL weights that read the same input
- * share one converted copy of it. */
+/* Q4_1 and Q5_1 meet ggml's Q8_1 activation (repack.h, cpu_type_q8_1):
+ * the min term is m * s per block, summed apart from the quant products and
+ * added at the end, as ggml-cpu does. */
 void cpu_vec_dot_q4_1_q8_0_ref(int64_t n, float *s, const void *va, const void *vb)
 {
     const struct bp_block_q4_1 *x = va;
     const struct bp_block_q8_0 *y = vb;
-    float sumf = 0;
-    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
-        int sumi = 0, sumy = 0;
+    const int64_t nb = n / BP_QK8_0;
+    float sumf = 0, summs = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        int sumi = 0;
         for (int j = 0; j < BP_QK4_1 / 2; j++) {
             sumi += (x[i].qs[j] & 0x0F) * y[i].qs[j] + (x[i].qs[j] >> 4) * y[i].qs[j + BP_QK4_1 / 2];
-            sumy += y[i].qs[j] + y[i].qs[j + BP_QK4_1 / 2];
         }
-        const float dy = bp_f16_to_f32(y[i].d);
-        sumf += bp_f16_to_f32(x[i].d) * dy * (float)sumi + bp_f16_to_f32(x[i].m) * dy * (float)sumy;
+        sumf += bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d) * (float)sumi;
+        summs += bp_f16_to_f32(x[i].m) * cpu_q8_1_s(vb, nb, i);
     }
-    *s = sumf;
+    *s = sumf + summs;
 }
 
 void cpu_vec_dot_q5_0_q8_0_ref(int64_t n, float *s, const void *va, const void *vb)
@@ -172,20 +169,20 @@ void cpu_vec_dot_q5_1_q8_0_ref(int64_t n, float *s, const void *va, const void *
 {
     const struct bp_block_q5_1 *x = va;
     const struct bp_block_q8_0 *y = vb;
-    float sumf = 0;
-    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+    const int64_t nb = n / BP_QK8_0;
+    float sumf = 0, summs = 0;
+    for (int64_t i = 0; i < nb; i++) {
         const uint32_t qh = bp_q5_high_bits(x[i].qh);
-        int sumi = 0, sumy = 0;
+        int sumi = 0;
         for (int j = 0; j < BP_QK5_1 / 2; j++) {
             const int v0 = (x[i].qs[j] & 0x0F) | (int)(((qh >> j) & 1) << 4);
             const int v1 = (x[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
             sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + BP_QK5_1 / 2];
-            sumy += y[i].qs[j] + y[i].qs[j + BP_QK5_1 / 2];
         }
-        const float dy = bp_f16_to_f32(y[i].d);
-        sumf += bp_f16_to_f32(x[i].d) * dy * (float)sumi + bp_f16_to_f32(x[i].m) * dy * (float)sumy;
+        sumf += bp_f16_to_f32(x[i].d) * bp_f16_to_f32(y[i].d) * (float)sumi;
+        summs += bp_f16_to_f32(x[i].m) * cpu_q8_1_s(vb, nb, i);
     }
-    *s = sumf;
+    *s = sumf + summs;
 }
 
 void cpu_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *va, const void *vb)

@@ -434,46 +434,42 @@ static inline __m256i iq4nl_table(void)
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)bp_iq4nl_values()));
 }
 
-/* Q4_1 and Q5_1 against Q8_0: d_x d_y sum(q_x q_y) + m_x d_y sum(q_y), the
- * two integer sums side by side in two float accumulators. */
-static inline float q41_q51_finish(__m256 acc_d, __m256 acc_m)
-{
-    return hsum_ps(_mm256_add_ps(acc_d, acc_m));
-}
+/* Q4_1 and Q5_1 against Q8_1 (repack.h): d_x d_y sum(q_x q_y) in a vector
+ * accumulator, plus m_x s_y summed apart and added at the end, as ggml-cpu
+ * does. */
 
 void cpu_vec_dot_q4_1_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
 {
     const struct bp_block_q4_1 *x = va;
     const struct bp_block_q8_0 *y = vb;
-    const __m256i ones = _mm256_set1_epi8(1);
-    __m256 acc_d = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+    const int64_t nb = n / BP_QK8_0;
+    __m256 acc_d = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < nb; i++) {
         const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs);
         const __m256i p = udot_u8(nibbles32(x[i].qs), qy);
-        const __m256i sy = udot_u8(ones, qy);
-        const float dy = f16(y[i].d);
-        acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * dy), _mm256_cvtepi32_ps(p), acc_d);
-        acc_m = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].m) * dy), _mm256_cvtepi32_ps(sy), acc_m);
+        acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p), acc_d);
+        summs += f16(x[i].m) * cpu_q8_1_s(vb, nb, i);
     }
-    *s = q41_q51_finish(acc_d, acc_m);
+    *s = hsum_ps(acc_d) + summs;
 }
 
 void cpu_vec_dot_q5_1_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
 {
     const struct bp_block_q5_1 *x = va;
     const struct bp_block_q8_0 *y = vb;
-    const __m256i ones = _mm256_set1_epi8(1), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc_d = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / BP_QK8_0; i++) {
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    const int64_t nb = n / BP_QK8_0;
+    __m256 acc_d = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < nb; i++) {
         const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), _mm256_and_si256(high_bits32(x[i].qh), b4));
         const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs);
         const __m256i p = udot_u8(q, qy);
-        const __m256i sy = udot_u8(ones, qy);
-        const float dy = f16(y[i].d);
-        acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * dy), _mm256_cvtepi32_ps(p), acc_d);
-        acc_m = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].m) * dy), _mm256_cvtepi32_ps(sy), acc_m);
+        acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p), acc_d);
+        summs += f16(x[i].m) * cpu_q8_1_s(vb, nb, i);
     }
-    *s = q41_q51_finish(acc_d, acc_m);
+    *s = hsum_ps(acc_d) + summs;
 }
 
 /* Q5_0: q - 16 is the nibble with the top four bits set where the fifth bit

@@ -149,6 +149,36 @@ q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
     }
 }
 
+/* One x8 block of Q5_0, as q4_0_x8_block: the nibbles get their fifth bit
+ * by one masked byte add of 16 each, the byte mask one 64-bit load of the
+ * transposed qh (repack.h); the -16 offset comes out through the quant
+ * sum as Q4_0's -8 does. */
+static inline __attribute__((always_inline)) void
+q5_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
+              const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    uint64_t qh[4];
+    memcpy(qh, xb + 16, sizeof qh);
+    const __m512i v0 = _mm512_loadu_si512(xb + 48), v1 = _mm512_loadu_si512(xb + 112);
+    __m512i l0 = _mm512_and_si512(v0, m4), h0 = hi_nibbles(v0, gfni);
+    __m512i l1 = _mm512_and_si512(v1, m4), h1 = hi_nibbles(v1, gfni);
+    l0 = _mm512_mask_add_epi8(l0, _cvtu64_mask64(qh[0]), l0, b4);
+    l1 = _mm512_mask_add_epi8(l1, _cvtu64_mask64(qh[1]), l1, b4);
+    h0 = _mm512_mask_add_epi8(h0, _cvtu64_mask64(qh[2]), h0, b4);
+    h1 = _mm512_mask_add_epi8(h1, _cvtu64_mask64(qh[3]), h1, b4);
+    for (int c = 0; c < ncols; c++) {
+        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
+        /* each of a row's two lanes carries half of the -16 * sum */
+        __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[c][b % X8_CHUNK]), l0, bcast8(q));
+        p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
+        p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
+        p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
+        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
+    }
+}
+
 typedef void (*x8_0_block_fn)(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb,
                               int64_t b, const int32_t (*off)[X8_CHUNK], __m512 *acc, int ncols,
                               int gfni);
@@ -200,6 +230,14 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         const int gfni)
 {
     x8_0_walk(n / BP_QK4_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0), 2, q4_0_x8_block, s, bs,
+              w, y, ys, ncols, gfni);
+}
+
+static inline __attribute__((always_inline)) void
+q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
+{
+    x8_0_walk(n / BP_QK5_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q5_0), 3, q5_0_x8_block, s, bs,
               w, y, ys, ncols, gfni);
 }
 
@@ -298,6 +336,377 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             const __m512 dy = _mm512_set1_ps(yb[c]->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
             acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q5_K x8 (layout in repack.h): Q4_K's kernel with the fifth bits. Piece
+ * k of sub-block pair g takes bits 2g (low nibbles) and 2g + 1 (high
+ * nibbles) of qh piece k, loaded once per block, moved to bit 4 of each
+ * byte; the high nibbles are shifted down (with their fifth bit they do not
+ * fit a byte in place, as Q4_K's do). Each lane sums 4 products of at most
+ * 31 * 128 per piece, so two pieces (at most 31744) still fit int16: per
+ * pair g, the pieces k = 0, 1 and k = 2, 3 each make one low/high word
+ * pair for a vpdpwssd with the pair's two scales. */
+static inline __attribute__((always_inline)) void
+q5_K_x8_pair(const uint8_t *xb, const __m512i *qh, __m512i sc, const struct bp_block_q8_K *const *yb,
+             __m512i *sumi, const int ncols, const int g)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    for (int half = 0; half < 2; half++) {
+        __m512i plo[CPU_GEMM_MAX_COLS], phi[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) plo[c] = phi[c] = _mm512_setzero_si512();
+        for (int k = 2 * half; k < 2 * half + 2; k++) {
+            const uint8_t *piece = xb + 384 + 64 * (4 * g + k);
+            _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
+            _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
+            const __m512i v = _mm512_loadu_si512(piece);
+            /* bit 2g of qh to bit 4 (low nibbles), bit 2g + 1 (high) */
+            const __m512i bl = _mm512_and_si512(
+                g == 0 ? _mm512_slli_epi16(qh[k], 4) : g == 1 ? _mm512_slli_epi16(qh[k], 2)
+                : g == 2 ? qh[k] : _mm512_srli_epi16(qh[k], 2), b4);
+            const __m512i bh = _mm512_and_si512(
+                g == 0 ? _mm512_slli_epi16(qh[k], 3) : g == 1 ? _mm512_slli_epi16(qh[k], 1)
+                : g == 2 ? _mm512_srli_epi16(qh[k], 1) : _mm512_srli_epi16(qh[k], 3), b4);
+            /* 0xEC: (a & c) | b */
+            const __m512i lo = _mm512_ternarylogic_epi32(v, bl, m4, 0xEC);
+            const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), bh, m4, 0xEC);
+            for (int c = 0; c < ncols; c++) {
+                const int8_t *q = yb[c]->qs + 64 * g + 8 * k;
+                plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
+                phi[c] = _mm512_dpbusd_epi32(phi[c], hi, bcast8(q + 32));
+            }
+        }
+        /* low word: the low nibbles' sum; high word: the high nibbles' */
+        for (int c = 0; c < ncols; c++)
+            sumi[c] = _mm512_dpwssd_epi32(sumi[c],
+                _mm512_mask_blend_epi16(0xAAAAAAAA, plo[c], _mm512_slli_epi32(phi[c], 16)), sc);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k03 = _mm256_set1_epi32(0x03030303);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q5_K));
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 384); /* d, dmin, scales, qh */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 384);
+        const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
+        const __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
+        const __m256i u1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 64));
+        const __m256i u2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 96));
+        const __m256i sc_lo = _mm256_and_si256(u0, k3f), mn_lo = _mm256_and_si256(u1, k3f);
+        const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u0, 6), k03), 4));
+        const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), k03), 4));
+        const __m512i s16lo = _mm512_cvtepu8_epi16(sc_lo), s16hi = _mm512_cvtepu8_epi16(sc_hi);
+        const __m512i mins_lo = _mm512_cvtepu8_epi16(mn_lo), mins_hi = _mm512_cvtepu8_epi16(mn_hi);
+        __m512i qh[4];
+        for (int k = 0; k < 4; k++) qh[k] = _mm512_loadu_si512(xb + 128 + 64 * k);
+        __m512i sumi[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            sumi[c] = _mm512_setzero_si512();
+        }
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xA0), yb, sumi, ncols, 0);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xF5), yb, sumi, ncols, 1);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xA0), yb, sumi, ncols, 2);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xF5), yb, sumi, ncols, 3);
+        for (int c = 0; c < ncols; c++) {
+            const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
+            const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv), _mm256_extracti128_si256(bsv, 1));
+            const __m512i summ = _mm512_add_epi32(
+                _mm512_madd_epi16(mins_lo, _mm512_set1_epi64(_mm_cvtsi128_si64(bp))),
+                _mm512_madd_epi16(mins_hi, _mm512_set1_epi64(_mm_extract_epi64(bp, 1))));
+            const __m512 dy = _mm512_set1_ps(yb[c]->d);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q3_K x8 (layout in repack.h). A quant is u - 4 with u = its two low
+ * bits | its hmask bit << 2 (0..7); the -4 comes out as Q6_K's -32 does,
+ * 4 * sum_j scale[j] * bsums[j]. Sub-block j (16 quants) of half h and
+ * shift p is two 64-byte qs pieces and two hmask pieces of every row: u is
+ * a shift and a ternary op per piece (plus the hmask bit moved to bit 2),
+ * vpmaddubsw against the activation gives int16 pairs (at most 2 * 7 * 128),
+ * the two pieces add in int16, and one vpdpwssd with the sub-block's scale
+ * (its row's word copied to the row's 4 words by one vpshufb) adds it to
+ * the int32 sums. */
+static inline __attribute__((always_inline)) void
+q3_K_x8_step(const __m512i *qs, const __m512i *hm, const __m512i *scw,
+             const struct bp_block_q8_K *const *yb, __m512i *sumi, const int ncols, const int h,
+             const int p)
+{
+    const __m512i m3 = _mm512_set1_epi8(0x03), b2 = _mm512_set1_epi8(0x04);
+    const int hb = 4 * h + p; /* the hmask bit, to bit 2 */
+    for (int half = 0; half < 2; half++) {
+        const int sub = 8 * h + 2 * p + half;
+        /* row r's words are qword r: word sub % 4 of each qword copied to
+         * its 4 words */
+        const char b0 = (char)(2 * (sub % 4)), b1 = (char)(2 * (sub % 4) + 1);
+        const char b8 = (char)(8 + 2 * (sub % 4)), b9 = (char)(9 + 2 * (sub % 4));
+        const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1,
+                                                                 b8, b9, b8, b9, b8, b9, b8, b9));
+        const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
+        __m512i acc16[CPU_GEMM_MAX_COLS];
+        for (int k = 2 * half; k < 2 * half + 2; k++) {
+            const __m512i q = p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k];
+            const __m512i hbit = _mm512_and_si512(
+                hb < 2 ? _mm512_slli_epi16(hm[k], 2 - hb) : hb == 2 ? hm[k] : _mm512_srli_epi16(hm[k], hb - 2),
+                b2);
+            /* 0xEC: (a & c) | b */
+            const __m512i u = _mm512_ternarylogic_epi32(q, hbit, m3, 0xEC);
+            for (int c = 0; c < ncols; c++) {
+                const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
+                acc16[c] = k == 2 * half ? pr : _mm512_add_epi16(acc16[c], pr);
+            }
+        }
+        for (int c = 0; c < ncols; c++) sumi[c] = _mm512_dpwssd_epi32(sumi[c], acc16[c], sc);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i k0f = _mm256_set1_epi32(0x0f0f0f0f), k03 = _mm256_set1_epi32(0x03030303);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q3_K));
+        /* the whole block (880 bytes) is read at once: its prefetches too */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 896);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 896);
+        const __m512 dw = row_scales(xb);
+        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16));
+        const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 48));
+        const __m256i a2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 80));
+        /* ggml's unpacking of the 6-bit scales, 8 rows at once, less 32 */
+        const __m256i sv[4] = {
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a0, k0f),
+                _mm256_slli_epi32(_mm256_and_si256(a2, k03), 4)), k32),
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a1, k0f),
+                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 2), k03), 4)), k32),
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a0, 4), k0f),
+                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 4), k03), 4)), k32),
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a1, 4), k0f),
+                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 6), k03), 4)), k32),
+        };
+        /* row r's 4 scales of word q as int16 at qword r */
+        const __m512i scw[4] = { _mm512_cvtepi8_epi16(sv[0]), _mm512_cvtepi8_epi16(sv[1]),
+                                 _mm512_cvtepi8_epi16(sv[2]), _mm512_cvtepi8_epi16(sv[3]) };
+        __m512i hm[4], qs[8];
+        for (int k = 0; k < 4; k++) hm[k] = _mm512_loadu_si512(xb + 112 + 64 * k);
+        for (int k = 0; k < 8; k++) qs[k] = _mm512_loadu_si512(xb + 368 + 64 * k);
+        __m512i sumi[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            __m512i corr = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++) {
+                int64_t b4;
+                memcpy(&b4, yb[c]->bsums + 4 * q, 8);
+                corr = _mm512_add_epi32(corr, _mm512_madd_epi16(scw[q], _mm512_set1_epi64(b4)));
+            }
+            sumi[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 2));
+        }
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 0);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 1);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 2);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 3);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 0);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 1);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 2);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 3);
+        for (int c = 0; c < ncols; c++) {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), d, acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* IQ4_XS x8 (layout in repack.h). One vpshufb per nibble half looks up
+ * IQ4_NL's values + 128 (1..241, unsigned for vpdpbusd); the +128 comes
+ * out as 128 * sum_j scale[j] * (the activation's sum over sub-block j),
+ * from the bsums. Sub-block j (32 quants) is qs pieces 2j and 2j + 1:
+ * four vpdpbusd give its int32 lane sums (up to 16 * 241 * 128, too wide
+ * for the int16 scaling the K-quants use), which one vpmulld scales by
+ * the row's signed 6-bit scale - 32. */
+static inline __attribute__((always_inline)) void
+iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129,
+        (char)141, (char)153, (char)166, (char)181, (char)197, (char)217, (char)241));
+    const __m256i k0f = _mm256_set1_epi8(0x0F), k03 = _mm256_set1_epi8(0x03), k0c = _mm256_set1_epi8(0x0C);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    /* the activation's 8 sub-block sums, even sub-blocks first */
+    const __m128i eo = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_iq4_xs));
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 64); /* d, scales */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 64);
+        const __m512 dw = row_scales(xb);
+        /* row r's scales_h word to its dword as [low byte, low, high, high]:
+         * nibble k of scales_h (the high bits of sub-blocks 2k, 2k + 1) to
+         * byte k */
+        const __m128i h16 = _mm_loadu_si128((const __m128i *)(const void *)(xb + 16));
+        const __m256i hd = _mm256_shuffle_epi8(_mm256_cvtepu16_epi32(h16),
+            _mm256_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13,
+                             0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13));
+        const __m256i nb8 = _mm256_mask_blend_epi8(0xAAAAAAAAu, _mm256_and_si256(hd, k0f),
+                                                   _mm256_and_si256(_mm256_srli_epi16(hd, 4), k0f));
+        const __m256i l = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32));
+        /* byte k of row r's dword: the scale of sub-block 2k (ev), 2k + 1 (od) */
+        const __m256i ev = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l, k0f),
+            _mm256_slli_epi16(_mm256_and_si256(nb8, k03), 4)), k32);
+        const __m256i od = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), k0f),
+            _mm256_slli_epi16(_mm256_and_si256(nb8, k0c), 2)), k32);
+        const __m512i ev16 = _mm512_cvtepi8_epi16(ev), od16 = _mm512_cvtepi8_epi16(od);
+        /* sub-block j's scale as int32 in both lanes of its row: word j / 2
+         * of the row's qword to the high half of each dword, then an
+         * arithmetic shift */
+        __m512i sc[8];
+        for (int j = 0; j < 8; j++) {
+            const char k0 = (char)(2 * (j / 2)), k1 = (char)(2 * (j / 2) + 1);
+            const char k8 = (char)(8 + 2 * (j / 2)), k9 = (char)(9 + 2 * (j / 2));
+            const char z = (char)0x80;
+            const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(z, z, k0, k1, z, z, k0, k1,
+                                                                     z, z, k8, k9, z, z, k8, k9));
+            sc[j] = _mm512_srai_epi32(_mm512_shuffle_epi8(j % 2 ? od16 : ev16, idx), 16);
+        }
+        __m512i sumi[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
+            const __m128i bp = _mm_shuffle_epi8(
+                _mm_hadd_epi16(_mm256_castsi256_si128(bsv), _mm256_extracti128_si256(bsv, 1)), eo);
+            const __m512i corr = _mm512_add_epi32(
+                _mm512_madd_epi16(ev16, _mm512_set1_epi64(_mm_cvtsi128_si64(bp))),
+                _mm512_madd_epi16(od16, _mm512_set1_epi64(_mm_extract_epi64(bp, 1))));
+            sumi[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 7));
+        }
+        for (int j = 0; j < 8; j++) {
+            __m512i p[CPU_GEMM_MAX_COLS];
+            for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) p[c] = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *piece = xb + 64 + 64 * (2 * j + h);
+                _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
+                _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
+                const __m512i v = _mm512_loadu_si512(piece);
+                const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+                const __m512i hi = _mm512_shuffle_epi8(lut, hi_nibbles(v, 0));
+                for (int c = 0; c < ncols; c++) {
+                    const int8_t *q = yb[c]->qs + 32 * j + 8 * h;
+                    p[c] = _mm512_dpbusd_epi32(p[c], lo, bcast8(q));
+                    p[c] = _mm512_dpbusd_epi32(p[c], hi, bcast8(q + 16));
+                }
+            }
+            for (int c = 0; c < ncols; c++)
+                sumi[c] = _mm512_add_epi32(sumi[c], _mm512_mullo_epi32(p[c], sc[j]));
+        }
+        for (int c = 0; c < ncols; c++) {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), d, acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q2_K x8 (layout in repack.h): Q3_K's kernel without the hmask bits and
+ * with Q4_K's min term (dmin * sum_j m[j] * bsums[j], one madd per scale
+ * word against the broadcast bsums). */
+static inline __attribute__((always_inline)) void
+q2_K_x8_step(const __m512i *qs, const __m512i *scw, const struct bp_block_q8_K *const *yb,
+             __m512i *sumi, const int ncols, const int h, const int p)
+{
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    for (int half = 0; half < 2; half++) {
+        const int sub = 8 * h + 2 * p + half;
+        const char b0 = (char)(2 * (sub % 4)), b1 = (char)(2 * (sub % 4) + 1);
+        const char b8 = (char)(8 + 2 * (sub % 4)), b9 = (char)(9 + 2 * (sub % 4));
+        const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1,
+                                                                 b8, b9, b8, b9, b8, b9, b8, b9));
+        const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
+        __m512i acc16[CPU_GEMM_MAX_COLS];
+        for (int k = 2 * half; k < 2 * half + 2; k++) {
+            const __m512i u = _mm512_and_si512(p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k], m3);
+            for (int c = 0; c < ncols; c++) {
+                const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
+                acc16[c] = k == 2 * half ? pr : _mm512_add_epi16(acc16[c], pr);
+            }
+        }
+        for (int c = 0; c < ncols; c++) sumi[c] = _mm512_dpwssd_epi32(sumi[c], acc16[c], sc);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i k0f = _mm256_set1_epi8(0x0F);
+    __m512 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q2_K));
+        /* the whole block (672 bytes) is read at once: its prefetches too */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 704);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 704);
+        const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
+        /* row r's 4 scales (mins) of word q as int16 at qword r */
+        __m512i scw[4], mnw[4];
+        for (int q = 0; q < 4; q++) {
+            const __m256i sv = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32 + 32 * q));
+            scw[q] = _mm512_cvtepu8_epi16(_mm256_and_si256(sv, k0f));
+            mnw[q] = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(sv, 4), k0f));
+        }
+        __m512i qs[8];
+        for (int k = 0; k < 8; k++) qs[k] = _mm512_loadu_si512(xb + 160 + 64 * k);
+        __m512i sumi[CPU_GEMM_MAX_COLS], summ[CPU_GEMM_MAX_COLS];
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++) {
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+            summ[c] = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++) {
+                int64_t b4;
+                memcpy(&b4, yb[c]->bsums + 4 * q, 8);
+                summ[c] = _mm512_add_epi32(summ[c], _mm512_madd_epi16(mnw[q], _mm512_set1_epi64(b4)));
+            }
+            sumi[c] = _mm512_setzero_si512();
+        }
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 0);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 1);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 2);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 3);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 0);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 1);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 2);
+        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 3);
+        for (int c = 0; c < ncols; c++) {
+            const __m512 dy = _mm512_set1_ps(yb[c]->d);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ[c]), _mm512_mul_ps(mw, dy), acc[c]);
         }
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
@@ -473,8 +882,13 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 
 X8_GFNI_DISPATCH(q4_0)
 X8_GFNI_DISPATCH(q6_K)
+X8_GFNI_DISPATCH(q5_0)
 CPU_X8_DISPATCH(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
+CPU_X8_DISPATCH(q5_K, x86)
+CPU_X8_DISPATCH(q3_K, x86)
+CPU_X8_DISPATCH(iq4_xs, x86)
+CPU_X8_DISPATCH(q2_K, x86)
 #else
 typedef int cpu_gemm_avx512_not_built; /* ISO C forbids an empty translation unit */
 #endif

@@ -9,6 +9,7 @@
  * interleaved between them). So pack and unpack are one loop for every
  * type, and the layout is a byte permutation by construction.
  */
+#include <math.h>
 #include <string.h>
 
 #include "simd.h"
@@ -35,8 +36,41 @@ static const struct x8_segment *segments(enum bp_type t)
         { 64, 32, 8, 912, 128 }, { 160, 32, 8, 976, 128 }, { 96, 32, 8, 1424, 64 },
         { 0, 0, 0, 0, 0 }
     };
+    /* Q5_0: d, then the fifth bits with byte k of the 8 rows' qh side by
+     * side (one 64-bit load is the byte mask of 64 nibbles), then qs as
+     * Q4_0's. */
+    static const struct x8_segment q5_0[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 4, 1, 16, 8 }, { 6, 16, 8, 48, 64 }, { 0, 0, 0, 0, 0 }
+    };
+    /* Q5_K: Q4_K's d, dmin and scales, then qh as Q8_0's qs (4 pieces of
+     * 64 bytes, each 8 bytes of every row), then qs as Q4_K's. */
+    static const struct x8_segment q5_K[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 2, 2, 16, 16 }, { 4, 12, 4, 32, 32 }, { 16, 32, 8, 128, 64 },
+        { 48, 128, 8, 384, 64 }, { 0, 0, 0, 0, 0 }
+    };
+    /* Q3_K: d, Q4_K-style scale words, then hmask as Q8_0's qs (4 pieces),
+     * then qs (8 pieces). */
+    static const struct x8_segment q3_K[] = {
+        { 108, 2, 2, 0, 16 }, { 96, 12, 4, 16, 32 }, { 0, 32, 8, 112, 64 }, { 32, 64, 8, 368, 64 },
+        { 0, 0, 0, 0, 0 }
+    };
+    /* IQ4_XS: d, scales_h, scales_l, then qs as Q4_K's. */
+    static const struct x8_segment iq4_xs[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 2, 2, 16, 16 }, { 4, 4, 4, 32, 32 }, { 8, 128, 8, 64, 64 },
+        { 0, 0, 0, 0, 0 }
+    };
+    /* Q2_K: d, dmin, the scale/min bytes as Q6_K's scales, qs as Q3_K's. */
+    static const struct x8_segment q2_K[] = {
+        { 80, 2, 2, 0, 16 }, { 82, 2, 2, 16, 16 }, { 0, 16, 4, 32, 32 }, { 16, 64, 8, 160, 64 },
+        { 0, 0, 0, 0, 0 }
+    };
     switch (t) {
+    case BP_TYPE_Q2_K: return q2_K;
+    case BP_TYPE_IQ4_XS: return iq4_xs;
+    case BP_TYPE_Q3_K: return q3_K;
     case BP_TYPE_Q4_0: return q4_0;
+    case BP_TYPE_Q5_0: return q5_0;
+    case BP_TYPE_Q5_K: return q5_K;
     case BP_TYPE_Q8_0: return q8_0;
     case BP_TYPE_Q4_K: return q4_K;
     case BP_TYPE_Q6_K: return q6_K;
@@ -55,14 +89,23 @@ static const struct x8_segment *segments(enum bp_type t)
  * variant), and the 1B Q8_0 model ran 115 prefill / 27.9 decode tokens/s
  * instead of 47 / 13.9. The scalar reference repacks every type through
  * its reference kernels, so that the layout conversion runs under
- * valgrind; NEON has no x8 kernels yet. */
+ * valgrind; NEON has no x8 kernels yet. Q2_K has an x8 kernel (tested
+ * like the others, cpu_gemm_q2_K_x8_x86) but is not repacked: with it,
+ * llama.cpp's Q2_K file of llama-256 gave logits 0.15-0.30 from llama.cpp's
+ * at 9 of 32 positions (one activation quant moved at position 22 and the
+ * 2-bit layers after it amplified it), where the plain dot stays within
+ * 1e-4 at every position. */
 bool cpu_repack_type_ok(enum bp_type t)
 {
 #if defined(CPU_HAVE_NEON_SIMD)
     (void)t;
     return false;
-#else
+#elif defined(CPU_HAVE_X86_GEMM_AVX2)
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
+#else
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
+           t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||
+           t == BP_TYPE_IQ4_XS;
 #endif
 }
 
@@ -114,6 +157,25 @@ void cpu_q8_0_fill_aux(void *row, int64_t n)
     }
 }
 
+void cpu_q8_1_fill_s(const float *x, void *row, int64_t n)
+{
+    const int64_t nb = n / BP_QK8_0;
+    const struct bp_block_q8_0 *q = row;
+    char *s_at = (char *)row + cpu_q8_0_aux_offset(nb);
+    for (int64_t b = 0; b < nb; b++) {
+        float amax = 0.0f;
+        int32_t sum = 0;
+        for (int j = 0; j < BP_QK8_0; j++) {
+            const float a = fabsf(x[b * BP_QK8_0 + j]);
+            amax = a > amax ? a : amax;
+            sum += q[b].qs[j];
+        }
+        const float d = amax / 127.0f;
+        const float sv = bp_f16_to_f32(bp_f32_to_f16(d * (float)sum));
+        memcpy(s_at + 4 * b, &sv, 4);
+    }
+}
+
 /* One plain block of each row rebuilt from x8 block b, then the plain dot
  * of that block; the per-block results are added in the plain reference's
  * order (its sum starts at 0 and adds one term per block), so the result is
@@ -162,6 +224,31 @@ void cpu_gemm_q8_0_x8_ref(CPU_GEMM_X8_PARAMS)
 void cpu_gemm_q4_K_x8_ref(CPU_GEMM_X8_PARAMS)
 {
     cpu_gemm_x8_via_dot(BP_TYPE_Q4_K, cpu_vec_dot_q4_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q5_0_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q5_0, cpu_vec_dot_q5_0_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q5_K_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q5_K, cpu_vec_dot_q5_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q3_K_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q3_K, cpu_vec_dot_q3_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_iq4_xs_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_IQ4_XS, cpu_vec_dot_iq4_xs_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q2_K_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q2_K, cpu_vec_dot_q2_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
 }
 
 void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS)

@@ -28,6 +28,23 @@
  *   L1): one forward stream. With ql and qh in two regions 1 KB apart
  *   (the first layout) the same decode kernel streamed at 0.5-0.6 of the
  *   read bandwidth, and the hardware prefetcher was the bound.
+ * x8 block of Q5_0 (176 bytes): d[8], then qh[32]: qh[8 k + r] = byte k of
+ *   row r's qh (bit j of it: the fifth bit of element 8 k + j), then qs[128]
+ *   as Q4_0's. One 64-bit load of qh[8 k ..] is the byte mask of the 64
+ *   nibbles of one 512-bit register of qs.
+ * x8 block of Q5_K (1408 bytes): d[8], dmin[8], scales[96] as Q4_K's, then
+ *   qh[256]: qh[64 c + 8 r + j] = row r's qh[8 c + j], c = 0..3 (the fifth
+ *   bits of the nibbles of qs piece 4 g + c sit in bits 2 g and 2 g + 1),
+ *   then qs[1024] as Q4_K's.
+ * x8 block of Q3_K (880 bytes): d[8], then scales[96] as Q4_K's (three
+ *   packed words per row side by side), then hmask[256]: hmask[64 c + 8 r +
+ *   j] = row r's hmask[8 c + j], c = 0..3, then qs[512]: qs[64 c + 8 r + j]
+ *   = row r's qs[8 c + j], c = 0..7.
+ * x8 block of IQ4_XS (1088 bytes): d[8], scales_h[8] (u16), then
+ *   scales_l[32]: row r's 4 bytes at 4 r, then qs[1024] as Q4_K's.
+ * x8 block of Q2_K (672 bytes): d[8], dmin[8], then scales[128]:
+ *   scales[32 c + 4 r + j] = row r's scales[4 c + j], c = 0..3, then qs[512]
+ *   as Q3_K's.
  * The layout is a pure permutation of bytes, so filling a buffer with one
  * byte value means the same in both layouts.
  * With 8 bytes of a row side by side, one 64-bit broadcast of 8 activation
@@ -152,6 +169,31 @@ static inline float cpu_q8_0_aux_d(const char *row, int64_t nb, int64_t b)
 /* Fill the aux data (scale as float, sum of quants) of a Q8_0 row. */
 void cpu_q8_0_fill_aux(void *row, int64_t n);
 
+/* Q4_1 and Q5_1 weights meet ggml's Q8_1 activation, as ggml-cpu's dots do
+ * (its vec_dot_type for both): a Q8_0 row (the same quants and f16 scales)
+ * followed, at cpu_q8_0_aux_offset, by one float per block, Q8_1's s = d *
+ * sum(qs) with d the unrounded amax / 127, rounded to f16. The min term is
+ * m * s: with the exact m * f16(d) * sum(qs) instead, the 1B model's logits
+ * stood 0.18-0.44 from llama.cpp's. */
+static inline bool cpu_type_q8_1(enum bp_type t)
+{
+    return t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1;
+}
+static inline size_t cpu_q8_1_row_size(int64_t nb)
+{
+    return cpu_q8_0_aux_offset(nb) + (size_t)nb * 4;
+}
+/* Block b's s of a Q8_1 row of nb blocks. */
+static inline float cpu_q8_1_s(const void *row, int64_t nb, int64_t b)
+{
+    float v;
+    memcpy(&v, (const char *)row + cpu_q8_0_aux_offset(nb) + 4 * b, 4);
+    return v;
+}
+/* Write the s of each block of a Q8_1 row: x its n source floats, row
+ * already quantized to Q8_0 from them. */
+void cpu_q8_1_fill_s(const float *x, void *row, int64_t n);
+
 /* The reference: row by row through the scalar vec_dot of each block,
  * adding the per-block terms in the plain reference's order. */
 void cpu_gemm_q4_0_x8_ref(CPU_GEMM_X8_PARAMS);
@@ -160,5 +202,10 @@ void cpu_gemm_q8_0_x8_ref(CPU_GEMM_X8_PARAMS);
  * min / -32 terms): no aux data. */
 void cpu_gemm_q4_K_x8_ref(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_0_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_K_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q3_K_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_iq4_xs_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q2_K_x8_ref(CPU_GEMM_X8_PARAMS);
 
 #endif

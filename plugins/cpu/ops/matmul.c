@@ -5,7 +5,8 @@
  * The fast path (W rows packed along k, dst rows contiguous):
  *  1. every activation row is converted ONCE into the node's share of the
  *     graph work buffer as the kernel's vec_dot_type (Q8_0 for Q4_0/Q8_0,
- *     Q8_K with block sums for the K-quants, F32 for float weights), the
+ *     with Q8_1's sums after the row for Q4_1/Q5_1, Q8_K with block sums
+ *     for the K-quants, F32 for float weights), the
  *     rows split evenly over the threads; then a barrier;
  *  2. the (N weight rows) x (M*batch activation rows) output is cut into
  *     2-D chunks of 16 x 16 (64 along the other side when one side is a
@@ -124,11 +125,19 @@ static bool x_aux(const struct bp_tensor *t)
            cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type == BP_TYPE_Q8_0;
 }
 
+/* Q4_1 and Q5_1 weights: Q8_0 rows followed by Q8_1's sums (repack.h). */
+static bool x_q8_1(const struct bp_tensor *t)
+{
+    return cpu_type_q8_1((enum bp_type)t->src[0]->type);
+}
+
 static size_t x_row_size(const struct bp_tensor *t)
 {
     const enum bp_type vdt = cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type;
     if (x_aux(t))
         return cpu_q8_0_aux_row_size(t->src[0]->ne[0] / BP_QK8_0);
+    if (x_q8_1(t))
+        return cpu_q8_1_row_size(t->src[0]->ne[0] / BP_QK8_0);
     return bp_row_size(vdt, t->src[0]->ne[0]);
 }
 
@@ -160,7 +169,7 @@ static void convert_x(const struct cpu_compute_params *p, const struct bp_tensor
     const size_t rs = x_row_size(t);
     const cpu_from_float_fn from_float = cpu_kernels_for(k->vec_dot_type)->from_float;
     float *stage = p->wdata;
-    const bool aux = x_aux(t);
+    const bool aux = x_aux(t), q8_1 = x_q8_1(t);
     int64_t r0, r1;
     cpu_split(rows, p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -177,6 +186,8 @@ static void convert_x(const struct cpu_compute_params *p, const struct bp_tensor
         from_float(f, (char *)p->wshared + (size_t)r * rs, K);
         if (aux)
             cpu_q8_0_fill_aux((char *)p->wshared + (size_t)r * rs, K);
+        if (q8_1)
+            cpu_q8_1_fill_s(f, (char *)p->wshared + (size_t)r * rs, K);
     }
 }
 
@@ -519,7 +530,7 @@ bool cpu_mul_mat_same_x(const struct bp_tensor *a, const struct bp_tensor *b)
     const struct cpu_type_kernels *ka = cpu_kernels_for((enum bp_type)a->src[0]->type);
     const struct cpu_type_kernels *kb = cpu_kernels_for((enum bp_type)b->src[0]->type);
     return ka->vec_dot_type == kb->vec_dot_type && x_aux(a) == x_aux(b) &&
-           x_row_size(a) == x_row_size(b);
+           x_q8_1(a) == x_q8_1(b) && x_row_size(a) == x_row_size(b);
 }
 
 /* ---- the strided reference path ---- */
