@@ -185,6 +185,7 @@ bool cpu_mul_mat_blas(const struct cpu_compute_params *p, struct bp_tensor *t, c
 }
 
 void cpu_q8_0_fill_aux(void *row, int64_t n) { (void)row; (void)n; }
+void cpu_q8_1_fill_s(const float *x, void *row, int64_t n) { (void)x; (void)row; (void)n; }
 
 void cpu_params_barrier(const struct cpu_compute_params *p) { (void)p; }
 

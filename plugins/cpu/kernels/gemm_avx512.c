@@ -461,6 +461,7 @@ q3_K_x8_step(const __m512i *qs, const __m512i *hm, const __m512i *scw,
                                                                  b8, b9, b8, b9, b8, b9, b8, b9));
         const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
         __m512i acc16[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc16[c] = _mm512_setzero_si512();
         for (int k = 2 * half; k < 2 * half + 2; k++) {
             const __m512i q = p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k];
             const __m512i hbit = _mm512_and_si512(
@@ -470,7 +471,7 @@ q3_K_x8_step(const __m512i *qs, const __m512i *hm, const __m512i *scw,
             const __m512i u = _mm512_ternarylogic_epi32(q, hbit, m3, 0xEC);
             for (int c = 0; c < ncols; c++) {
                 const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                acc16[c] = k == 2 * half ? pr : _mm512_add_epi16(acc16[c], pr);
+                acc16[c] = _mm512_add_epi16(acc16[c], pr);
             }
         }
         for (int c = 0; c < ncols; c++) sumi[c] = _mm512_dpwssd_epi32(sumi[c], acc16[c], sc);
@@ -649,11 +650,12 @@ q2_K_x8_step(const __m512i *qs, const __m512i *scw, const struct bp_block_q8_K *
                                                                  b8, b9, b8, b9, b8, b9, b8, b9));
         const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
         __m512i acc16[CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc16[c] = _mm512_setzero_si512();
         for (int k = 2 * half; k < 2 * half + 2; k++) {
             const __m512i u = _mm512_and_si512(p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k], m3);
             for (int c = 0; c < ncols; c++) {
                 const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                acc16[c] = k == 2 * half ? pr : _mm512_add_epi16(acc16[c], pr);
+                acc16[c] = _mm512_add_epi16(acc16[c], pr);
             }
         }
         for (int c = 0; c < ncols; c++) sumi[c] = _mm512_dpwssd_epi32(sumi[c], acc16[c], sc);
