@@ -53,7 +53,7 @@ presets="Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q2_K:10 Q3_K_S:11 Q3_K_M:12 Q3_K_L:13 IQ4_N
 # output; MODEL:PRESET: that case's output, each tool's own)
 models="llama-plain:arch/llama-plain.gguf llama-untied:arch/llama-untied.gguf
         llama-qkv:arch/llama-qkv.gguf qwen2:arch/qwen2.gguf gemma3:arch/gemma3.gguf
-        phi3-long:arch/phi3-long.gguf refuse-moe:arch/refuse-moe.gguf
+        phi3-long:arch/phi3-long.gguf mixtral:arch/mixtral.gguf
         llama-256:gen/llama-256.gguf qwen2-256:gen/qwen2-256.gguf qwen3-256:gen/qwen3-256.gguf
         gemma3-256:gen/gemma3-256.gguf phi3-256:gen/phi3-256.gguf llama-gqa4:gen/llama-gqa4.gguf
         llama-odd:gen/llama-odd.gguf llama-256-f16:llama-256:F16 llama-256-bf16:llama-256:BF16"

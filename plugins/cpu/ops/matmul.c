@@ -612,6 +612,8 @@ void cpu_mul_mat_convert_row(const struct bp_tensor *w, const float *x, void *ds
     cpu_kernels_for(vdt)->from_float(x, dst, w->ne[0]);
     if (x_aux(&t))
         cpu_q8_0_fill_aux(dst, w->ne[0]);
+    if (x_q8_1(&t))
+        cpu_q8_1_fill_s(x, dst, w->ne[0]);
 }
 
 int64_t cpu_mul_mat_rows_n_chunks(const struct bp_tensor *w, int64_t nr1, int nth)
