@@ -40,8 +40,9 @@ function(bp__add_valgrind_tests)
     # BACKPLANE_CPU_POLL=0: valgrind runs one thread at a time, so a waiting
     # CPU thread's spin only holds the others off; sleeping at once also
     # puts the pool's sleep and wake-up path under valgrind.
+    # BP_UNDER_VALGRIND=1 lets a suite thin out its repetitions.
     set_tests_properties(valgrind_${t} PROPERTIES
-      ENVIRONMENT "${env};CK_FORK=no;BACKPLANE_CPU_VARIANT=scalar;BACKPLANE_CPU_POLL=0"
+      ENVIRONMENT "${env};CK_FORK=no;BACKPLANE_CPU_VARIANT=scalar;BACKPLANE_CPU_POLL=0;BP_UNDER_VALGRIND=1"
       LABELS valgrind TIMEOUT 1500)
   endforeach()
 endfunction()
