@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # test-all.sh — every test, the way CI runs them (.ci/run calls this):
-#   1. build/       RelWithDebInfo build, ctest
-#   2. build/       the host and CPU-plugin suites again under valgrind
+#   1. build/       RelWithDebInfo build
+#   2. build/       the host and CPU-plugin suites under valgrind
 #                   (ctest -L valgrind; registered by tests/valgrind.cmake)
-#   3. build-asan/  AddressSanitizer + UBSan build (-DBP_SANITIZE=ON), ctest
+#   3. build-asan/  AddressSanitizer + UBSan build (-DBP_SANITIZE=ON): every
+#                   suite. The same suites uninstrumented in build/ would add
+#                   a third of the run and find nothing this stage misses;
+#                   BP_PLAIN_TESTS=1 runs them too (ctest -LE valgrind)
 #   4. build-tsan/  ThreadSanitizer build (-DBP_TSAN=ON) of the suites that run
 #                   threads: cpu, meta, loader (ctest -L tsan; tests/tsan.cmake)
 #   5. build-fuzz/  clang + libFuzzer: the fuzz harnesses (tests/fuzz/) and a
 #                   bounded smoke run of each over generated seeds (ctest -L fuzz)
-#   6. build-release/  Release (-O3) build of everything, warnings as errors:
-#                   the optimiser's inlining finds warnings (format truncation)
-#                   that the -O2 trees never see, and users do build Release
+#   6. build-release/  Release (-O3) build of what users build (the library,
+#                   CLI and plugins; no tests), warnings as errors: the
+#                   optimiser's inlining finds warnings (format truncation)
+#                   that the -O2 trees never see
 # Every stage runs even when an earlier one failed; the last line says which
 # failed and the exit status is non-zero if any did. BP_JOBS overrides -j;
 # BP_CMAKE_ARGS adds configure options to every build (e.g. -DBP_WERROR=OFF).
+# BP_PLAIN_TESTS=1 adds the uninstrumented run of stage 1.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -45,14 +50,16 @@ build_tree() { # dir cmake-args...
 }
 
 if stage "build (build/)" build_tree build -DBP_SANITIZE=OFF -DBP_VALGRIND=ON; then
-    stage "ctest (build/)" ctest --test-dir build --output-on-failure -j"$jobs" -LE valgrind
+    if [[ ${BP_PLAIN_TESTS:-0} == 1 ]]; then
+        stage "ctest (build/)" ctest --test-dir build --output-on-failure -j"$jobs" -LE valgrind
+    fi
     if ctest --test-dir build -N -L valgrind | grep -q 'Total Tests: [1-9]'; then
         stage "ctest valgrind (build/)" ctest --test-dir build --output-on-failure -j"$jobs" -L valgrind
     else
         failed+=("ctest valgrind (build/): no valgrind tests registered; is valgrind installed?")
     fi
 else
-    skipped+=("ctest (build/)" "ctest valgrind (build/)")
+    skipped+=("ctest valgrind (build/)")
 fi
 if stage "build (build-asan/)" build_tree build-asan -DBP_SANITIZE=ON -DBP_VALGRIND=OFF; then
     stage "ctest ASan+UBSan (build-asan/)" ctest --test-dir build-asan --output-on-failure -j"$jobs"
@@ -61,7 +68,7 @@ else
 fi
 
 # The stages below report their own wall times, so the cost of the
-# sanitizer and Release trees stays visible next to the ~8 min of stages 1-3.
+# sanitizer and Release trees stays visible beside stages 1-3.
 timed() { # name command...
     local t0=$SECONDS name=$1
     shift
@@ -103,10 +110,11 @@ else
     skipped+=("fuzz smoke (build-fuzz/)")
 fi
 
-# Built only (about a minute on 2 cores): its code is the code the trees above test.
+# Built only: its code is the code the trees above test. The test suites are
+# left out; they build with warnings as errors in every tree above.
 release_build() {
     cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release "${extra_args[@]}" -DBP_SANITIZE=OFF \
-        -DBP_VALGRIND=OFF &&
+        -DBP_VALGRIND=OFF -DBP_BUILD_TESTS=OFF &&
         cmake --build build-release -j"$jobs"
 }
 timed "build Release (build-release/)" release_build

@@ -220,10 +220,13 @@ static void check_case(const struct fa_case *c)
                     continue;
                 double sum = 0.0;
                 for (int64_t j = 0; j < nkv; j++) sum += exp(s[j] - mx);
+                /* s[j] becomes the weight of row j, computed once rather
+                 * than per output column (exp dominates under valgrind). */
+                for (int64_t j = 0; j < nkv; j++) s[j] = exp(s[j] - mx) / sum;
                 for (int64_t d = 0; d < DV; d++) {
                     double acc = 0.0;
                     for (int64_t j = 0; j < nkv; j++)
-                        acc += exp(s[j] - mx) / sum * vv[kv_index(c->layout, DV, d, j, kh, b, nkv)];
+                        acc += s[j] * vv[kv_index(c->layout, DV, d, j, kh, b, nkv)];
                     out[d] = acc;
                     if (fabs(acc) > out_scale) out_scale = fabs(acc);
                 }
