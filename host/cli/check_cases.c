@@ -602,7 +602,20 @@ static const struct check_template templates[] = {
     MM(QUANT_ALL, 512, 3, 64, "w[512,3] x[512,64]"),
     MM(QUANT_ALL, 256, 7, 65, "w[256,7] x[256,65]"),
     MM(QUANT_32, 96, 3, 15, "w[96,3] x[96,15]"),
+    /* The tiled kernel past the matrix-vector limit (16 on a software
+     * device): rows and columns past one tile (64 x 32) and not filling
+     * the next, K over several 32-element steps and not a multiple of one. */
+    MM(F32 | F16 | BF16, 80, 70, 17, "w[80,70] x[80,17]"),
+    MM(F32 | F16, 45, 5, 16, "w[45,5] x[45,16]"),
+    MM(QUANT_ALL, 256, 70, 40, "w[256,70] x[256,40]"),
+    MM(QUANT_ALL, 512, 3, 17, "w[512,3] x[512,17]"),
+    MM(QUANT_32, 96, 65, 33, "w[96,65] x[96,33]"),
 #undef MM
+    /* FLASH_ATTN_EXT with heads wider than a workgroup-per-row kernel holds
+     * (the Vulkan plugin's 256), over more keys than one 64-key block. */
+    {.op = BP_OP_FLASH_ATTN_EXT, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {288, 2, 2, 1},
+     .b = {288, 70, 1}, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[288,2,2] kv[288,70,1] GQA mask"},
 };
 
 #define MAX_CASES 1024

@@ -57,6 +57,7 @@ struct vk_backend {
     size_t pcap;                       /* parameter blocks */
     struct range *reads, *writes;
     size_t n_reads, n_writes, range_cap;
+    struct vk_prof prof;              /* profile.c; timestamps of the pending graph */
 };
 
 struct vk_event {
@@ -77,6 +78,8 @@ static bp_status wait_pending(struct vk_backend *b)
     if (b->pending) {
         VkResult r = f->vkWaitForFences(b->d->device, 1, &b->fence, VK_TRUE, UINT64_MAX);
         st = vk_status(b->d->pl, r, "waiting for a Vulkan graph");
+        if (st == BP_OK) vk_prof_collect(b->d, &b->prof);
+        b->prof.n = 0;
         b->pending = false;
         b->completed = b->submitted;
     }
@@ -461,6 +464,9 @@ static bp_status record_node(struct vk_backend *b, const struct bp_tensor *node,
     f->vkCmdBindDescriptorSets(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->layout, 0, 1, &set, 0, NULL);
     f->vkCmdPushConstants(b->cmd, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &base);
     f->vkCmdDispatch(b->cmd, p.groups[0], p.groups[1], p.groups[2]);
+    vk_prof_mark(d, &b->prof, b->cmd, blk_index,
+                 (struct vk_prof_tag){ .op = node->op, .shader = (int32_t)p.shader,
+                                       .wtype = p.wtype });
     return BP_OK;
 }
 
@@ -472,6 +478,7 @@ static bp_status be_graph_compute(struct bp_backend *be, struct bp_graph *g)
         vk_log(d->pl, BP_LOG_ERROR, "graph_compute was given no graph or a graph without nodes.");
         return BP_ERR_INVALID_ARGUMENT;
     }
+    const uint64_t t_call = vk_now_ns();
     uint32_t n_work = 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         bp_status st = check_node(b, g->nodes[i], i);
@@ -492,6 +499,7 @@ static bp_status be_graph_compute(struct bp_backend *be, struct bp_graph *g)
     if (st == BP_OK) st = ensure_ranges(b, (size_t)n_work * VK_SLOTS + 1);
     if (st != BP_OK || n_work == 0) return st;
     if ((st = begin(b)) != BP_OK) return st;
+    if (vk_prof_wanted(d, &b->prof)) st = vk_prof_start(d, &b->prof, b->cmd, n_work);
     b->n_reads = b->n_writes = 0;
     uint32_t k = 0;
     for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++) {
@@ -501,9 +509,13 @@ static bp_status be_graph_compute(struct bp_backend *be, struct bp_graph *g)
     }
     if (st != BP_OK) {
         d->pl->fn.vkEndCommandBuffer(b->cmd);
+        b->prof.n = 0;
         return st;
     }
-    return submit(b);
+    b->prof.record_ns = vk_now_ns() - t_call;
+    st = submit(b);
+    if (st != BP_OK) b->prof.n = 0;
+    return st;
 }
 
 /* ---- events: a point in a stream's submissions ---- */
@@ -564,6 +576,22 @@ static bp_status be_event_wait(struct bp_backend *be, struct bp_event *ev)
     return ev_synchronize(ev);
 }
 
+/* ---- profile ---- */
+
+bp_status vk_backend_set_profile(struct bp_backend *be, struct bp_profile *p)
+{
+    if (!be || be->iface != &vk_backend_iface) return BP_ERR_INVALID_ARGUMENT;
+    struct vk_backend *b = be->context;
+    if (p && p->n_ops > 0 && !p->ops) {
+        vk_log(b->d->pl, BP_LOG_ERROR, "set_profile: the profile counts %d ops but has no ops "
+               "array; pass one or set n_ops to 0.", p->n_ops);
+        return BP_ERR_INVALID_ARGUMENT;
+    }
+    bp_status st = wait_pending(b);
+    b->prof.abi = p;
+    return st;
+}
+
 /* ---- lifetime ---- */
 
 static const char *be_get_name(struct bp_backend *be)
@@ -578,6 +606,7 @@ static void be_free(struct bp_backend *be)
     struct vk_dev *d = b->d;
     const struct vk_fns *f = &d->pl->fn;
     wait_pending(b);
+    vk_prof_free(d, &b->prof);
     if (b->pbuf) {
         f->vkUnmapMemory(d->device, b->pmem);
         f->vkDestroyBuffer(d->device, b->pbuf, NULL);
@@ -622,6 +651,7 @@ bp_status vk_backend_init(struct bp_device *dev, const char *params, struct bp_b
     b->d = d;
     pthread_mutex_init(&b->mu, NULL);
     b->be = (struct bp_backend){ .iface = &vk_backend_iface, .device = dev, .context = b };
+    vk_prof_init(d, &b->prof);
     VkCommandPoolCreateInfo pci = { .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                     .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                     .queueFamilyIndex = d->queue_family };

@@ -10,11 +10,11 @@
 
 #include "vk_internal.h"
 
-/* MUL_MAT with at most this many columns goes to mul_mat_vec: on a CPU
- * device (lavapipe) reading W once per 8 columns without shared-memory
- * barriers beats the tiles up to 64 (M = 32: 2.3x); on a GPU the tiles
- * take over after one column group. */
-#define VK_MMV_MAX_M_CPU 64
+/* MUL_MAT with at most this many columns goes to mul_mat_vec, above to
+ * mul_mat.comp's tiles: on a CPU device (lavapipe) the mat-vec shader wins
+ * at M = 16 (1.1-1.3x), the tiles at M = 32 (1.5-1.9x; docs/performance.md);
+ * on a GPU the tiles take over after one column group. */
+#define VK_MMV_MAX_M_CPU 16
 #define VK_MMV_MAX_M_GPU 8
 
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
@@ -173,7 +173,7 @@ static void plan_set_rows(const struct bp_tensor *t, uint32_t mode, struct vk_di
     grid((uint64_t)(v->ne[0] * v->ne[2] * v->ne[3]), 128, p->groups);
 }
 /* Few columns: mul_mat_vec, VK_MMV_ROWS rows x VK_MMV_COLS columns per
- * workgroup. Otherwise 16x16 output tiles. */
+ * workgroup. Otherwise mul_mat.comp's VK_MM_BN x VK_MM_BM tiles. */
 static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
@@ -184,8 +184,8 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
                  (uint64_t)((t->ne[1] + VK_MMV_COLS - 1) / VK_MMV_COLS) *
                  (uint64_t)(t->ne[2] * t->ne[3]), 1, p->groups);
     } else {
-        p->groups[0] = (uint32_t)((t->ne[0] + 15) / 16);
-        p->groups[1] = (uint32_t)((t->ne[1] + 15) / 16);
+        p->groups[0] = (uint32_t)((t->ne[0] + VK_MM_BN - 1) / VK_MM_BN);
+        p->groups[1] = (uint32_t)((t->ne[1] + VK_MM_BM - 1) / VK_MM_BM);
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     }
 }
@@ -225,11 +225,18 @@ static void plan_rope(const struct bp_tensor *t, uint32_t mode, struct vk_dispat
     }
     grid((uint64_t)bp_nelements(t), 128, p->groups);
 }
+/* A workgroup per query row (flash_attn.comp); heads above VK_FA_MAX_D an
+ * invocation per output element (flash_attn_wide.comp). */
 static void plan_flash_attn(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     p->aux[0] = t->src[3] != NULL; /* has a mask */
     p->aux[1] = mode;
-    grid((uint64_t)bp_nelements(t), 64, p->groups);
+    if (t->src[0]->ne[0] <= VK_FA_MAX_D && t->src[2]->ne[0] <= VK_FA_MAX_D) {
+        grid((uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]), 1, p->groups);
+    } else {
+        p->shader = VK_SH_FLASH_ATTN_WIDE;
+        grid((uint64_t)bp_nelements(t), 64, p->groups);
+    }
 }
 
 /* THE OP TABLE: one row per op a shader computes (views need no row). */

@@ -12,14 +12,14 @@
 #include "vk_internal.h"
 #include "vk_spirv.h"
 
-static const char *const shader_names[VK_SH_COUNT] = {
+const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_BINARY] = "binary", [VK_SH_ELEMENTWISE] = "elementwise",
     [VK_SH_RMS_NORM] = "rms_norm", [VK_SH_SOFT_MAX] = "soft_max", [VK_SH_ROPE] = "rope",
     [VK_SH_GET_ROWS] = "get_rows", [VK_SH_SET_ROWS] = "set_rows",
     [VK_SH_MUL_MAT_VEC] = "mul_mat_vec", [VK_SH_MUL_MAT] = "mul_mat",
     [VK_SH_FLASH_ATTN] = "flash_attn", [VK_SH_TOP_K] = "top_k",
     [VK_SH_MUL_MAT_VEC_ID] = "mul_mat_vec_id", [VK_SH_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
-    [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg",
+    [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg", [VK_SH_FLASH_ATTN_WIDE] = "flash_attn_wide",
 };
 
 bp_status vk_pipelines_init(struct vk_dev *d)
@@ -93,7 +93,7 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
     bp_status st = BP_OK;
     if (!d->pipes[sh][wtype]) {
         char name[48];
-        snprintf(name, sizeof name, "%s%s", shader_names[sh], d->use_f16_storage ? "_f16s" : "");
+        snprintf(name, sizeof name, "%s%s", vk_shader_names[sh], d->use_f16_storage ? "_f16s" : "");
         const struct vk_spirv_blob *blob = find_blob(name);
         if (!blob) {
             pthread_mutex_unlock(&d->pipe_mu);
@@ -130,7 +130,7 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
         if (r != VK_SUCCESS) {
             d->pipes[sh][wtype] = VK_NULL_HANDLE;
             char what[96];
-            snprintf(what, sizeof what, "building the %s pipeline on %s", shader_names[sh], d->name);
+            snprintf(what, sizeof what, "building the %s pipeline on %s", vk_shader_names[sh], d->name);
             st = vk_status(d->pl, r, what);
         }
     }

@@ -78,6 +78,12 @@ static void *reg_get_proc_address(struct bp_registry *reg, const char *name)
         memcpy(&p, &fn, sizeof p);
         return p;
     }
+    if (name && strcmp(name, BP_PROC_SET_PROFILE) == 0) {
+        bp_set_profile_fn fn = vk_backend_set_profile;
+        void *p;
+        memcpy(&p, &fn, sizeof p);
+        return p;
+    }
     return NULL;
 }
 

@@ -210,6 +210,7 @@ static bp_status create_logical(struct vk_plugin *pl, struct vk_dev *d, char *wh
         return BP_ERR_UNSUPPORTED;
     }
     d->queue_family = (uint32_t)best;
+    d->ts_bits = qf[best].timestampValidBits;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                     .queueFamilyIndex = d->queue_family, .queueCount = 1,

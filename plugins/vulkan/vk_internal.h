@@ -48,7 +48,9 @@ static_assert(VK_PB_SLOT * VK_SLOTS <= VK_PB_OPP && VK_PB_OPP + VK_PB_N_OPP <= V
     X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)     \
     X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) \
     X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)    \
-    X(vkResetFences) X(vkDeviceWaitIdle)
+    X(vkResetFences) X(vkDeviceWaitIdle)                                      \
+    X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool)         \
+    X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 struct vk_fns {
     void *lib;
@@ -78,7 +80,7 @@ enum vk_shader {
     VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
-    VK_SH_COUNT
+    VK_SH_FLASH_ATTN_WIDE, VK_SH_COUNT
 };
 
 /* ---- objects ---- */
@@ -100,6 +102,7 @@ struct vk_dev {
     VkDevice device;
     VkQueue queue;
     uint32_t queue_family;
+    uint32_t ts_bits;                  /* the queue's timestampValidBits (0: no timestamps) */
     pthread_mutex_t queue_mu;          /* vkQueueSubmit needs the queue to itself */
     uint32_t subgroup_size;
     bool subgroup_arith;               /* subgroupAdd in compute shaders (the _sg builds) */
@@ -201,6 +204,7 @@ bp_status vk_buffer_write(struct vk_dev *d, const struct vk_buffer *vb, size_t o
                           const void *src, size_t size);
 
 /* ---- pipelines.c ---- */
+extern const char *const vk_shader_names[VK_SH_COUNT]; /* the SPIR-V blobs' base names */
 bp_status vk_pipelines_init(struct vk_dev *d);
 void vk_pipelines_free(struct vk_dev *d);
 /* The pipeline of shader sh for weight type wtype (0 unless MUL_MAT), made
@@ -227,8 +231,48 @@ bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */
 void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *node, struct vk_dispatch *out);
 
+/* ---- profile.c: per-dispatch time from timestamp queries ---- */
+struct vk_prof_tag {
+    int32_t op;                        /* enum bp_op */
+    int32_t shader;                    /* enum vk_shader */
+    int32_t wtype;                     /* the MUL_MAT weight type, else 0 */
+};
+struct vk_prof_row {
+    struct vk_prof_tag tag;
+    uint64_t count, ns;
+};
+#define VK_PROF_ROWS 96
+struct vk_prof {
+    struct bp_profile *abi;            /* the caller's (bp_set_profile), or NULL */
+    bool env;                          /* BACKPLANE_VULKAN_PROFILE: a table at the stream's end */
+    VkQueryPool pool;
+    uint32_t cap;                      /* timestamps in pool */
+    struct vk_prof_tag *tags;          /* by dispatch of the pending submission */
+    uint32_t n;                        /* dispatches timed in the pending submission; 0: none */
+    uint64_t record_ns;                /* host time recording it */
+    uint64_t graphs, graph_ns;         /* the env table's totals */
+    struct vk_prof_row rows[VK_PROF_ROWS];
+    uint32_t n_rows;
+};
+/* Reads BACKPLANE_VULKAN_PROFILE into p (zeroed by the caller). */
+void vk_prof_init(struct vk_dev *d, struct vk_prof *p);
+/* Whether the next graph is timed: someone asked and the queue has timestamps. */
+bool vk_prof_wanted(const struct vk_dev *d, const struct vk_prof *p);
+/* Room for n dispatches' timestamps, then the start mark recorded on cmd. */
+bp_status vk_prof_start(struct vk_dev *d, struct vk_prof *p, VkCommandBuffer cmd, uint32_t n);
+/* The end mark of dispatch k (0-based, in order), tagged for the tables. */
+void vk_prof_mark(struct vk_dev *d, struct vk_prof *p, VkCommandBuffer cmd, uint32_t k,
+                  struct vk_prof_tag tag);
+/* After the submission's fence: adds its times to the tables. */
+void vk_prof_collect(struct vk_dev *d, struct vk_prof *p);
+/* Prints the env table (when asked for) and frees p's objects. */
+void vk_prof_free(struct vk_dev *d, struct vk_prof *p);
+uint64_t vk_now_ns(void);
+
 /* ---- backend.c ---- */
 bp_status vk_backend_init(struct bp_device *dev, const char *params, struct bp_backend **out);
 bp_status vk_event_new(struct bp_device *dev, struct bp_event **out);
+/* bp_set_profile (bp_profile.h) for a stream of this plugin. */
+bp_status vk_backend_set_profile(struct bp_backend *be, struct bp_profile *p);
 
 #endif

@@ -19,6 +19,10 @@
 #define VK_PB_AUX 58u   /* plugin-chosen words [VK_PB_AUX, VK_PB_WORDS) */
 #define VK_PB_N_AUX 6u
 
+/* The tile of mul_mat.comp: rows of W and columns of X per workgroup. */
+#define VK_MM_BN 64u
+#define VK_MM_BM 32u
+
 /* aux[0] of the binary shader (ADD, MUL, DIV) */
 #define VK_BINARY_ADD 0u
 #define VK_BINARY_MUL 1u
@@ -47,5 +51,9 @@
 /* aux[1] of the flash_attn shader: 1 for FLASH_ATTN_SOFTCAP, whose cap is
  * op param 1 (aux[0] says whether there is a mask). */
 #define VK_ATTN_SOFTCAP 1u
+/* Largest head size (K's and V's) flash_attn.comp holds: a query row in
+ * shared memory, V's elements in four registers per invocation of 64.
+ * Larger heads go to flash_attn_wide.comp. */
+#define VK_FA_MAX_D 256u
 
 #endif
