@@ -42,7 +42,11 @@
 #define MMID_ROUTE_CONVERT_MAX 65536
 /* When a thread's next chunk starts another expert, the first bytes of that
  * expert's slice are asked for (into L2) before the current chunk runs: the
- * hardware prefetcher restarts at each slice, one page at a time. */
+ * hardware prefetcher restarts at each slice, one page at a time. Whole
+ * decode of the 12-layer Qwen3-MoE-shaped Q4_K_M file, 1 thread, 4
+ * alternating rounds at load average 16 on 2 vCPUs: streaming 54-73 %
+ * (median 69 %) of the read bandwidth with it, 53-66 % (median 63 %)
+ * without; within the noise of that machine, kept as it costs nothing. */
 #define MMID_PREFETCH_BYTES 4096
 
 static size_t align_up(size_t n)
