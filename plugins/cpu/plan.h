@@ -16,7 +16,10 @@
  * cores shared with other work, every node waited for the slowest thread
  * to be scheduled, and two threads decoded slower than one.) Task c of a
  * step is the kernel's share ith = c of nth = the node's task count, so
- * results are those of nth threads whoever computes them.
+ * results are those of nth threads whoever computes them. A MUL_MAT_ID's
+ * chunk count depends on its ids: a one-task route step writes it into the
+ * work buffer, and its chunk step is "counted" (the backend reads the count
+ * when the step before ends).
  *
  * MUL_MATs that read the same activation in the same converted layout (a
  * layer's Q, K and V; FFN gate and up) share one convert step and one
