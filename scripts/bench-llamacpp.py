@@ -120,6 +120,9 @@ def main():
             os.remove(plain)
         return vocab
 
+    # The last round's logit dumps, named by this process: other benchmarks
+    # may share DIR at the same time.
+    dumps = [os.path.join(a.dir, f"{who}-{os.getpid()}.f32") for who in ("bp", "lc")]
     for t in ([os.path.basename(a.gguf)] if a.gguf else a.types.split(",")):
         if a.gguf:
             vocab = a.gguf
@@ -142,8 +145,8 @@ def main():
                 lc_cmd = [driver, libs, vocab, str(th), str(a.prompt), str(a.gen),
                           str(a.prefill_runs)]
                 if last:
-                    bp_cmd += ["--dump-logits", os.path.join(a.dir, "bp.f32")]
-                    lc_cmd += [os.path.join(a.dir, "lc.f32")]
+                    bp_cmd += ["--dump-logits", dumps[0]]
+                    lc_cmd += [dumps[1]]
                 bp = json.loads(run(bp_cmd))
                 lc = json.loads(run(lc_cmd, env=lc_env))
                 rows.append((bp, lc))
@@ -163,10 +166,12 @@ def main():
             same = bp["tokens"] == lc["tokens"]
             agree = next((i for i, (x, y) in enumerate(zip(bp["tokens"], lc["tokens"])) if x != y),
                          len(bp["tokens"]))
-            diff = logit_diff(os.path.join(a.dir, "bp.f32"), os.path.join(a.dir, "lc.f32"),
+            diff = logit_diff(dumps[0], dumps[1],
                               a.prompt, bp["model"]["n_vocab"])
             print(f"   logits at the last prompt position: largest |difference| {diff[0]:.4f} "
                   f"(sd {diff[1]:.3f}); greedy tokens {'agree' if same else f'part after {agree}'}")
+            for d in dumps:
+                os.remove(d)
 
 
 def logit_diff(bp_path, lc_path, n_prompt, n_vocab):

@@ -30,6 +30,7 @@ struct cpu_backend {
     /* What changes while a plan runs, one per step or claim word; grown to
      * the largest plan run, reset at the start of each graph. */
     _Atomic int64_t *done;      /* tasks finished, per step */
+    int64_t *n_counted;         /* a counted step's tasks, set when the step before ends */
     uint64_t *t_end;            /* profiling: when the step's last task finished (ns) */
     int32_t steps_cap;
     _Atomic uint64_t *claims;   /* the steps' claim words (task_claim.h) */
@@ -84,6 +85,7 @@ static void be_free(struct bp_backend *b)
     free(cb->scratch);
     cpu_plan_cache_free(&cb->plans);
     free(cb->done);
+    free(cb->n_counted);
     free(cb->t_end);
     free(cb->claims);
     free(cb);
@@ -119,6 +121,20 @@ static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
     case CPU_STEP_MM_CONVERT:
         cpu_mul_mat_convert(p, node);
         break;
+    case CPU_STEP_MMID_ROUTE: {
+        const bp_status v = e->prepare(cb->pl, node);
+        if (v != BP_OK)
+            atomic_store(&job->status, (int)v);
+        else
+            cpu_mul_mat_id_route(p, node);
+        break;
+    }
+    case CPU_STEP_MMID_CONVERT:
+        cpu_mul_mat_id_convert(p, node);
+        break;
+    case CPU_STEP_MMID_CHUNKS:
+        cpu_mul_mat_id_chunk(p, node, c);
+        break;
     case CPU_STEP_MM_CHUNKS: {
         const struct cpu_member *m = &job->plan->members[st->m0];
         const struct cpu_member *m_last = m + st->nm - 1;
@@ -133,7 +149,7 @@ static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
     }
 }
 
-/* Count one finished task of step s; the thread that finishes the last one
+/* Count one finished task of step s (of n); the thread that finishes the last one
  * runs the abort callback (after a node's last step) and starts step s+1.
  * The callback's calls are ordered through `progress`, one at a time.
  * When step s+1 is a single task (a small node, decode's activation
@@ -142,10 +158,10 @@ static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
  * their data, and a waiting thread, which would win the race for the task
  * half the time, no longer pulls each node's input to its own core. */
 static void finish_task(struct cpu_graph_job *job, const struct cpu_step *st, int32_t s,
-                        int32_t *next)
+                        int64_t n, int32_t *next)
 {
     struct cpu_backend *cb = job->cb;
-    if (atomic_fetch_add_explicit(&cb->done[s], 1, memory_order_acq_rel) != st->n - 1)
+    if (atomic_fetch_add_explicit(&cb->done[s], 1, memory_order_acq_rel) != n - 1)
         return;
     if (cb->profile)
         cb->t_end[s] = now_ns();   /* before the next step can start: steps tile the time */
@@ -157,7 +173,14 @@ static void finish_task(struct cpu_graph_job *job, const struct cpu_step *st, in
     if (s + 1 < job->plan->n_steps) {
         const struct cpu_step *nx = &job->plan->steps[s + 1];
         int64_t c;
-        if (nx->n == 1 && !nx->owned && nx->kind != CPU_STEP_ALL &&
+        /* A counted step's task count, read once from the work buffer while
+         * it holds it: a thread that reaches the step late, after later
+         * steps have reused the buffer, still sees the count. */
+        if (nx->counted && atomic_load(&job->status) == BP_OK) {
+            c = cpu_mul_mat_id_n_chunks(job->g->nodes[nx->node], cb->scratch);
+            cb->n_counted[s + 1] = c > 0 ? c : 1;  /* a step of no task would never end */
+        }
+        if (nx->n == 1 && !nx->owned && !nx->counted && nx->kind != CPU_STEP_ALL &&
             cpu_claim_front(&cb->claims[nx->claim0], 0, 1, &c))
             *next = s + 1;
     }
@@ -190,34 +213,36 @@ static void graph_job(void *arg, int ith, int nth)
             /* mul_mat's own barrier needs every thread; job->chunk is free
              * again because every thread has finished the step before. */
             run_task(job, &p, st, ith);
-            finish_task(job, st, s, &mine);
+            finish_task(job, st, s, st->n, &mine);
             continue;
         }
+        /* A counted step's tasks: set before the step started (finish_task). */
+        const int64_t n = st->counted ? cb->n_counted[s] : st->n;
         _Atomic uint64_t *claims = cb->claims + st->claim0;
         int64_t lo, hi, c;
         if (mine == s) { /* claimed when this thread ended step s - 1 */
             run_task(job, &p, st, 0);
-            finish_task(job, st, s, &mine);
+            finish_task(job, st, s, n, &mine);
             continue;
         }
         if (!st->owned) { /* one range, everyone at its front */
-            while (cpu_claim_front(&claims[0], 0, st->n, &c)) {
+            while (cpu_claim_front(&claims[0], 0, n, &c)) {
                 run_task(job, &p, st, c);
-                finish_task(job, st, s, &mine);
+                finish_task(job, st, s, n, &mine);
             }
             continue;
         }
-        cpu_claim_range(st->n, nth, ith, &lo, &hi);
+        cpu_claim_range(n, nth, ith, &lo, &hi);
         while (cpu_claim_front(&claims[ith], lo, hi, &c)) {
             run_task(job, &p, st, c);
-            finish_task(job, st, s, &mine);
+            finish_task(job, st, s, n, &mine);
         }
         for (int v = 1; v < nth; v++) {
             const int other = (ith + v) % nth;
-            cpu_claim_range(st->n, nth, other, &lo, &hi);
+            cpu_claim_range(n, nth, other, &lo, &hi);
             while (cpu_claim_back(&claims[other], lo, hi, &c)) {
                 run_task(job, &p, st, c);
-                finish_task(job, st, s, &mine);
+                finish_task(job, st, s, n, &mine);
             }
         }
     }
@@ -262,17 +287,21 @@ static bp_status ready_run_state(struct cpu_backend *cb, const struct cpu_plan *
     const int nth = plan->nth;
     if (plan->n_steps > cb->steps_cap) {
         _Atomic int64_t *done = malloc((size_t)plan->n_steps * sizeof *done);
+        int64_t *n_counted = malloc((size_t)plan->n_steps * sizeof *n_counted);
         uint64_t *t_end = malloc((size_t)plan->n_steps * sizeof *t_end);
-        if (!done || !t_end) {
+        if (!done || !n_counted || !t_end) {
             free(done);
+            free(n_counted);
             free(t_end);
             cpu_log(cb->pl, BP_LOG_ERROR, "could not allocate the step counters of a %d-step "
                     "plan; free memory.", (int)plan->n_steps);
             return BP_ERR_OUT_OF_MEMORY;
         }
         free(cb->done);
+        free(cb->n_counted);
         free(cb->t_end);
         cb->done = done;
+        cb->n_counted = n_counted;
         cb->t_end = t_end;
         cb->steps_cap = plan->n_steps;
     }

@@ -110,6 +110,21 @@ void cpu_mul_mat_rows_chunk(const struct bp_tensor *w, const void *xrows, int64_
                             int nth, int64_t c);
 bool cpu_supports_mul_mat_id(const struct bp_tensor *t);
 void cpu_compute_mul_mat_id(const struct cpu_compute_params *p, struct bp_tensor *t);
+/* MUL_MAT_ID in steps that any thread may take, with no barrier inside
+ * (plan.c): once the ids pass cpu_prepare_mul_mat_id, cpu_mul_mat_id_route
+ * as one task (p->nth the chunk step's thread count); then, unless
+ * cpu_mul_mat_id_route_converts, cpu_mul_mat_id_convert as share ith of
+ * nth; then chunks 0 .. cpu_mul_mat_id_n_chunks(t, p->wshared) - 1 (a
+ * count the route wrote into the work buffer) in any order, on any thread,
+ * with the route's nth. The results equal cpu_compute_mul_mat_id's. */
+void cpu_mul_mat_id_route(const struct cpu_compute_params *p, struct bp_tensor *t);
+bool cpu_mul_mat_id_route_converts(const struct bp_tensor *t);
+void cpu_mul_mat_id_convert(const struct cpu_compute_params *p, struct bp_tensor *t);
+int64_t cpu_mul_mat_id_n_chunks(const struct bp_tensor *t, const void *wshared);
+void cpu_mul_mat_id_chunk(const struct cpu_compute_params *p, struct bp_tensor *t, int64_t c);
+/* True when the chunks in order stream every used expert's rows forward,
+ * once each (one token), as cpu_mul_mat_chunks_stream says of MUL_MAT. */
+bool cpu_mul_mat_id_stream(const struct bp_tensor *t);
 bp_status cpu_prepare_mul_mat_id(const struct cpu_plugin *pl, const struct bp_tensor *t);
 size_t cpu_scratch_mul_mat_id(const struct bp_tensor *t);
 size_t cpu_work_mul_mat_id(const struct bp_tensor *t);

@@ -221,9 +221,27 @@ static void plan_node(struct plan_maker *mk, int32_t i)
     if ((node->op == BP_OP_FLASH_ATTN_EXT || node->op == BP_OP_FLASH_ATTN_SOFTCAP) && node->src[1])
         n *= node->src[1]->ne[1];
     const int tasks = e->work || n >= 4096 ? p->nth : 1;
+    struct cpu_step *st;
+    if (node->op == BP_OP_MUL_MAT_ID && bp_nelements(node) > 0) {
+        /* The route checks the ids and sizes the chunk list, as one task
+         * (the chunk step's nth, for its grids); the chunk step takes its
+         * task count from the work buffer. */
+        add_step(p, i, CPU_STEP_MMID_ROUTE, tasks, 1);
+        if (!cpu_mul_mat_id_route_converts(node)) {
+            const struct bp_tensor *ids = node->src[2];
+            const int64_t pairs = ids->ne[0] * ids->ne[1];
+            const int conv = pairs < tasks ? (int)pairs : tasks;
+            add_step(p, i, CPU_STEP_MMID_CONVERT, conv, conv);
+        }
+        st = add_step(p, i, CPU_STEP_MMID_CHUNKS, tasks, 1);
+        st->counted = true;
+        st->owned = tasks > 1 && cpu_mul_mat_id_stream(node);
+        node_ran(mk, node);
+        st->last = true;
+        return;
+    }
     if (e->prepare)
         add_step(p, i, CPU_STEP_PREPARE, 1, 1);
-    struct cpu_step *st;
     if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0 && cpu_mul_mat_stepwise(node)) {
         /* A task per activation row at most: in decode the one row is one
          * task, and no thread claims an empty share. Rows convert alone, so
@@ -253,8 +271,7 @@ static void plan_node(struct plan_maker *mk, int32_t i)
             if (mk->held >= 0 && tensors_overlap(mk->g->nodes[p->members[m0 + k].node],
                                                  mk->g->nodes[mk->held]->src[1]))
                 mk->held = -1;
-    } else if ((node->op == BP_OP_MUL_MAT || node->op == BP_OP_MUL_MAT_ID) &&
-               bp_nelements(node) > 0) {
+    } else if (node->op == BP_OP_MUL_MAT && bp_nelements(node) > 0) {
         /* Barriers inside: every thread runs the node together. */
         st = add_step(p, i, CPU_STEP_ALL, p->nth, p->nth);
         node_ran(mk, node);

@@ -16,7 +16,10 @@
  * cores shared with other work, every node waited for the slowest thread
  * to be scheduled, and two threads decoded slower than one.) Task c of a
  * step is the kernel's share ith = c of nth = the node's task count, so
- * results are those of nth threads whoever computes them.
+ * results are those of nth threads whoever computes them. A MUL_MAT_ID's
+ * chunk count depends on its ids: a one-task route step writes it into the
+ * work buffer, and its chunk step is "counted" (the backend reads the count
+ * when the step before ends).
  *
  * MUL_MATs that read the same activation in the same converted layout (a
  * layer's Q, K and V; FFN gate and up) share one convert step and one
@@ -62,6 +65,9 @@ enum cpu_step_kind {
     CPU_STEP_MM_CONVERT,/* task c is cpu_mul_mat_convert as thread c of n */
     CPU_STEP_MM_CHUNKS, /* task c is cpu_mul_mat_chunk c (of the grid for nth) */
     CPU_STEP_ALL,       /* a kernel with barriers inside: every thread, as itself */
+    CPU_STEP_MMID_ROUTE,   /* one task: the MUL_MAT_ID's id check and cpu_mul_mat_id_route */
+    CPU_STEP_MMID_CONVERT, /* task c is cpu_mul_mat_id_convert as thread c of n */
+    CPU_STEP_MMID_CHUNKS,  /* task c is cpu_mul_mat_id_chunk c; n is the route's count */
 };
 
 struct cpu_step {
@@ -72,6 +78,7 @@ struct cpu_step {
     int64_t n;              /* tasks */
     bool last;              /* the node's last step: run the abort callback after it */
     bool owned;             /* tasks in per-thread ranges, not in order (see above) */
+    bool counted;           /* n is known at run time only: the work buffer says (MMID_CHUNKS) */
     size_t claim0;          /* its claim words: [claim0 ..], nth if owned, else 1 */
 };
 
