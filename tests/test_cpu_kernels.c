@@ -24,7 +24,8 @@
  *
  * The x8 layout (repack.h): pack then unpack gives back every byte; the
  * reference x8 dot equals the plain reference row by row to the bit; the
- * build's x8 dot (1..4 activation rows) is held to the same bound.
+ * build's x8 dot (1 to its kernel's most activation rows, 4 or 8) is held
+ * to the same bound.
  *
  * The tiled float gemm (F32/F16/BF16 weights, builds that have one): every
  * output of nw x nx (edge tiles on both sides, K with and without a partial

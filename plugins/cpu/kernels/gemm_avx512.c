@@ -1,7 +1,7 @@
 /*
  * gemm_avx512.c — the x8 (repacked, see repack.h) dot kernels for AVX-512 VNNI:
  * one x8 block of 8 weight rows is loaded and unpacked once, then meets up
- * to four activation rows. Each row owns two int32 lanes of a 512-bit
+ * to four activation rows (eight for Q4_0 and Q8_0). Each row owns two int32 lanes of a 512-bit
  * register (its bytes 0..3 and 4..7 of every 8-byte group), so a 64-bit
  * broadcast of the activation feeds all 8 rows in one vpdpbusd; the pairs
  * are added once per output, not once per block. vpdpbusd wants unsigned

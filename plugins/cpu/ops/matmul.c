@@ -23,8 +23,10 @@
  * A weight in the x8 layout (kernels/repack.h, a CPU_REPACK buffer) runs
  * chunks of 16 x MM_X8_ROWS (128) with row boundaries on multiples of 8
  * (16 from MM_AMX_MIN_ROWS activation rows): one gemm_x8 call
- * takes 8 weight rows and up to 4 activation rows, so each weight block is
- * unpacked once for 4 outputs and each activation block once for 8; the
+ * takes 8 weight rows and up to 4 activation rows (8 for the Q4_0 and Q8_0
+ * kernels of the AVX-512 build: a batched decode step of up to 8 rows then
+ * unpacks each weight block once), so each weight block is unpacked once
+ * for 4 (8) outputs and each activation block once for 8; the
  * plain tail rows (R % 8) go through vec_dot. Its Q8_0 activation rows carry
  * per-block float scales and quant sums (cpu_q8_0_fill_aux). Where AMX is
  * active (kernels/gemm_amx.h) and a node has MM_AMX_MIN_ROWS activation
