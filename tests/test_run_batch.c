@@ -264,6 +264,8 @@ START_TEST(test_batch_wide_logits_equal_alone_on_cpu)
         { "builtin:test", BP_TYPE_Q8_0, false },
         { "builtin:test", BP_TYPE_COUNT, true },
     };
+    /* Under valgrind (no AVX-512 there: 4-column kernels) Q4_0 alone. */
+    if (getenv("BP_UNDER_VALGRIND") && _i > 0) return;
     check_invariance_of(&mcs[_i], "cpu", "cpu", 0, &seven_slots);
 }
 END_TEST
