@@ -24,7 +24,8 @@
  *
  * The x8 layout (repack.h): pack then unpack gives back every byte; the
  * reference x8 dot equals the plain reference row by row to the bit; the
- * build's x8 dot (1..4 activation rows) is held to the same bound.
+ * build's x8 dot (1 to its kernel's most activation rows, 4 or 8) is held
+ * to the same bound.
  *
  * The tiled float gemm (F32/F16/BF16 weights, builds that have one): every
  * output of nw x nx (edge tiles on both sides, K with and without a partial
@@ -172,7 +173,7 @@ static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
         if (vdt == BP_TYPE_Q8_0)
             cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
     }
-    float got[CPU_GEMM_MAX_COLS * 8], ref[CPU_GEMM_MAX_COLS * 8];
+    float got[CPU_GEMM_WIDE_COLS * 8], ref[CPU_GEMM_WIDE_COLS * 8];
     k->gemm_x8(n, got, 8, x8, 0, 1, y, ys, ncols);
     r->gemm_x8(n, ref, 8, x8, 0, 1, y, ys, ncols);
     for (int c = 0; c < ncols; c++) {
@@ -454,7 +455,7 @@ int main(int argc, char **argv)
                                    BP_TYPE_IQ4_XS, BP_TYPE_Q2_K };
     for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
         for (int64_t nb = 1; nb <= 9; nb += 4)
-            for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)
+            for (int nc = 1; nc <= cpu_gemm_x8_cols(cpu_kernels_for(x8_types[ti])); nc++)
                 for (int lt = 0; lt < 2; lt++) check_x8(x8_types[ti], nb, nc, lt);
     /* every edge tile of the 4 x 6 and 3 x 4 tiles, K around the vector widths */
     const enum bp_type float_types[] = { BP_TYPE_F32, BP_TYPE_F16, BP_TYPE_BF16 };

@@ -99,8 +99,9 @@ static void rec_x8(int64_t k, float *s, size_t bs, const void *w, size_t gs, int
                    const void *y, size_t ys, int ncols)
 {
     (void)k;
-    if (ncols < 1 || ncols > CPU_GEMM_MAX_COLS)
-        bad("gemm_x8 was called with ncols out of range", ncols, CPU_GEMM_MAX_COLS);
+    const int most = cpu_gemm_x8_cols(cpu_kernels_for((enum bp_type)R.w->type));
+    if (ncols < 1 || ncols > most)
+        bad("gemm_x8 was called with ncols out of range", ncols, most);
     if (ng < 1)
         bad("gemm_x8 was called with no x8 group", ng, 1);
     for (int64_t g = 0; g < ng; g++)
@@ -155,14 +156,17 @@ static void no_from_float(const float *x, void *y, int64_t n) { (void)x; (void)y
 const struct cpu_type_kernels *cpu_kernels_for(enum bp_type t)
 {
     static const struct cpu_type_kernels none = { 0 };
+    /* Q4_0 / Q8_0 with a wide x8 kernel (up to CPU_GEMM_WIDE_COLS rows a
+     * call), Q4_K with the others' CPU_GEMM_MAX_COLS. */
     static const struct cpu_type_kernels q8_0 = { BP_TYPE_Q8_0, rec_dot, no_from_float, NULL,
-                                                  rec_x8, NULL };
-    static const struct cpu_type_kernels q4_k = { BP_TYPE_Q8_K, rec_dot, NULL, NULL, rec_x8, NULL };
+                                                  rec_x8, NULL, CPU_GEMM_WIDE_COLS };
+    static const struct cpu_type_kernels q4_k = { BP_TYPE_Q8_K, rec_dot, NULL, NULL, rec_x8, NULL, 0 };
     static const struct cpu_type_kernels q8_k = { BP_TYPE_Q8_K, rec_dot, no_from_float, NULL,
-                                                  NULL, NULL };
-    static const struct cpu_type_kernels f16 = { BP_TYPE_F32, rec_dot, NULL, NULL, NULL, rec_float };
+                                                  NULL, NULL, 0 };
+    static const struct cpu_type_kernels f16 = { BP_TYPE_F32, rec_dot, NULL, NULL, NULL, rec_float,
+                                                 0 };
     static const struct cpu_type_kernels f32 = { BP_TYPE_F32, rec_dot, no_from_float, NULL, NULL,
-                                                 NULL };
+                                                 NULL, 0 };
     switch (t) {
     case BP_TYPE_Q4_0: case BP_TYPE_Q8_0: return &q8_0;
     case BP_TYPE_Q4_K: return &q4_k;

@@ -17,7 +17,7 @@
  *    the AVX2 kernels and the AVX-512 Q6_K one (maddubs saturates) reach
  *    their bound;
  *  - long rows (up to 65 blocks, K = 16640 for the K-quants) and every
- *    ncols 1..4;
+ *    ncols from 1 to the kernel's most (4, or 8 for the wide ones);
  *  - an output stride bs > 8, with guard values that must stay untouched;
  *  - each column equal to the bit to the same column computed alone;
  *  - where GFNI takes the Q4_0 and Q6_K high nibbles (avx512 build), the
@@ -204,7 +204,7 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     const size_t ys = vdt == BP_TYPE_Q8_0 ? cpu_q8_0_aux_row_size(nb) : bp_row_size(vdt, n);
     unsigned char *w = malloc(rs * 8), *x8 = malloc(rs * 8), *y = malloc(ys * (size_t)ncols);
     float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 8 * 4), *yf = malloc((size_t)n * 4);
-    float out[CPU_GEMM_MAX_COLS * 11];
+    float out[CPU_GEMM_WIDE_COLS * 11];
     fill_weights(t, w, nb * 8, fw);
     cpu_repack_pack(t, x8, w, rs, n);
     for (int r = 0; r < 8; r++) k->to_float(w + (size_t)r * rs, wf + (size_t)r * (size_t)n, n);
@@ -269,7 +269,7 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     }
     /* One call over several x8 groups (here the same group twice, gs = 0)
      * gives each group's rows at 8 g in every column, to the bit. */
-    float two[CPU_GEMM_MAX_COLS * 16];
+    float two[CPU_GEMM_WIDE_COLS * 16];
     k->gemm_x8(n, two, 16, x8, 0, 2, y, ys, ncols);
     for (int c = 0; c < ncols; c++)
         for (int g = 0; g < 2; g++) {
@@ -469,7 +469,7 @@ int main(int argc, char **argv)
     const int64_t blocks[] = { 1, 2, 3, 5, 8, 65 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)
-            for (int nc = 1; nc <= CPU_GEMM_MAX_COLS; nc++)
+            for (int nc = 1; nc <= cpu_gemm_x8_cols(cpu_kernels_for(types[ti])); nc++)
                 for (int fw = 0; fw < 2; fw++)
                     for (int fx = 0; fx < 2; fx++)
                         for (int rep = 0; rep < 3; rep++)

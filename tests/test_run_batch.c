@@ -24,7 +24,7 @@
 #include "suite_main.h"
 
 #define DATA BP_TEST_SOURCE_DIR "/tests/data/arch/"
-#define MAX_SLOTS 6
+#define MAX_SLOTS 8
 #define MAX_EVENTS 64
 
 /* One request: a prompt fed at step `at` into slot `slot` (after `after`
@@ -84,6 +84,9 @@ static struct bp_device *device(const char *name)
     return d;
 }
 
+/* Which decode row counts the last run_requests stepped with. */
+static bool rows_seen[MAX_SLOTS + 1];
+
 /* Runs requests r[0..n) (only those with `only` < 0 or index `only`) on a
  * batch of n_slots, filling tr[i] for each request run. Steps until every
  * request is done. A request starts at its step or, when its slot is still
@@ -97,7 +100,10 @@ static void run_requests(const struct bp_run_model *m, struct bp_device *dev, in
                                             .prefill_chunk = chunk };
     ck_assert_msg(bp_run_batch_new(m, dev, &o, &b, err, sizeof err) == BP_OK, "%s", err);
     const int64_t V = bp_run_batch_n_vocab(b);
+    memset(rows_seen, 0, sizeof rows_seen);
     int state[16] = {0};          /* 0 waiting, 1 running, 2 done */
+    ck_assert_int_le(n, 16);
+    ck_assert_int_le(n_slots, MAX_SLOTS);
     int left[16] = {0};           /* tokens still to generate */
     int owner[MAX_SLOTS];
     for (int s = 0; s < MAX_SLOTS; s++) owner[s] = -1;
@@ -119,6 +125,9 @@ static void run_requests(const struct bp_run_model *m, struct bp_device *dev, in
         for (int i = 0; i < n; i++) busy |= state[i] != 2;
         if (!busy) break;
         ck_assert_msg(bp_run_batch_step(b, err, sizeof err) == BP_OK, "%s", err);
+        struct bp_run_batch_step_info info;
+        bp_run_batch_last_step(b, &info);
+        if (info.decode_rows < MAX_SLOTS + 1) rows_seen[info.decode_rows] = true;
         for (int s = 0; s < n_slots; s++) {
             const float *lg = bp_run_batch_logits(b, s);
             const int i = owner[s];
@@ -153,6 +162,28 @@ static const struct request scenario[] = {
 };
 #define N_SCENARIO (int)(sizeof scenario / sizeof scenario[0])
 
+/* Seven slots, nine requests: the decode steps take 1 to 7 rows (the x8
+ * kernels' wide calls: 5, 6 and 7 rows in one call, odd counts included),
+ * as requests start and end at different steps. */
+struct scenario_set {
+    const struct request *r;
+    int n, n_slots;
+    bool every_count; /* the busy run must step with each row count 1..n_slots */
+};
+static const struct scenario_set four_slots = { scenario, N_SCENARIO, 4, false };
+static const struct request wide[] = {
+    { .slot = 0, .at = 0, .n_prompt = 4, .gen = 14, .seed = 11 },
+    { .slot = 1, .at = 0, .n_prompt = 9, .gen = 12, .seed = 12 },
+    { .slot = 2, .at = 1, .n_prompt = 3, .gen = 11, .seed = 13 },
+    { .slot = 3, .at = 1, .n_prompt = 20, .gen = 9, .seed = 14 },
+    { .slot = 4, .at = 2, .n_prompt = 5, .gen = 10, .seed = 15 },
+    { .slot = 5, .at = 2, .n_prompt = 2, .gen = 8, .seed = 16 },
+    { .slot = 6, .at = 3, .n_prompt = 6, .gen = 7, .seed = 17 },
+    { .slot = 1, .at = 14, .n_prompt = 3, .gen = 4, .seed = 18 },
+    { .slot = 5, .at = 12, .n_prompt = 2, .gen = 6, .seed = 19 },
+};
+static const struct scenario_set seven_slots = { wide, (int)(sizeof wide / sizeof wide[0]), 7, true };
+
 /* max |a - b| over V, relative to max |b|. */
 static double rel_diff(const float *a, const float *b, int64_t V)
 {
@@ -166,16 +197,19 @@ static double rel_diff(const float *a, const float *b, int64_t V)
 
 /* Every request's trace in the busy batch on dev equals (cpu: bit for bit;
  * else within tol of) the request alone on ref_dev. */
-static void check_invariance(const struct model_case *mc, const char *dev_name, const char *ref_name, double tol)
+static void check_invariance_of(const struct model_case *mc, const char *dev_name, const char *ref_name,
+                                double tol, const struct scenario_set *sc)
 {
     struct bp_run_model *m = load(mc);
-    struct trace busy[N_SCENARIO] = {0}, alone[N_SCENARIO] = {0};
-    run_requests(m, device(dev_name), 4, 16, scenario, N_SCENARIO, -1, busy);
-    for (int i = 0; i < N_SCENARIO; i++)
-        run_requests(m, device(ref_name), 4, 16, scenario, N_SCENARIO, i, alone);
+    struct trace busy[16] = {0}, alone[16] = {0};
+    run_requests(m, device(dev_name), sc->n_slots, 16, sc->r, sc->n, -1, busy);
+    for (int k = 1; sc->every_count && k <= sc->n_slots; k++)
+        ck_assert_msg(rows_seen[k], "no decode step with %d rows of %d slots", k, sc->n_slots);
+    for (int i = 0; i < sc->n; i++)
+        run_requests(m, device(ref_name), sc->n_slots, 16, sc->r, sc->n, i, alone);
     const int64_t V = m->hp.n_vocab;
-    for (int i = 0; i < N_SCENARIO; i++) {
-        ck_assert_int_eq(busy[i].n, scenario[i].gen + 1);
+    for (int i = 0; i < sc->n; i++) {
+        ck_assert_int_eq(busy[i].n, sc->r[i].gen + 1);
         ck_assert_int_eq(busy[i].n, alone[i].n);
         for (int k = 0; k < busy[i].n; k++) {
             if (tol == 0) {
@@ -192,6 +226,11 @@ static void check_invariance(const struct model_case *mc, const char *dev_name, 
         trace_free(&alone[i]);
     }
     bp_run_model_free(m);
+}
+
+static void check_invariance(const struct model_case *mc, const char *dev_name, const char *ref_name, double tol)
+{
+    check_invariance_of(mc, dev_name, ref_name, tol, &four_slots);
 }
 
 static const struct model_case cpu_models[] = {
@@ -213,6 +252,21 @@ START_TEST(test_batch_logits_equal_alone_on_cpu)
      * minutes there, and ASan's stage runs them all. */
     if (getenv("BP_UNDER_VALGRIND") && _i % 2 == 1) return;
     check_invariance(&cpu_models[_i], "cpu", "cpu", 0);
+}
+END_TEST
+
+/* Up to 7 decode rows a step: the wide x8 calls (Q4_0, Q8_0) and the
+ * 4-column ones twice (q4_K_M) give each row the bits it has alone. */
+START_TEST(test_batch_wide_logits_equal_alone_on_cpu)
+{
+    static const struct model_case mcs[] = {
+        { "builtin:test", BP_TYPE_Q4_0, false },
+        { "builtin:test", BP_TYPE_Q8_0, false },
+        { "builtin:test", BP_TYPE_COUNT, true },
+    };
+    /* Under valgrind (no AVX-512 there: 4-column kernels) Q4_0 alone. */
+    if (getenv("BP_UNDER_VALGRIND") && _i > 0) return;
+    check_invariance_of(&mcs[_i], "cpu", "cpu", 0, &seven_slots);
 }
 END_TEST
 
@@ -314,6 +368,7 @@ int main(void)
     TCase *tc = tcase_create("cpu");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_batch_logits_equal_alone_on_cpu, 0, N_CPU_MODELS);
+    tcase_add_loop_test(tc, test_batch_wide_logits_equal_alone_on_cpu, 0, 3);
     tcase_add_test(tc, test_batch_refuses_past_n_ctx);
     tcase_add_test(tc, test_batch_decode_steps_allocate_nothing);
     suite_add_tcase(s, tc);

@@ -1,7 +1,7 @@
 /*
  * gemm_avx512.c — the x8 (repacked, see repack.h) dot kernels for AVX-512 VNNI:
  * one x8 block of 8 weight rows is loaded and unpacked once, then meets up
- * to four activation rows. Each row owns two int32 lanes of a 512-bit
+ * to four activation rows (eight for Q4_0 and Q8_0). Each row owns two int32 lanes of a 512-bit
  * register (its bytes 0..3 and 4..7 of every 8-byte group), so a 64-bit
  * broadcast of the activation feeds all 8 rows in one vpdpbusd; the pairs
  * are added once per output, not once per block. vpdpbusd wants unsigned
@@ -193,10 +193,10 @@ x8_0_walk(int64_t nb, size_t xs, const int shift, const x8_0_block_fn block, flo
           const void *w, const void *y, size_t ys, const int ncols, const int gfni)
 {
     const uint8_t *x = w;
-    const char *yr[CPU_GEMM_MAX_COLS];
-    _Alignas(64) int32_t off[CPU_GEMM_MAX_COLS][X8_CHUNK];
-    __m512 acc[CPU_GEMM_MAX_COLS];
-    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    const char *yr[CPU_GEMM_WIDE_COLS];
+    _Alignas(64) int32_t off[CPU_GEMM_WIDE_COLS][X8_CHUNK];
+    __m512 acc[CPU_GEMM_WIDE_COLS];
+    for (int c = 0; c < ncols; c++) acc[c] = _mm512_setzero_ps();
     for (int c = 0; c < ncols; c++) yr[c] = (const char *)y + (size_t)c * ys;
     for (int64_t b0 = 0; b0 < nb; b0 += X8_CHUNK) {
         const int64_t e = nb - b0 < X8_CHUNK ? nb : b0 + X8_CHUNK;
@@ -859,9 +859,10 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 }
 
 /* A kernel T##_x8 with a GFNI step, as cpu_gemm_T_x8_x86: its shift and its
- * GFNI copy (each with the ncols copies of CPU_X8_DISPATCH), chosen per call
- * by gfni_in_use(). */
-#define X8_GFNI_DISPATCH(T)                                                                    \
+ * GFNI copy (each with the ncols copies of DISPATCH, CPU_X8_DISPATCH or
+ * CPU_X8_DISPATCH_WIDE), chosen per call by gfni_in_use(). */
+#define X8_GFNI_DISPATCH(T) X8_GFNI_DISPATCH_WITH(T, CPU_X8_DISPATCH)
+#define X8_GFNI_DISPATCH_WITH(T, DISPATCH)                                                     \
     static inline __attribute__((always_inline)) void                                         \
     T##_shift_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,      \
                  const int ncols)                                                             \
@@ -874,18 +875,22 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     {                                                                                         \
         T##_x8(n, s, bs, w, y, ys, ncols, 1);                                                 \
     }                                                                                         \
-    static CPU_X8_DISPATCH(T##_shift, x86)                                                    \
-    static CPU_X8_DISPATCH(T##_gfni, x86)                                                     \
+    static DISPATCH(T##_shift, x86)                                                           \
+    static DISPATCH(T##_gfni, x86)                                                            \
     void cpu_gemm_##T##_x8_x86(CPU_GEMM_X8_PARAMS)                                            \
     {                                                                                         \
         (gfni_in_use() ? cpu_gemm_##T##_gfni_x8_x86 : cpu_gemm_##T##_shift_x8_x86)(           \
             n, s, bs, w, gs, ng, y, ys, ncols);                                               \
     }
 
-X8_GFNI_DISPATCH(q4_0)
+/* Q4_0 and Q8_0 take up to CPU_GEMM_WIDE_COLS activation rows a call (the
+ * walk keeps a column's accumulator, offsets and row pointer per column:
+ * with 8 columns 8 accumulators and the block's 4 unpacked registers fit
+ * the 32 zmm registers). */
+X8_GFNI_DISPATCH_WITH(q4_0, CPU_X8_DISPATCH_WIDE)
 X8_GFNI_DISPATCH(q6_K)
 X8_GFNI_DISPATCH(q5_0)
-CPU_X8_DISPATCH(q8_0, x86)
+CPU_X8_DISPATCH_WIDE(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
 CPU_X8_DISPATCH(q5_K, x86)
 CPU_X8_DISPATCH(q3_K, x86)

@@ -57,6 +57,7 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q3_K cpu_gemm_q3_K_x8_x86
 #define GEMM_IQ4_XS cpu_gemm_iq4_xs_x8_x86
 #define GEMM_Q2_K cpu_gemm_q2_K_x8_x86
+#define GEMM_WIDE CPU_GEMM_WIDE_COLS /* Q4_0's and Q8_0's gemm_x8 columns */
 #else
 #define GEMM_Q4_0 cpu_gemm_q4_0_x8_avx2
 #define GEMM_Q8_0 cpu_gemm_q8_0_x8_avx2
@@ -67,6 +68,7 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q3_K NULL
 #define GEMM_IQ4_XS NULL
 #define GEMM_Q2_K NULL
+#define GEMM_WIDE 0
 #endif
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_x86, NULL },
@@ -77,9 +79,9 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
     [BP_TYPE_BF16] = { BP_TYPE_F32, cpu_vec_dot_bf16_x86, NULL, cpu_bf16_to_f32_row,
                        .gemm_float = cpu_gemm_bf16_x86 },
     [BP_TYPE_Q4_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_0_q8_0_x86, NULL, cpu_dequantize_row_q4_0,
-                       GEMM_Q4_0 },
+                       GEMM_Q4_0, .gemm_x8_cols = GEMM_WIDE },
     [BP_TYPE_Q8_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q8_0_q8_0_x86, cpu_quantize_row_q8_0_x86,
-                       cpu_dequantize_row_q8_0, GEMM_Q8_0 },
+                       cpu_dequantize_row_q8_0, GEMM_Q8_0, .gemm_x8_cols = GEMM_WIDE },
     [BP_TYPE_Q4_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q4_K_q8_K_x86, NULL, cpu_dequantize_row_q4_K,
                        GEMM_Q4_K },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K,

@@ -45,7 +45,14 @@ struct cpu_type_kernels {
     cpu_to_float_fn to_float;    /* out of this type (GET_ROWS) */
     cpu_gemm_x8_fn gemm_x8;      /* weights in the x8 layout (repack.h); NULL: none */
     cpu_gemm_float_fn gemm_float;/* many activation rows at once (prefill); NULL: none */
+    int gemm_x8_cols;            /* most ncols one gemm_x8 call takes; 0: CPU_GEMM_MAX_COLS */
 };
+
+/* The most activation rows one call of k's gemm_x8 takes. */
+static inline int cpu_gemm_x8_cols(const struct cpu_type_kernels *k)
+{
+    return k->gemm_x8_cols ? k->gemm_x8_cols : CPU_GEMM_MAX_COLS;
+}
 
 /* This build's kernels for weight type t (vec_dot NULL when none). */
 const struct cpu_type_kernels *cpu_kernels_for(enum bp_type t);

@@ -187,7 +187,7 @@ static void via_dot_group(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *
     const int64_t qk = bp_type_block_size(t), nb = n / qk;
     const size_t ybsz = qk == BP_QK_K ? sizeof(struct bp_block_q8_K) : sizeof(struct bp_block_q8_0);
     uint8_t blk[CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K)];
-    float sum[CPU_GEMM_MAX_COLS][CPU_REPACK_ROWS] = { { 0 } };
+    float sum[CPU_GEMM_WIDE_COLS][CPU_REPACK_ROWS] = { { 0 } };
     if (bsz > sizeof(struct bp_block_q6_K))
         return;
     for (int64_t b = 0; b < nb; b++) {

@@ -67,7 +67,7 @@
 #define CPU_REPACK_ROWS 8
 
 /* out[c * bs + 8 g + r] = dot(row r of x8 group g, activation row c), for
- * r < 8, g < ng, c < ncols (<= CPU_GEMM_MAX_COLS): group g at w + g gs
+ * r < 8, g < ng, c < ncols (<= cpu_gemm_x8_cols, kernels.h): group g at w + g gs
  * (consecutive groups of one weight: gs = 8 row sizes), y rows ys bytes
  * apart. One call walks a chunk's groups: a call per group cost its two
  * indirect calls and the copy out of a scratch row. */
@@ -76,6 +76,13 @@
     int64_t n, float *s, size_t bs, const void *w, size_t gs, int64_t ng, const void *y, \
         size_t ys, int ncols
 typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
+
+/* Some builds' kernels for some types (cpu_type_kernels.gemm_x8_cols) take
+ * up to CPU_GEMM_WIDE_COLS activation rows a call: a batched decode step of
+ * that many rows then unpacks each weight block once. Each column is still
+ * computed exactly as when it is alone (the same operations in the same
+ * order), so a row's result does not depend on the others. */
+#define CPU_GEMM_WIDE_COLS 8
 
 /* cpu_gemm_<T>_x8_<ISA> over an always-inline T##_x8(..., const int ncols)
  * with ncols a constant in each copy: the per-column accumulators stay in
@@ -91,6 +98,21 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
         case 2: CPU_X8_GROUPS(T, 2); break;                                              \
         case 3: CPU_X8_GROUPS(T, 3); break;                                              \
         default: CPU_X8_GROUPS(T, 4); break;                                             \
+        }                                                                                \
+    }
+/* The same for kernels that take up to CPU_GEMM_WIDE_COLS columns. */
+#define CPU_X8_DISPATCH_WIDE(T, ISA)                                                     \
+    void cpu_gemm_##T##_x8_##ISA(CPU_GEMM_X8_PARAMS)                                     \
+    {                                                                                    \
+        switch (ncols) {                                                                 \
+        case 1: CPU_X8_GROUPS(T, 1); break;                                              \
+        case 2: CPU_X8_GROUPS(T, 2); break;                                              \
+        case 3: CPU_X8_GROUPS(T, 3); break;                                              \
+        case 4: CPU_X8_GROUPS(T, 4); break;                                              \
+        case 5: CPU_X8_GROUPS(T, 5); break;                                              \
+        case 6: CPU_X8_GROUPS(T, 6); break;                                              \
+        case 7: CPU_X8_GROUPS(T, 7); break;                                              \
+        default: CPU_X8_GROUPS(T, 8); break;                                             \
         }                                                                                \
     }
 

@@ -23,8 +23,10 @@
  * A weight in the x8 layout (kernels/repack.h, a CPU_REPACK buffer) runs
  * chunks of 16 x MM_X8_ROWS (128) with row boundaries on multiples of 8
  * (16 from MM_AMX_MIN_ROWS activation rows): one gemm_x8 call
- * takes 8 weight rows and up to 4 activation rows, so each weight block is
- * unpacked once for 4 outputs and each activation block once for 8; the
+ * takes 8 weight rows and up to 4 activation rows (8 for the Q4_0 and Q8_0
+ * kernels of the AVX-512 build: a batched decode step of up to 8 rows then
+ * unpacks each weight block once), so each weight block is unpacked once
+ * for 4 (8) outputs and each activation block once for 8; the
  * plain tail rows (R % 8) go through vec_dot. Its Q8_0 activation rows carry
  * per-block float scales and quant sums (cpu_q8_0_fill_aux). Where AMX is
  * active (kernels/gemm_amx.h) and a node has MM_AMX_MIN_ROWS activation
@@ -199,6 +201,7 @@ struct mm_shape {
     cpu_gemm_x8_fn gemm_x8;  /* non-NULL: W is in the x8 layout */
     cpu_gemm_amx_fn gemm_amx;  /* non-NULL: and whole 16-row tiles go through AMX */
     cpu_gemm_float_fn gemm_float;  /* non-NULL: float W through the tiled kernel */
+    int x8_cols;  /* the most activation rows one gemm_x8 call takes */
     int64_t K, nr0, nr1;
     int64_t r2, r3;
     const char *xbase;  /* converted rows (row_stride apart) or NULL: X in place */
@@ -229,7 +232,8 @@ static void mm_chunk(const struct mm_shape *s, int64_t ir0_start, int64_t ir0_en
 }
 
 /* The x8 weight: chunk rows start on multiples of 8 (dr0 is one). The
- * chunk's activation rows go in groups of up to 4 that read the same W
+ * chunk's activation rows go in groups of up to x8_cols (4, or
+ * CPU_GEMM_WIDE_COLS where the type's kernel takes them) that read the same W
  * slice, and each group meets all of the chunk's whole x8 groups in one
  * gemm_x8 call that writes its output rows in place (through a scratch row
  * only where a group's output rows are not evenly spaced); the rows after
@@ -244,14 +248,14 @@ static void mm_chunk_x8_vnni(const struct mm_shape *s, int64_t ir0_start, int64_
     const int64_t x8_end = ir0_end < packed ? ir0_end : packed;
     const int64_t ng = x8_end > ir0_start ? (x8_end - ir0_start) / CPU_REPACK_ROWS : 0;
     const size_t gs = CPU_REPACK_ROWS * w->nb[1];
-    float tmp[CPU_GEMM_MAX_COLS][CPU_REPACK_ROWS];
+    float tmp[CPU_GEMM_WIDE_COLS][CPU_REPACK_ROWS];
     for (int64_t ir1 = ir1_start; ir1 < ir1_end;) {
         int64_t i11, i12, i13, j11, j12, j13;
-        char *dst[CPU_GEMM_MAX_COLS];
+        char *dst[CPU_GEMM_WIDE_COLS];
         cpu_row_index(x, ir1, &i11, &i12, &i13);
         dst[0] = cpu_at(t, ir0_start, i11, i12, i13);
         int nc = 1;
-        while (nc < CPU_GEMM_MAX_COLS && ir1 + nc < ir1_end) {
+        while (nc < s->x8_cols && ir1 + nc < ir1_end) {
             cpu_row_index(x, ir1 + nc, &j11, &j12, &j13);
             if (j12 / s->r2 != i12 / s->r2 || j13 / s->r3 != i13 / s->r3)
                 break;
@@ -390,7 +394,7 @@ static struct mm_shape mm_shape_of(const struct cpu_compute_params *p, struct bp
         .gemm_x8 = cpu_tensor_repacked(w) ? k->gemm_x8 : NULL,
         .gemm_amx = cpu_tensor_repacked(w) && !direct && nr1 >= MM_AMX_MIN_ROWS
                         ? cpu_gemm_amx_for((enum bp_type)w->type) : NULL,
-        .gemm_float = tiled ? k->gemm_float : NULL,
+        .gemm_float = tiled ? k->gemm_float : NULL, .x8_cols = cpu_gemm_x8_cols(k),
         .nr0 = w->ne[1], .nr1 = nr1,
         .r2 = x->ne[2] / w->ne[2], .r3 = x->ne[3] / w->ne[3],
         .xbase = direct ? NULL : p->wshared, .row_stride = direct ? 0 : x_row_size(t),
@@ -413,9 +417,18 @@ static int64_t mm_decode_chunk(int64_t nr0, int nth)
     return c < MM_DECODE_CHUNK_MIN ? MM_DECODE_CHUNK_MIN : c > MM_DECODE_CHUNK_MAX ? MM_DECODE_CHUNK_MAX : c;
 }
 
+/* A batched decode step (x8 weights, at most x8_cols activation rows: one
+ * gemm_x8 call per weight group meets them all) streams the weight once,
+ * as one row does, so it takes the decode chunks too: with 16-row chunks
+ * each chunk's claim, grid and row setup came back every 2 x8 groups. */
+static bool mm_streams_once(const struct mm_shape *s)
+{
+    return s->nr1 == 1 || (s->gemm_x8 && s->nr1 <= s->x8_cols);
+}
+
 static struct mm_grid mm_grid_of(const struct mm_shape *s, int nth)
 {
-    const int64_t chunk = s->nr1 == 1 ? mm_decode_chunk(s->nr0, nth) : s->nr0 == 1 ? 64 : 16;
+    const int64_t chunk = mm_streams_once(s) ? mm_decode_chunk(s->nr0, nth) : s->nr0 == 1 ? 64 : 16;
     const int64_t chunk1 = s->gemm_float ? MM_FLOAT_ROWS : s->gemm_x8 ? MM_X8_ROWS : chunk;
     int64_t nchunk0 = (s->nr0 + chunk - 1) / chunk;
     int64_t nchunk1 = (s->nr1 + chunk1 - 1) / chunk1;
