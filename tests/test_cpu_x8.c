@@ -20,7 +20,7 @@
  *    ncols 1..4;
  *  - an output stride bs > 8, with guard values that must stay untouched;
  *  - each column equal to the bit to the same column computed alone;
- *  - where GFNI takes the Q4_0 and Q6_K high nibbles (avx512 build), the
+ *  - where GFNI takes the Q4_0, Q5_0, Q6_K and IQ4_XS high nibbles (avx512 build), the
  *    output equal to the bit to the shift-and-mask path's;
  *  - Q2_K (avx512 build) equal to the bit to the plain dot of each row.
  *
@@ -219,7 +219,8 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
     k->gemm_x8(n, out, bs, x8, 0, 1, y, ys, ncols);
 #if defined(CPU_HAVE_X86_GEMM)
-    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q6_K) && cpu_x8_gfni_use(true)) {
+    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q6_K || t == BP_TYPE_IQ4_XS) &&
+        cpu_x8_gfni_use(true)) {
         float shift[sizeof out / sizeof out[0]];
         memcpy(shift, out, sizeof out);
         cpu_x8_gfni_use(false);
