@@ -101,9 +101,9 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
  * read, so the requests come spread over a block instead of a burst at its
  * start. Prefetches never fault, so running past the end of the tensor is
  * harmless. (A compiler may drop them silently: see cpu_x8_prefetch in
- * simd.h; tests/cpu_prefetch_check.sh checks that they are there.) Defined
- * here unless the build defines them, to let an experiment try other
- * distances.
+ * simd.h; tests/cpu_prefetch_check.sh checks that they are there.) They
+ * read cpu_x8_prefetch_bytes, set once at plugin load per CPU family
+ * (prefetch.c), unless the build defines them as constants.
  *
  * The near L1 request is what lets a kernel keep pace with a plain read:
  * with L2 requests alone, the demand loads still miss L1 and wait on fill
