@@ -66,7 +66,8 @@ set(BP_CPU_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx512.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_amx.c
   ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_float_x86.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx2.c)
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx2.c
+  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/prefetch.c)
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
   add_executable(test_cpu_kernels_${v} test_cpu_kernels.c ${BP_CPU_KERNEL_SOURCES}

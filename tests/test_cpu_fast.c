@@ -419,12 +419,13 @@ static struct bp_buffer_type *repack_buft(void)
 }
 
 /* The types a variant may repack (which ones it does is its
- * cpu_repack_type_ok: all eight in avx512 and scalar, not Q5_0, Q5_K, Q3_K
- * and IQ4_XS in avx2, none in neon), and F16, which a CPU_REPACK buffer stores as it is: they must
+ * cpu_repack_type_ok: all nine in avx512 and scalar, not Q5_0, Q5_K, Q3_K,
+ * IQ4_XS and Q2_K in avx2, none in neon), and F16, which a CPU_REPACK buffer stores as it is: they must
  * round-trip and multiply all the same. */
 static const enum bp_type repack_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
                                              BP_TYPE_Q6_K, BP_TYPE_Q5_0, BP_TYPE_Q5_K,
-                                             BP_TYPE_Q3_K, BP_TYPE_IQ4_XS, BP_TYPE_F16 };
+                                             BP_TYPE_Q3_K, BP_TYPE_IQ4_XS, BP_TYPE_Q2_K,
+                                             BP_TYPE_F16 };
 
 static void expect_bytes(const struct bp_tensor *t, const unsigned char *want, size_t off,
                          size_t n, const char *what)
@@ -468,7 +469,7 @@ START_TEST(test_repacked_tensor_gives_back_every_byte_range_set)
     ck_assert_int_eq(bp_buffer_read(buf, 0, raw, n), BP_OK);
     ck_assert_msg((memcmp(raw, model, n) != 0) == repacked, "%s: device bytes %s the bytes set",
                   bp_type_name(t), repacked ? "equal" : "differ from");
-    const size_t d_at = t == BP_TYPE_Q6_K ? 208 : t == BP_TYPE_Q3_K ? 108 : 0;
+    const size_t d_at = t == BP_TYPE_Q6_K ? 208 : t == BP_TYPE_Q3_K ? 108 : t == BP_TYPE_Q2_K ? 80 : 0;
     for (int r = 0; repacked && r < 8; r++)
         ck_assert_msg(memcmp(raw + 2 * r, model + (size_t)r * rs + d_at, 2) == 0,
                       "%s: x8 block 0 does not start with row %d's d", bp_type_name(t), r);

@@ -54,11 +54,32 @@ void cpu_isa_detect(struct cpu_isa *isa)
     }
 }
 
+void cpu_family_detect(struct cpu_family *f)
+{
+    memset(f, 0, sizeof *f);
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return;
+    memcpy(f->vendor, &b, 4);
+    memcpy(f->vendor + 4, &d, 4);
+    memcpy(f->vendor + 8, &c, 4);
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    const unsigned base = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
+    f->family = base == 0xF ? base + ((a >> 20) & 0xFF) : base;
+    f->model = base == 0xF || base == 0x6 ? model | (((a >> 16) & 0xF) << 4) : model;
+}
+
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+
+void cpu_family_detect(struct cpu_family *f)
+{
+    memset(f, 0, sizeof *f);
+}
 
 void cpu_isa_detect(struct cpu_isa *isa)
 {
@@ -72,6 +93,11 @@ void cpu_isa_detect(struct cpu_isa *isa)
 void cpu_isa_detect(struct cpu_isa *isa)
 {
     memset(isa, 0, sizeof *isa);
+}
+
+void cpu_family_detect(struct cpu_family *f)
+{
+    memset(f, 0, sizeof *f);
 }
 #endif
 

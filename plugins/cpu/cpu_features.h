@@ -22,6 +22,14 @@ struct cpu_isa {
 /* Probe the running machine (cheap; call as often as needed). */
 void cpu_isa_detect(struct cpu_isa *isa);
 
+/* The CPUID vendor string and family (base + extended; model likewise);
+ * empty and 0 where there is no CPUID. */
+struct cpu_family {
+    char vendor[13];
+    unsigned family, model;
+};
+void cpu_family_detect(struct cpu_family *f);
+
 /* Variant levels, in the order a machine prefers them. */
 enum cpu_variant_id {
     CPU_VARIANT_SCALAR = 1,

@@ -38,6 +38,7 @@ struct cpu_plugin {
     /* a bad BACKPLANE_CPU_THREADS / _POLL is said once, not per backend */
     atomic_bool threads_warned, poll_warned;
     char huge_pages_str[96];
+    char prefetch_str[96];
 
     pthread_mutex_t live_mu;
     struct cpu_live live_backends;  /* sentinel of a ring */

@@ -547,9 +547,11 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * from the bsums. Sub-block j (32 quants) is qs pieces 2j and 2j + 1:
  * four vpdpbusd give its int32 lane sums (up to 16 * 241 * 128, too wide
  * for the int16 scaling the K-quants use), which one vpmulld scales by
- * the row's signed 6-bit scale - 32. */
+ * the row's signed 6-bit scale - 32. The high nibbles come down with GFNI
+ * where there is GFNI (one uop instead of a shift and a mask). */
 static inline __attribute__((always_inline)) void
-iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+          const int gfni)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
@@ -616,7 +618,7 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
                 _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
                 const __m512i v = _mm512_loadu_si512(piece);
                 const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
-                const __m512i hi = _mm512_shuffle_epi8(lut, hi_nibbles(v, 0));
+                const __m512i hi = _mm512_shuffle_epi8(lut, hi_nibbles(v, gfni));
                 for (int c = 0; c < ncols; c++) {
                     const int8_t *q = yb[c]->qs + 32 * j + 8 * h;
                     p[c] = _mm512_dpbusd_epi32(p[c], lo, bcast8(q));
@@ -634,84 +636,84 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* Q2_K x8 (layout in repack.h): Q3_K's kernel without the hmask bits and
- * with Q4_K's min term (dmin * sum_j m[j] * bsums[j], one madd per scale
- * word against the broadcast bsums). */
-static inline __attribute__((always_inline)) void
-q2_K_x8_step(const __m512i *qs, const __m512i *scw, const struct bp_block_q8_K *const *yb,
-             __m512i *sumi, const int ncols, const int h, const int p)
-{
-    const __m512i m3 = _mm512_set1_epi8(0x03);
-    for (int half = 0; half < 2; half++) {
-        const int sub = 8 * h + 2 * p + half;
-        const char b0 = (char)(2 * (sub % 4)), b1 = (char)(2 * (sub % 4) + 1);
-        const char b8 = (char)(8 + 2 * (sub % 4)), b9 = (char)(9 + 2 * (sub % 4));
-        const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1,
-                                                                 b8, b9, b8, b9, b8, b9, b8, b9));
-        const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
-        __m512i acc16[CPU_GEMM_MAX_COLS];
-        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc16[c] = _mm512_setzero_si512();
-        for (int k = 2 * half; k < 2 * half + 2; k++) {
-            const __m512i u = _mm512_and_si512(p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k], m3);
-            for (int c = 0; c < ncols; c++) {
-                const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                acc16[c] = _mm512_add_epi16(acc16[c], pr);
-            }
-        }
-        for (int c = 0; c < ncols; c++) sumi[c] = _mm512_dpwssd_epi32(sumi[c], acc16[c], sc);
-    }
-}
-
+/* Q2_K x8 (layout in repack.h), to the bit the plain dot's result
+ * (cpu_vec_dot_q2_K_q8_K_x86, which stays within 1e-4 of llama.cpp's
+ * logits): 2-bit models amplify a last-bit difference in one layer's output into
+ * another rounding of the next layer's activation quants, and a kernel
+ * that summed each row in two float lanes, once per block, left llama.cpp's
+ * Q2_K logits of the 1B model 0.15-0.30 away at 9 of 32 positions. So
+ * each row keeps the plain dot's 8 float lanes: lane 2k + e sums bytes
+ * 8k + 4e .. 8k + 4e + 3 of every 32-byte quant run and the mins of
+ * sub-blocks 4k + 2e, 4k + 2e + 1, which is lane e of qs piece k (and of
+ * scale word k), so acc[c][k] carries the row's lanes 2k, 2k + 1. Per
+ * block each lane gets its exact int32 sums (vpmaddubsw pairs of at most
+ * 2 * 3 * 128, one vpdpwssd per piece with the sub-block's scale) and the
+ * plain dot's acc = fma(sumi, d, acc), then acc = fma(-summ, dmin, acc);
+ * the lanes add in its horizontal order at the end. */
 static inline __attribute__((always_inline)) void
 q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
     const __m256i k0f = _mm256_set1_epi8(0x0F);
-    __m512 acc[CPU_GEMM_MAX_COLS];
-    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    __m512 acc[CPU_GEMM_MAX_COLS][4];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++)
+        for (int k = 0; k < 4; k++) acc[c][k] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q2_K));
         /* the whole block (672 bytes) is read at once: its prefetches too */
         cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 704);
         cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 704);
         const __m512 dw = row_scales(xb), mw = row_scales(xb + 16);
-        /* row r's 4 scales (mins) of word q as int16 at qword r */
-        __m512i scw[4], mnw[4];
+        /* row r's 4 scales of word q as int16 at qword r */
+        __m512i scw[4];
         for (int q = 0; q < 4; q++) {
             const __m256i sv = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 32 + 32 * q));
             scw[q] = _mm512_cvtepu8_epi16(_mm256_and_si256(sv, k0f));
-            mnw[q] = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(sv, 4), k0f));
         }
-        __m512i qs[8];
-        for (int k = 0; k < 8; k++) qs[k] = _mm512_loadu_si512(xb + 160 + 64 * k);
-        __m512i sumi[CPU_GEMM_MAX_COLS], summ[CPU_GEMM_MAX_COLS];
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
-        for (int c = 0; c < ncols; c++) {
+        for (int c = 0; c < ncols; c++)
             yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
-            summ[c] = _mm512_setzero_si512();
-            for (int q = 0; q < 4; q++) {
+        for (int k = 0; k < 4; k++) {
+            const __m512i qv[2] = { _mm512_loadu_si512(xb + 160 + 64 * k),
+                                    _mm512_loadu_si512(xb + 160 + 64 * (4 + k)) };
+            /* row r's mins 4k..4k+3 as int16 at qword r */
+            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_and_si256(
+                _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(xb + 32 + 32 * k)), 4),
+                k0f));
+            __m512i sumi[CPU_GEMM_MAX_COLS];
+            for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) sumi[c] = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++)
+                for (int p = 0; p < 4; p++) {
+                    const int sub = 8 * h + 2 * p + k / 2;
+                    /* word sub % 4 of each row's qword copied to its 4 words */
+                    const char b0 = (char)(2 * (sub % 4)), b1 = (char)(2 * (sub % 4) + 1);
+                    const char b8 = (char)(8 + 2 * (sub % 4)), b9 = (char)(9 + 2 * (sub % 4));
+                    const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                        b0, b1, b0, b1, b0, b1, b0, b1, b8, b9, b8, b9, b8, b9, b8, b9));
+                    const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
+                    const __m512i u = _mm512_and_si512(p ? _mm512_srli_epi16(qv[h], 2 * p) : qv[h], m3);
+                    for (int c = 0; c < ncols; c++) {
+                        const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
+                        sumi[c] = _mm512_dpwssd_epi32(sumi[c], pr, sc);
+                    }
+                }
+            for (int c = 0; c < ncols; c++) {
                 int64_t b4;
-                memcpy(&b4, yb[c]->bsums + 4 * q, 8);
-                summ[c] = _mm512_add_epi32(summ[c], _mm512_madd_epi16(mnw[q], _mm512_set1_epi64(b4)));
+                memcpy(&b4, yb[c]->bsums + 4 * k, 8);
+                const __m512i summ = _mm512_madd_epi16(mn, _mm512_set1_epi64(b4));
+                const __m512 dy = _mm512_set1_ps(yb[c]->d);
+                acc[c][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c][k]);
+                acc[c][k] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c][k]);
             }
-            sumi[c] = _mm512_setzero_si512();
-        }
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 0);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 1);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 2);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 0, 3);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 0);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 1);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 2);
-        q2_K_x8_step(qs, scw, yb, sumi, ncols, 1, 3);
-        for (int c = 0; c < ncols; c++) {
-            const __m512 dy = _mm512_set1_ps(yb[c]->d);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c]);
-            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ[c]), _mm512_mul_ps(mw, dy), acc[c]);
         }
     }
-    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+    /* the plain dot's horizontal sum: ((l0 + l4) + (l2 + l6)) + ((l1 + l5)
+     * + (l3 + l7)), lanes 2k + e in acc[c][k] */
+    for (int c = 0; c < ncols; c++)
+        store_rows(s + (size_t)c * bs, _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]),
+                                                     _mm512_add_ps(acc[c][1], acc[c][3])));
 }
 
 /* Q6_K x8 (layout in repack.h). Quants are rebuilt unsigned (0..63); the
@@ -890,11 +892,11 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 X8_GFNI_DISPATCH_WITH(q4_0, CPU_X8_DISPATCH_WIDE)
 X8_GFNI_DISPATCH(q6_K)
 X8_GFNI_DISPATCH(q5_0)
+X8_GFNI_DISPATCH(iq4_xs)
 CPU_X8_DISPATCH_WIDE(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
 CPU_X8_DISPATCH(q5_K, x86)
 CPU_X8_DISPATCH(q3_K, x86)
-CPU_X8_DISPATCH(iq4_xs, x86)
 CPU_X8_DISPATCH(q2_K, x86)
 #else
 typedef int cpu_gemm_avx512_not_built; /* ISO C forbids an empty translation unit */

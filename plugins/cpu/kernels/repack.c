@@ -89,12 +89,8 @@ static const struct x8_segment *segments(enum bp_type t)
  * variant), and the 1B Q8_0 model ran 115 prefill / 27.9 decode tokens/s
  * instead of 47 / 13.9. The scalar reference repacks every type through
  * its reference kernels, so that the layout conversion runs under
- * valgrind; NEON has no x8 kernels yet. Q2_K has an x8 kernel (tested
- * like the others, cpu_gemm_q2_K_x8_x86) but is not repacked: with it,
- * llama.cpp's Q2_K file of llama-256 gave logits 0.15-0.30 from llama.cpp's
- * at 9 of 32 positions (one activation quant moved at position 22 and the
- * 2-bit layers after it amplified it), where the plain dot stays within
- * 1e-4 at every position. */
+ * valgrind; NEON has no x8 kernels yet. The Q2_K x8 kernel gives the
+ * plain dot's bits (see cpu_gemm_q2_K_x8_x86). */
 bool cpu_repack_type_ok(enum bp_type t)
 {
 #if defined(CPU_HAVE_NEON_SIMD)
@@ -105,7 +101,7 @@ bool cpu_repack_type_ok(enum bp_type t)
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||
-           t == BP_TYPE_IQ4_XS;
+           t == BP_TYPE_IQ4_XS || t == BP_TYPE_Q2_K;
 #endif
 }
 

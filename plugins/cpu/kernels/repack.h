@@ -123,9 +123,9 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
  * read, so the requests come spread over a block instead of a burst at its
  * start. Prefetches never fault, so running past the end of the tensor is
  * harmless. (A compiler may drop them silently: see cpu_x8_prefetch in
- * simd.h; tests/cpu_prefetch_check.sh checks that they are there.) Defined
- * here unless the build defines them, to let an experiment try other
- * distances.
+ * simd.h; tests/cpu_prefetch_check.sh checks that they are there.) They
+ * read cpu_x8_prefetch_bytes, set once at plugin load per CPU family
+ * (prefetch.c), unless the build defines them as constants.
  *
  * The near L1 request is what lets a kernel keep pace with a plain read:
  * with L2 requests alone, the demand loads still miss L1 and wait on fill
@@ -147,11 +147,22 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
  * buffers the demand loads then waited for. (On a Zen 4 VM
  * 4-32 KiB were indistinguishable and no prefetch cost Q6_K a
  * quarter.) */
+struct cpu_x8_prefetch {
+    int l2, l1; /* bytes ahead */
+};
+/* The distances in use (prefetch.c: per CPU family, 4096 and 2048 until
+ * cpu_x8_prefetch_choose runs). */
+extern struct cpu_x8_prefetch cpu_x8_prefetch_bytes;
+/* Set cpu_x8_prefetch_bytes from the running CPU's vendor and family, or
+ * from env ("L2,L1" in bytes, multiples of 64 up to 65536; the
+ * BACKPLANE_CPU_PREFETCH variable) when given; desc gets one line saying
+ * which. False when env is given but malformed (the CPU's row is used). */
+bool cpu_x8_prefetch_choose(const char *env, char *desc, size_t cap);
 #ifndef CPU_X8_L2_PREFETCH_BYTES
-#define CPU_X8_L2_PREFETCH_BYTES 4096
+#define CPU_X8_L2_PREFETCH_BYTES ((size_t)cpu_x8_prefetch_bytes.l2)
 #endif
 #ifndef CPU_X8_L1_PREFETCH_BYTES
-#define CPU_X8_L1_PREFETCH_BYTES 2048
+#define CPU_X8_L1_PREFETCH_BYTES ((size_t)cpu_x8_prefetch_bytes.l1)
 #endif
 
 /* True for the weight types this build repacks (every type with an x8

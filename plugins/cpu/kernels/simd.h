@@ -73,7 +73,7 @@ void cpu_gemm_q5_K_x8_x86(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q3_K_x8_x86(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_iq4_xs_x8_x86(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q2_K_x8_x86(CPU_GEMM_X8_PARAMS);
-/* Whether cpu_gemm_q4_0_x8_x86 and cpu_gemm_q6_K_x8_x86 take their high
+/* Whether the Q4_0, Q5_0, Q6_K and IQ4_XS x8 kernels (x86) take their high
  * nibbles (Q6_K also its high bits) with GFNI: where the CPU has it, unless
  * turned off here (tests compare both paths). Returns the state after the
  * call. */
