@@ -44,6 +44,12 @@ function(bp__add_valgrind_tests)
     set_tests_properties(valgrind_${t} PROPERTIES
       ENVIRONMENT "${env};CK_FORK=no;BACKPLANE_CPU_VARIANT=scalar;BACKPLANE_CPU_POLL=0;BP_UNDER_VALGRIND=1"
       LABELS valgrind TIMEOUT 1500)
+    # The suite's fixtures (files made at set-up) come along, so that
+    # `ctest -L valgrind` runs their set-up even when nothing ran before it.
+    get_test_property(${t} FIXTURES_REQUIRED fixtures)
+    if(fixtures)
+      set_tests_properties(valgrind_${t} PROPERTIES FIXTURES_REQUIRED "${fixtures}")
+    endif()
   endforeach()
 endfunction()
 
