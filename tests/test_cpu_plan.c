@@ -332,7 +332,7 @@ START_TEST(test_cpu_plan_runner_decode_plans_once_per_capacity)
                       "step %d: %s", i, err);
     }
     const struct bp_cpu_plan_stats st = stats_of(bp_run_session_backend(s));
-    ck_assert_msg(st.made == 3 && st.reused == steps - 2,
+    ck_assert_msg(st.made == 3 && st.reused == (uint64_t)(steps - 2),
                   "%s: %llu plans made and %llu reused over a prefill and %d decode steps in two "
                   "capacities, want 3 and %d", direct ? "direct" : "scheduled",
                   (unsigned long long)st.made, (unsigned long long)st.reused, steps, steps - 2);

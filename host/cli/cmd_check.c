@@ -229,10 +229,12 @@ static void judge(struct record *r, const char *ref_name, const struct check_out
         r->status = CASE_FAIL;
         if (out->n_copies > 1) {
             sub_label(r->dev, bad, who, sizeof who);
-            snprintf(r->message, sizeof r->message, "%s computed it wrong: %s", who, r->v.message);
+            if (snprintf(r->message, sizeof r->message, "%s computed it wrong: %s", who, r->v.message) < 0)
+                r->message[0] = '\0'; /* a report line: cutting a long one is fine */
         } else if (out->split) {
             sub_list(r->dev, who, sizeof who);
-            snprintf(r->message, sizeof r->message, "split over %s: %s", who, r->v.message);
+            if (snprintf(r->message, sizeof r->message, "split over %s: %s", who, r->v.message) < 0)
+                r->message[0] = '\0';
         } else {
             snprintf(r->message, sizeof r->message, "%s", r->v.message);
         }

@@ -61,6 +61,14 @@ static inline void store_rows(float *s, __m512 acc)
  * integer chain starts from a broadcast load of its term (no ALU uop)
  * instead of a vpbroadcastd from a GPR (port 5) and a vpsubd. */
 #define X8_CHUNK 16
+/* The block functions reach x8_0_walk as pointers, which only the
+ * optimiser folds back into direct calls; an unoptimised build (Debug)
+ * cannot honour always_inline through a pointer and makes them plain. */
+#ifdef __OPTIMIZE__
+#define X8_BLOCK_INLINE __attribute__((always_inline))
+#else
+#define X8_BLOCK_INLINE
+#endif
 static inline void x8_offsets(int32_t *off, const char *yr, int64_t nb, int64_t b0, int64_t cnt,
                               const int shift)
 {
@@ -110,7 +118,7 @@ static bool gfni_in_use(void)
 
 /* One x8 block of Q4_0 (at xb, block b of the rows; dw its row scales)
  * against ncols activation rows. */
-static inline __attribute__((always_inline)) void
+static inline X8_BLOCK_INLINE void
 q4_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
               const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
@@ -131,7 +139,7 @@ q4_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
 }
 
 /* One x8 block of Q8_0, as q4_0_x8_block (there is no GFNI step). */
-static inline __attribute__((always_inline)) void
+static inline X8_BLOCK_INLINE void
 q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
               const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
@@ -153,7 +161,7 @@ q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
  * by one masked byte add of 16 each, the byte mask one 64-bit load of the
  * transposed qh (repack.h); the -16 offset comes out through the quant
  * sum as Q4_0's -8 does. */
-static inline __attribute__((always_inline)) void
+static inline X8_BLOCK_INLINE void
 q5_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
               const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
