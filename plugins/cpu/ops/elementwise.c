@@ -72,10 +72,25 @@ static double binary_op(double x, double y, enum binary_kind kind)
     return kind == BINARY_MUL ? x * y : kind == BINARY_DIV ? x / y : x + y;
 }
 
+/* One float of b against a whole row (a mixture's expert weights over the
+ * expert outputs): float arithmetic gives binary_op's bits, see above. */
+static void scalar_row(float *d, const float *a, const float y, int64_t n, enum binary_kind kind)
+{
+    if (kind == BINARY_MUL) {
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * y;
+    } else if (kind == BINARY_DIV) {
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] / y;
+    } else {
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] + y;
+    }
+}
+
 static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, enum binary_kind is_mul)
 {
     const struct bp_tensor *a = t->src[0], *b = t->src[1];
-    const bool dense = dense_f32(t) && dense_f32(a) && dense_f32(b) && b->ne[0] == a->ne[0];
+    const bool dense_ab = dense_f32(t) && dense_f32(a) && dense_f32(b);
+    const bool dense = dense_ab && b->ne[0] == a->ne[0];
+    const bool scalar = dense_ab && b->ne[0] == 1;
     int64_t r0, r1;
     cpu_split(bp_nrows(t), p, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -87,6 +102,11 @@ static void binary(const struct cpu_compute_params *p, struct bp_tensor *t, enum
         if (dense) {
             binary_row((float *)(void *)dr, (const float *)(const void *)ar,
                        (const float *)(const void *)br, t->ne[0], is_mul);
+            continue;
+        }
+        if (scalar) {
+            scalar_row((float *)(void *)dr, (const float *)(const void *)ar,
+                       *(const float *)(const void *)br, t->ne[0], is_mul);
             continue;
         }
         for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
