@@ -147,7 +147,7 @@ quant() {
 echo "== F32 references"
 for c in llama-plain llama-untied llama-qkv llama-bias-freqs llama-yarn llama-linear \
          llama-headdim qwen2 qwen2-outbias qwen3 gemma2 gemma3 gemma3-softcap \
-         phi3-long phi3-short mistral3 mixtral qwen3moe; do
+         phi3-long phi3-short mistral3 mixtral qwen3moe qwen2moe; do
     ref "$c.gguf" 256 2e-3 "$c.logits"
 done
 # orig ctx 256: n_ctx 256 is not above it (short factors), 512 is (long)
@@ -155,7 +155,7 @@ ref llama-longrope.gguf 256 2e-3 llama-longrope-short.logits
 ref llama-longrope.gguf 512 2e-3 llama-longrope-long.logits
 
 echo "== quantized by llama.cpp (tensor types)"
-for c in llama qwen2 qwen3 gemma3 phi3 mixtral qwen3moe; do
+for c in llama qwen2 qwen3 gemma3 phi3 mixtral qwen3moe qwen2moe; do
     quant "$work/large/$c-256.gguf" "$c-256-q4_k_m.gguf" 15
 done
 quant "$out/llama-plain.gguf" llama-plain-q8_0.gguf 7
@@ -167,7 +167,7 @@ echo "== quantized references"
 # backplane's cpu matches llama.cpp to 1e-5 up to position 9 and within 0.105
 # after it, and backplane's own vulkan0 and cpu differ by 0.12; the same file
 # in F32 matches to 2e-4. Its tolerance is 0.15.
-for c in llama qwen2 qwen3 gemma3 phi3 mixtral qwen3moe; do
+for c in llama qwen2 qwen3 gemma3 phi3 mixtral qwen3moe qwen2moe; do
     tol=6e-2
     [[ $c == gemma3 ]] && tol=0.15
     ref "$c-256-q4_k_m.gguf" 256 "$tol" "$c-256-q4_k_m.logits"

@@ -137,6 +137,7 @@ def model(arch, **kw):
     """A case: BASE dimensions, the arch, and what kw adds or changes.
     Feature flags: tied, fused_qkv, qkv_bias, o_bias, ffn_bias, out_bias,
     qk_norm, post_norms (gemma), fused_up (phi3), experts (count, used),
+    n_ff_exp, shexp (a shared expert's width; shexp_key writes its key),
     rope_freqs / rope_long / rope_short (factor lists), v_dim, n_rot,
     keys {suffix: (type, value)} under "<arch>.", extra_tensors [names],
     write_head_lens."""
@@ -171,6 +172,8 @@ def arch_kvs(m):
         put("expert_used_count", U32, m["experts"][1])
     if "n_ff_exp" in m:
         put("expert_feed_forward_length", U32, m["n_ff_exp"])
+    if m.get("shexp_key"):
+        put("expert_shared_feed_forward_length", U32, m["shexp"])
     for suffix, (vtype, value) in m["keys"].items():
         # a key given here replaces one written above, in place
         key = f"{a}.{suffix}"
@@ -184,7 +187,7 @@ def arch_kvs(m):
 
 
 def arch_tensors(m):
-    s = m["seed"]
+    s, a = m["seed"], m["arch"]
     E, H, HKV, D, F, V = m["n_embd"], m["n_head"], m["n_head_kv"], m["head_dim"], m["n_ff"], N_VOCAB
     DV = m.get("v_dim", D)
     out = []
@@ -240,13 +243,23 @@ def arch_tensors(m):
             norm(b + "post_attention_norm.weight", E)
         norm(b + "ffn_norm.weight", E)
         if "experts" in m:
-            # llama: experts are n_ff wide; qwen3moe: expert_feed_forward_length
-            n_exp, FE = m["experts"][0], m.get("n_ff_exp", F)
+            # llama: experts are n_ff wide; qwen3moe: expert_feed_forward_length;
+            # qwen2moe without the key: n_ff / expert_used_count
+            n_exp, FE = m["experts"][0], m.get("n_ff_exp", F // m["experts"][1] if a == "qwen2moe" else F)
             out.append(lin(b + "ffn_gate_inp.weight", E, n_exp, 3.0))
             for t, n_in, n_out in (("gate", E, FE), ("up", E, FE), ("down", FE, E)):
                 name = f"{b}ffn_{t}_exps.weight"
                 out.append((name, [n_in, n_out, n_exp],
                             uniform(s, name, n_in * n_out * n_exp, 1.0 / math.sqrt(n_in))))
+            if "shexp" in m:
+                # the shared expert (m["shexp"] wide) and its sigmoid gate's
+                # vector, whose dot with the normed input spreads about +-2
+                FS = m["shexp"]
+                name = b + "ffn_gate_inp_shexp.weight"
+                out.append((name, [E], uniform(s, name, E, 2.0 / math.sqrt(E))))
+                out.append(lin(b + "ffn_gate_shexp.weight", E, FS))
+                out.append(lin(b + "ffn_up_shexp.weight", E, FS))
+                out.append(lin(b + "ffn_down_shexp.weight", FS, E))
         else:
             g = lin(b + "ffn_gate.weight", E, F)
             u = lin(b + "ffn_up.weight", E, F)
@@ -369,6 +382,12 @@ def reference_cases():
         # Qwen3-MoE: q/k norms, 8 experts of 32, top 2, no shared expert
         model("qwen3moe", name="qwen3moe", experts=(8, 2), n_ff_exp=32, qk_norm=True,
               keys={"rope.freq_base": (F32, 1e6)}),
+        # Qwen2-MoE: qwen2's attention, 4 experts, top 2, weights not
+        # renormalised, a gated shared expert; no width keys, so experts are
+        # n_ff / 2 = 32 and the shared expert n_ff = 64 wide (llama.cpp's
+        # defaults); llama.cpp requires output.weight
+        model("qwen2moe", name="qwen2moe", experts=(4, 2), n_ff=64, shexp=64, qkv_bias=True, tied=False,
+              keys={"rope.freq_base": (F32, 1e6)}),
         # an architecture whose experts backplane does not compute
         model("qwen2", name="refuse-moe-qwen2", n_layer=1, experts=(4, 2), n_ff=32),
     ]
@@ -390,6 +409,9 @@ def large_cases():
         model("llama", name="mixtral-256", experts=(4, 2), **dict(LARGE, n_ff=256)),
         model("qwen3moe", name="qwen3moe-256", experts=(8, 2), n_ff_exp=256, qk_norm=True,
               write_head_lens=True, keys={"rope.freq_base": (F32, 1e6)}, **LARGE),
+        # both width keys written, as converters do
+        model("qwen2moe", name="qwen2moe-256", experts=(4, 2), n_ff_exp=256, shexp=256, shexp_key=True,
+              qkv_bias=True, tied=False, keys={"rope.freq_base": (F32, 1e6)}, **LARGE),
     ]
 
 

@@ -238,17 +238,18 @@ static const struct arch_case *case_named(const char *file)
 
 /* --cpu-moe on a device whose fallback is the cpu: the experts' products
  * run on the cpu, the rest on meta:cpu*2, and the logits are llama.cpp's.
- * _i: the F32 file or the Q4_K_M one. */
+ * _i: an F32 file, a Q4_K_M one, or one with a shared expert (which stays
+ * with the layer, as llama.cpp's --cpu-moe leaves ffn_*_shexp). */
 START_TEST(test_run_arch_cpu_moe_keeps_experts_on_the_cpu)
 {
-    static const char *const files[] = { "qwen3moe.gguf", "mixtral-256-q4_k_m.gguf" };
+    static const char *const files[] = { "qwen3moe.gguf", "mixtral-256-q4_k_m.gguf", "qwen2moe.gguf" };
     run_case_with(case_named(files[_i]), "meta:cpu*2", -1, experts_on_cpu);
 }
 END_TEST
 
 START_TEST(test_run_arch_cpu_moe_keeps_experts_on_the_cpu_beside_vulkan0)
 {
-    static const char *const files[] = { "qwen3moe.gguf", "mixtral-256-q4_k_m.gguf" };
+    static const char *const files[] = { "qwen3moe.gguf", "mixtral-256-q4_k_m.gguf", "qwen2moe.gguf" };
     run_case_with(case_named(files[_i]), "vulkan0", -1, experts_on_cpu);
 }
 END_TEST
@@ -280,13 +281,13 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *moe = tcase_create("cpu_moe");
     tcase_set_timeout(moe, 300);
-    tcase_add_loop_test(moe, test_run_arch_cpu_moe_keeps_experts_on_the_cpu, 0, 2);
+    tcase_add_loop_test(moe, test_run_arch_cpu_moe_keeps_experts_on_the_cpu, 0, 3);
     suite_add_tcase(s, moe);
     TCase *vk = tcase_create("vulkan0");
     tcase_set_tags(vk, "vulkan0");
     tcase_set_timeout(vk, 300);
     tcase_add_loop_test(vk, test_run_arch_matches_llama_cpp_on_vulkan0, 0, n_cases);
-    tcase_add_loop_test(vk, test_run_arch_cpu_moe_keeps_experts_on_the_cpu_beside_vulkan0, 0, 2);
+    tcase_add_loop_test(vk, test_run_arch_cpu_moe_keeps_experts_on_the_cpu_beside_vulkan0, 0, 3);
     suite_add_tcase(s, vk);
     return run_suite(s);
 }

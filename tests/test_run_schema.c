@@ -65,6 +65,12 @@ static const struct spec {
     { "ffn_gate_exps.weight", 256, 128, 1, true, false, 4 },
     { "ffn_up_exps.weight", 256, 128, 1, true, false, 4 },
     { "ffn_down_exps.weight", 128, 256, 0, true, false, 4 },
+    /* a shared expert (n_ff wide: the hyper-parameters below have no
+     * n_ff_shexp): a dense FFN's cut; its gate vector f32 and mirrored */
+    { "ffn_gate_inp_shexp.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
+    { "ffn_gate_shexp.weight", 256, 512, 1, true, false, 0 },
+    { "ffn_up_shexp.weight", 256, 512, 1, true, false, 0 },
+    { "ffn_down_shexp.weight", 512, 256, 0, true, false, 0 },
     { "post_ffw_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
     { "output_norm.weight", 256, 0, SPEC_MIRROR, false, true, 0 },
     { "output.weight", 256, 512, 1, true, false, 0 },

@@ -15,7 +15,7 @@
 
 const struct bp_arch *const bp_archs[] = {
     &bp_arch_llama, &bp_arch_qwen2, &bp_arch_qwen3, &bp_arch_gemma2, &bp_arch_gemma3, &bp_arch_phi3,
-    &bp_arch_mistral3, &bp_arch_qwen3moe, NULL,
+    &bp_arch_mistral3, &bp_arch_qwen3moe, &bp_arch_qwen2moe, NULL,
 };
 
 #define HP(f) offsetof(struct bp_run_hparams, f)
@@ -258,8 +258,8 @@ int bp_arch_read_hparams(const struct bp_arch *a, const struct bp_gguf *g, struc
     if ((hp->n_expert > 0 || hp->n_expert_used > 0) && !(a->flags & BP_ARCH_MOE))
         return bp_run_fail(err, cap, BP_ERR_UNSUPPORTED,
                            "the model is a %s mixture of experts (%s.expert_count %" PRId64 ", %" PRId64
-                           " used), which backplane does not run; it runs the experts of llama (Mixtral) "
-                           "and qwen3moe models.", a->name, a->name, hp->n_expert, hp->n_expert_used);
+                           " used), which backplane does not run; it runs the experts of llama (Mixtral), "
+                           "qwen3moe and qwen2moe models.", a->name, a->name, hp->n_expert, hp->n_expert_used);
     if ((a->flags & BP_ARCH_MOE_ONLY) && hp->n_expert <= 0)
         return bp_run_fail(err, cap, BP_ERR_NOT_FOUND,
                            "the model has no %s.expert_count, which a %s model needs; the file is "
@@ -275,6 +275,18 @@ int bp_arch_read_hparams(const struct bp_arch *a, const struct bp_gguf *g, struc
         return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                            "the model's %s.expert_feed_forward_length is %" PRId64 "; the file is corrupt.",
                            a->name, hp->n_ff_exp);
+    if (hp->n_ff_shexp < 0 || hp->n_ff_shexp > (1 << 30))
+        return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                           "the model's %s.expert_shared_feed_forward_length is %" PRId64 "; the file is "
+                           "corrupt.", a->name, hp->n_ff_shexp);
+    if ((a->flags & BP_ARCH_FF_EXP_PER_USED) && hp->n_ff_exp == 0 && hp->n_expert_used > 0) {
+        hp->n_ff_exp = hp->n_ff / hp->n_expert_used;
+        if (hp->n_ff_exp == 0)
+            return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
+                               "the model has no %s.expert_feed_forward_length and its feed_forward_length "
+                               "%" PRId64 " divided by %" PRId64 " experts used is 0; the file is corrupt.",
+                               a->name, hp->n_ff, hp->n_expert_used);
+    }
     if (hp->n_ctx_orig < 0 || hp->n_swa < 0 || hp->swa_period < 0)
         return bp_run_fail(err, cap, BP_ERR_INVALID_ARGUMENT,
                            "the model's original context or sliding window is negative; the file is "

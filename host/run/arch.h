@@ -50,6 +50,12 @@ enum bp_arch_flag {
      * chosen weights renormalised to sum 1 (Mixtral, Qwen3-MoE). */
     BP_ARCH_MOE = 1u << 7,
     BP_ARCH_MOE_ONLY = 1u << 8,    /* expert_count is required (qwen3moe) */
+    /* The chosen experts are weighted by their softmax probabilities as
+     * they are, not renormalised (llama.cpp's norm_w false: Qwen2-MoE). */
+    BP_ARCH_MOE_UNNORMED = 1u << 9,
+    /* An absent expert_feed_forward_length means feed_forward_length /
+     * expert_used_count (Qwen2-MoE, as llama.cpp's loader says). */
+    BP_ARCH_FF_EXP_PER_USED = 1u << 10,
 };
 
 /* llama.cpp's LLAMA_MAX_EXPERTS. */
@@ -105,7 +111,7 @@ const struct bp_arch *bp_arch_find(const char *name, size_t len);
 /* The architectures, NULL-terminated (for messages and `info`). */
 extern const struct bp_arch *const bp_archs[];
 extern const struct bp_arch bp_arch_llama, bp_arch_qwen2, bp_arch_qwen3, bp_arch_gemma2, bp_arch_gemma3,
-    bp_arch_phi3, bp_arch_mistral3, bp_arch_qwen3moe;
+    bp_arch_phi3, bp_arch_mistral3, bp_arch_qwen3moe, bp_arch_qwen2moe;
 
 /* Read hp's metadata for architecture a from g: every key of the common
  * table and a's own, with their types checked (a known key of another type

@@ -730,11 +730,12 @@ static struct bp_tensor *attend(const struct bp_run_session *s, const struct pla
 }
 
 /* The mixture-of-experts FFN of layer l on h [n_embd, n], as llama.cpp's
- * build_moe_ffn with softmax gating and renormalised weights (Mixtral,
- * Qwen3-MoE): p = softmax(W_gate_inp h) over the experts; the k =
- * expert_used_count largest (TOP_K, llama.cpp's descending argsort); their
- * probabilities w = p_sel / max(sum p_sel, 2^-14); each chosen expert's
- * SwiGLU through MUL_MAT_ID, scaled by its w, and the k summed. */
+ * build_moe_ffn with softmax gating: p = softmax(W_gate_inp h) over the
+ * experts; the k = expert_used_count largest (TOP_K, llama.cpp's
+ * descending argsort); their probabilities renormalised, w = p_sel /
+ * max(sum p_sel, 2^-14) (Mixtral, Qwen3-MoE), or w = p_sel as they are
+ * (BP_ARCH_MOE_UNNORMED: Qwen2-MoE); each chosen expert's SwiGLU through
+ * MUL_MAT_ID, scaled by its w, and the k summed. */
 static struct bp_tensor *moe_ffn(const struct bp_run_session *s, const struct plan *p, int64_t l,
                                  struct bp_tensor *h)
 {
@@ -748,10 +749,12 @@ static struct bp_tensor *moe_ffn(const struct bp_run_session *s, const struct pl
     struct bp_tensor *probs = bp_soft_max(c, logits, NULL, 1.0f);
     snprintf(nm, sizeof nm, "blk.%d.ffn_moe_topk", (int)l);
     struct bp_tensor *ids = bp_tensor_set_name(bp_top_k(c, probs, (int)k), nm);    /* [k, n] */
-    struct bp_tensor *w = bp_get_rows(c, bp_reshape(c, probs, 3, (int64_t[]){1, E, n}), ids);
-    w = bp_reshape(c, w, 2, (int64_t[]){k, n});
-    struct bp_tensor *sum = bp_clamp(c, bp_sum_rows(c, w), 6.103515625e-5f, INFINITY);
-    w = bp_reshape(c, bp_div(c, w, sum), 3, (int64_t[]){1, k, n});                /* [1, k, n] */
+    struct bp_tensor *w = bp_get_rows(c, bp_reshape(c, probs, 3, (int64_t[]){1, E, n}), ids); /* [1, k, n] */
+    if (!(arch->flags & BP_ARCH_MOE_UNNORMED)) {
+        w = bp_reshape(c, w, 2, (int64_t[]){k, n});
+        struct bp_tensor *sum = bp_clamp(c, bp_sum_rows(c, w), 6.103515625e-5f, INFINITY);
+        w = bp_reshape(c, bp_div(c, w, sum), 3, (int64_t[]){1, k, n});
+    }
     struct bp_tensor *x3 = bp_reshape(c, h, 3, (int64_t[]){D, 1, n});
     struct bp_tensor *g = bp_mul_mat_id(c, dev_weight(s, L->gate_exps), x3, ids);  /* [ff, k, n] */
     struct bp_tensor *u = bp_mul_mat_id(c, dev_weight(s, L->up_exps), x3, ids);
@@ -767,6 +770,26 @@ static struct bp_tensor *moe_ffn(const struct bp_run_session *s, const struct pl
         out = out ? bp_add(c, out, slot) : slot;
     }
     return k == 1 ? bp_cont(c, out) : out;
+}
+
+/* The shared expert of layer l on h [n_embd, n] (Qwen2-MoE), as llama.cpp's
+ * qwen2moe graph: a SwiGLU FFN, W_down (silu(W_gate h) * W_up h), times
+ * per token the gate sigmoid(g) with g = W_gate_inp_shexp . h, which
+ * llama.cpp computes as silu(g) / g (so this does too). */
+static struct bp_tensor *shared_expert(const struct bp_run_session *s, const struct plan *p, int64_t l,
+                                       struct bp_tensor *h)
+{
+    struct bp_context *c = p->ctx;
+    const struct bp_run_layer *L = &s->m->layers[l];
+    struct bp_tensor *g = bp_mul_mat(c, dev_weight(s, L->gate_shexp), h);
+    struct bp_tensor *u = bp_mul_mat(c, dev_weight(s, L->up_shexp), h);
+    expand_together(p, (struct bp_tensor *[]){g, u}, 2);
+    char nm[BP_MAX_NAME];
+    input_name(L->down_shexp, l, nm, sizeof nm);
+    struct bp_tensor *f = bp_mul_mat(c, dev_weight(s, L->down_shexp),
+                                     bp_tensor_set_name(bp_mul(c, bp_silu(c, g), u), nm)); /* [D, n] */
+    struct bp_tensor *gi = bp_mul_mat(c, dev_weight(s, L->gate_inp_shexp), h);             /* [1, n] */
+    return bp_mul(c, f, bp_div(c, bp_silu(c, gi), gi));
 }
 
 static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan *p, int64_t l,
@@ -842,6 +865,7 @@ static struct bp_tensor *layer(const struct bp_run_session *s, const struct plan
     h = norm(c, x, dev_weight(s, L->ffn_norm), hp->rms_eps);
     if (L->gate_inp) {
         struct bp_tensor *f = moe_ffn(s, p, l, h);
+        if (L->gate_inp_shexp) f = bp_add(c, f, shared_expert(s, p, l, h));
         if (L->post_ffw_norm) f = norm(c, f, dev_weight(s, L->post_ffw_norm), hp->rms_eps);
         return bp_add(c, x, f);
     }

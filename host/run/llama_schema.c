@@ -105,6 +105,25 @@ const struct bp_llama_tensor bp_llama_schema[BP_SCHEMA_ROW_COUNT] = {
                             EXPS(BP_LLAMA_DIM_FF_EXP, BP_LLAMA_DIM_EMBD), .presence = BP_LLAMA_REQUIRED,
                             .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_ROWS_FF_EXP, .mul_mat_only = true,
                             .init = BP_LLAMA_INIT_LINEAR, .input = "ffn_moe_down_in" },
+    /* A shared expert beside the routed ones (Qwen2-MoE): a dense SwiGLU
+     * FFN, cut like one, whose output is scaled per token by the sigmoid of
+     * the gate vector's dot with the FFN's input. The vector is f32, as
+     * llama.cpp's quantizer leaves every 1-D tensor. */
+    [BP_SCHEMA_ROW_FFN_GATE_INP_SHEXP] = { "ffn_gate_inp_shexp.weight", LAYER(gate_inp_shexp), VEC(BP_LLAMA_DIM_EMBD),
+                                 .presence = BP_LLAMA_REQUIRED, .moe = BP_LLAMA_MOE_ONLY,
+                                 .split = BP_LLAMA_MIRROR, .f32 = true, .init = BP_LLAMA_INIT_LINEAR },
+    [BP_SCHEMA_ROW_FFN_GATE_SHEXP] = { "ffn_gate_shexp.weight", LAYER(gate_shexp),
+                             MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF_SHEXP), .presence = BP_LLAMA_REQUIRED,
+                             .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
+                             .init = BP_LLAMA_INIT_LINEAR },
+    [BP_SCHEMA_ROW_FFN_UP_SHEXP] = { "ffn_up_shexp.weight", LAYER(up_shexp),
+                           MAT(BP_LLAMA_DIM_EMBD, BP_LLAMA_DIM_FF_SHEXP), .presence = BP_LLAMA_REQUIRED,
+                           .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_COLS_FF, .mul_mat_only = true,
+                           .init = BP_LLAMA_INIT_LINEAR },
+    [BP_SCHEMA_ROW_FFN_DOWN_SHEXP] = { "ffn_down_shexp.weight", LAYER(down_shexp),
+                             MAT(BP_LLAMA_DIM_FF_SHEXP, BP_LLAMA_DIM_EMBD), .presence = BP_LLAMA_REQUIRED,
+                             .moe = BP_LLAMA_MOE_ONLY, .split = BP_LLAMA_ROWS_FF, .mul_mat_only = true,
+                             .init = BP_LLAMA_INIT_LINEAR, .input = "ffn_shexp_down_in" },
     [BP_SCHEMA_ROW_POST_FFW_NORM] = { "post_ffw_norm.weight", LAYER(post_ffw_norm),
                             F32VEC(BP_LLAMA_DIM_EMBD, BP_LLAMA_REQUIRED) },
     [BP_SCHEMA_ROW_OUTPUT_NORM] = { "output_norm.weight", GLOBAL(out_norm),
@@ -139,6 +158,7 @@ int64_t bp_llama_dim_value(const struct bp_run_hparams *hp, enum bp_llama_dim d)
     case BP_LLAMA_DIM_FF_UP: return hp->n_ff_up ? hp->n_ff_up : hp->n_ff;
     case BP_LLAMA_DIM_EXPERT: return hp->n_expert;
     case BP_LLAMA_DIM_FF_EXP: return hp->n_ff_exp ? hp->n_ff_exp : hp->n_ff;
+    case BP_LLAMA_DIM_FF_SHEXP: return hp->n_ff_shexp ? hp->n_ff_shexp : hp->n_ff;
     case BP_LLAMA_DIM_PARTS: break;
     }
     return 0; /* PARTS is a row's, not the hyper-parameters' */

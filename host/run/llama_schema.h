@@ -30,6 +30,7 @@ enum bp_llama_dim {
     BP_LLAMA_DIM_FF_UP,  /* ffn_up's rows: n_ff, or 2 n_ff when it holds the gate too */
     BP_LLAMA_DIM_EXPERT, /* n_expert */
     BP_LLAMA_DIM_FF_EXP, /* an expert's feed-forward width: n_ff_exp, or n_ff when 0 */
+    BP_LLAMA_DIM_FF_SHEXP, /* the shared expert's width: n_ff_shexp, or n_ff when 0 */
 };
 
 /* Which models of an architecture have a row: every one, or only those
@@ -109,6 +110,10 @@ enum bp_schema_row {
     BP_SCHEMA_ROW_FFN_GATE_EXPS,
     BP_SCHEMA_ROW_FFN_UP_EXPS,
     BP_SCHEMA_ROW_FFN_DOWN_EXPS,
+    BP_SCHEMA_ROW_FFN_GATE_INP_SHEXP,
+    BP_SCHEMA_ROW_FFN_GATE_SHEXP,
+    BP_SCHEMA_ROW_FFN_UP_SHEXP,
+    BP_SCHEMA_ROW_FFN_DOWN_SHEXP,
     BP_SCHEMA_ROW_POST_FFW_NORM,
     BP_SCHEMA_ROW_OUTPUT_NORM,
     BP_SCHEMA_ROW_OUTPUT,

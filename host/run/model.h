@@ -45,6 +45,7 @@ struct bp_run_hparams {
     float attn_scale;              /* 0: 1/sqrt(head_dim) */
     int64_t n_expert, n_expert_used;
     int64_t n_ff_exp;              /* an expert's feed-forward width (0: n_ff) */
+    int64_t n_ff_shexp;            /* the shared expert's feed-forward width (0: n_ff) */
     bool non_causal;               /* attention.causal = false */
 };
 
@@ -73,6 +74,8 @@ struct bp_run_layer {
     const struct bp_run_weight *bqkv, *bq, *bk, *bv, *bo, *bgate, *bup, *bdown;
     const struct bp_run_weight *q_norm, *k_norm, *post_attn_norm, *post_ffw_norm;
     const struct bp_run_weight *gate_inp, *gate_exps, *up_exps, *down_exps; /* experts */
+    /* the shared expert: its gate's weight vector and its SwiGLU FFN */
+    const struct bp_run_weight *gate_inp_shexp, *gate_shexp, *up_shexp, *down_shexp;
 };
 
 struct bp_run_model {
