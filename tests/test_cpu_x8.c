@@ -20,8 +20,9 @@
  *    ncols from 1 to the kernel's most (4, or 8 for the wide ones);
  *  - an output stride bs > 8, with guard values that must stay untouched;
  *  - each column equal to the bit to the same column computed alone;
- *  - where GFNI takes the Q4_0, Q5_0, Q6_K and IQ4_XS high nibbles (avx512 build), the
- *    output equal to the bit to the shift-and-mask path's;
+ *  - where GFNI moves bits (Q4_0, Q5_0, Q6_K and IQ4_XS high nibbles, Q2_K
+ *    planes, Q3_K and Q5_K high bits; avx512 build), the output equal to
+ *    the bit to the shift-and-mask path's;
  *  - Q2_K (avx512 build) equal to the bit to the plain dot of each row.
  *
  * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
@@ -219,7 +220,8 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
     k->gemm_x8(n, out, bs, x8, 0, 1, y, ys, ncols);
 #if defined(CPU_HAVE_X86_GEMM)
-    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q6_K || t == BP_TYPE_IQ4_XS) &&
+    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q6_K || t == BP_TYPE_IQ4_XS ||
+         t == BP_TYPE_Q2_K || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K) &&
         cpu_x8_gfni_use(true)) {
         float shift[sizeof out / sizeof out[0]];
         memcpy(shift, out, sizeof out);

@@ -359,7 +359,7 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * pair for a vpdpwssd with the pair's two scales. */
 static inline __attribute__((always_inline)) void
 q5_K_x8_pair(const uint8_t *xb, const __m512i *qh, __m512i sc, const struct bp_block_q8_K *const *yb,
-             __m512i *sumi, const int ncols, const int g)
+             __m512i *sumi, const int ncols, const int g, const int gfni)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
     for (int half = 0; half < 2; half++) {
@@ -370,16 +370,18 @@ q5_K_x8_pair(const uint8_t *xb, const __m512i *qh, __m512i sc, const struct bp_b
             _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
             _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
             const __m512i v = _mm512_loadu_si512(piece);
-            /* bit 2g of qh to bit 4 (low nibbles), bit 2g + 1 (high) */
-            const __m512i bl = _mm512_and_si512(
-                g == 0 ? _mm512_slli_epi16(qh[k], 4) : g == 1 ? _mm512_slli_epi16(qh[k], 2)
-                : g == 2 ? qh[k] : _mm512_srli_epi16(qh[k], 2), b4);
-            const __m512i bh = _mm512_and_si512(
-                g == 0 ? _mm512_slli_epi16(qh[k], 3) : g == 1 ? _mm512_slli_epi16(qh[k], 1)
-                : g == 2 ? _mm512_srli_epi16(qh[k], 1) : _mm512_srli_epi16(qh[k], 3), b4);
+            /* bit 2g of qh to bit 4 (low nibbles), bit 2g + 1 (high); with
+             * GFNI one uop each (matrix byte 3 picks the source bit) */
+            const __m512i bl = gfni && g != 2 ? gf_affine(qh[k], (long long)(1ull << (2 * g + 24)))
+                : _mm512_and_si512(g == 0 ? _mm512_slli_epi16(qh[k], 4) : g == 1 ? _mm512_slli_epi16(qh[k], 2)
+                                   : g == 2 ? qh[k] : _mm512_srli_epi16(qh[k], 2), b4);
+            const __m512i bh = gfni ? gf_affine(qh[k], (long long)(1ull << (2 * g + 25)))
+                : _mm512_and_si512(g == 0 ? _mm512_slli_epi16(qh[k], 3) : g == 1 ? _mm512_slli_epi16(qh[k], 1)
+                                   : g == 2 ? _mm512_srli_epi16(qh[k], 1) : _mm512_srli_epi16(qh[k], 3), b4);
             /* 0xEC: (a & c) | b */
             const __m512i lo = _mm512_ternarylogic_epi32(v, bl, m4, 0xEC);
-            const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), bh, m4, 0xEC);
+            const __m512i hi = gfni ? _mm512_or_si512(hi_nibbles(v, 1), bh)
+                : _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), bh, m4, 0xEC);
             for (int c = 0; c < ncols; c++) {
                 const int8_t *q = yb[c]->qs + 64 * g + 8 * k;
                 plo[c] = _mm512_dpbusd_epi32(plo[c], lo, bcast8(q));
@@ -394,7 +396,8 @@ q5_K_x8_pair(const uint8_t *xb, const __m512i *qh, __m512i sc, const struct bp_b
 }
 
 static inline __attribute__((always_inline)) void
-q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
@@ -425,10 +428,10 @@ q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
             sumi[c] = _mm512_setzero_si512();
         }
-        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xA0), yb, sumi, ncols, 0);
-        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xF5), yb, sumi, ncols, 1);
-        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xA0), yb, sumi, ncols, 2);
-        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xF5), yb, sumi, ncols, 3);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xA0), yb, sumi, ncols, 0, gfni);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16lo, 0xF5), yb, sumi, ncols, 1, gfni);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xA0), yb, sumi, ncols, 2, gfni);
+        q5_K_x8_pair(xb, qh, _mm512_shuffle_epi32(s16hi, 0xF5), yb, sumi, ncols, 3, gfni);
         for (int c = 0; c < ncols; c++) {
             const __m256i bsv = _mm256_loadu_si256((const __m256i *)(const void *)yb[c]->bsums);
             const __m128i bp = _mm_hadd_epi16(_mm256_castsi256_si128(bsv), _mm256_extracti128_si256(bsv, 1));
@@ -447,47 +450,63 @@ q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * bits | its hmask bit << 2 (0..7); the -4 comes out as Q6_K's -32 does,
  * 4 * sum_j scale[j] * bsums[j]. Sub-block j (16 quants) of half h and
  * shift p is two 64-byte qs pieces and two hmask pieces of every row: u is
- * a shift and a ternary op per piece (plus the hmask bit moved to bit 2),
- * vpmaddubsw against the activation gives int16 pairs (at most 2 * 7 * 128),
- * the two pieces add in int16, and one vpdpwssd with the sub-block's scale
- * (its row's word copied to the row's 4 words by one vpshufb) adds it to
- * the int32 sums. */
+ * a shift and a ternary op per piece (plus the hmask bit moved to bit 2;
+ * with GFNI mostly one ternary op and one vgf2p8affineqb), two vpdpbusd
+ * against the activation give each lane's int32 sum of the sub-block's
+ * products, and one vpdpwssd per two sub-blocks (as Q4_K's) scales and
+ * adds them to the int32 sums: the same lane sums as vpmaddubsw pairs
+ * with an int16 add and one vpdpwssd per sub-block, which ran from L2 at
+ * 0.88x this speed (13.3 against 15.1 GB/s, medians of 6 alternating
+ * runs, one thread, load average 9). */
 static inline __attribute__((always_inline)) void
 q3_K_x8_step(const __m512i *qs, const __m512i *hm, const __m512i *scw,
              const struct bp_block_q8_K *const *yb, __m512i *sumi, const int ncols, const int h,
-             const int p)
+             const int p, const int gfni)
 {
     const __m512i m3 = _mm512_set1_epi8(0x03), b2 = _mm512_set1_epi8(0x04);
     const int hb = 4 * h + p; /* the hmask bit, to bit 2 */
+    /* sub-blocks 8h + 2p (pieces 0, 1) and 8h + 2p + 1 (pieces 2, 3): words
+     * 2 (p % 2) and 2 (p % 2) + 1 of each row's qword of scw[2h + p / 2],
+     * one dword copied to both of the row's dwords */
+    const __m512i sc = p % 2 ? _mm512_shuffle_epi32(scw[2 * h + p / 2], 0xF5)
+                             : _mm512_shuffle_epi32(scw[2 * h + p / 2], 0xA0);
+    /* with GFNI and the plane's bits clear of bit hb, one vpternlogd takes
+     * bits 2p, 2p + 1 from qs and the rest from hmask (0xE4: c ? a : b),
+     * and one vgf2p8affineqb moves them to bits 0, 1 and bit hb to bit 2 */
+    const int merge = gfni && p && hb != 2 * p && hb != 2 * p + 1;
+    const __m512i mq = _mm512_set1_epi8((char)(3 << (2 * p)));
+    const long long mat = (long long)((1ull << (2 * p + 56)) | (1ull << (2 * p + 1 + 48)) | (1ull << (hb + 40)));
+    __m512i d[2][CPU_GEMM_MAX_COLS];
     for (int half = 0; half < 2; half++) {
-        const int sub = 8 * h + 2 * p + half;
-        /* row r's words are qword r: word sub % 4 of each qword copied to
-         * its 4 words */
-        const char b0 = (char)(2 * (sub % 4)), b1 = (char)(2 * (sub % 4) + 1);
-        const char b8 = (char)(8 + 2 * (sub % 4)), b9 = (char)(9 + 2 * (sub % 4));
-        const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1,
-                                                                 b8, b9, b8, b9, b8, b9, b8, b9));
-        const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
-        __m512i acc16[CPU_GEMM_MAX_COLS];
-        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc16[c] = _mm512_setzero_si512();
+        for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) d[half][c] = _mm512_setzero_si512();
         for (int k = 2 * half; k < 2 * half + 2; k++) {
-            const __m512i q = p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k];
-            const __m512i hbit = _mm512_and_si512(
-                hb < 2 ? _mm512_slli_epi16(hm[k], 2 - hb) : hb == 2 ? hm[k] : _mm512_srli_epi16(hm[k], hb - 2),
-                b2);
-            /* 0xEC: (a & c) | b */
-            const __m512i u = _mm512_ternarylogic_epi32(q, hbit, m3, 0xEC);
-            for (int c = 0; c < ncols; c++) {
-                const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                acc16[c] = _mm512_add_epi16(acc16[c], pr);
+            __m512i u;
+            if (merge) {
+                u = gf_affine(_mm512_ternarylogic_epi32(qs[4 * h + k], hm[k], mq, 0xE4), mat);
+            } else {
+                const __m512i q = p ? _mm512_srli_epi16(qs[4 * h + k], 2 * p) : qs[4 * h + k];
+                /* with GFNI: bit hb to bit 2 (matrix byte 5), all else 0 */
+                const __m512i hbit = gfni && hb != 2 ? gf_affine(hm[k], (long long)(1ull << (hb + 40)))
+                    : _mm512_and_si512(hb < 2 ? _mm512_slli_epi16(hm[k], 2 - hb)
+                                       : hb == 2 ? hm[k] : _mm512_srli_epi16(hm[k], hb - 2), b2);
+                /* 0xEC: (a & c) | b */
+                u = _mm512_ternarylogic_epi32(q, hbit, m3, 0xEC);
             }
+            for (int c = 0; c < ncols; c++)
+                d[half][c] = _mm512_dpbusd_epi32(d[half][c], u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
         }
-        for (int c = 0; c < ncols; c++) sumi[c] = _mm512_dpwssd_epi32(sumi[c], acc16[c], sc);
     }
+    /* each lane's two sums (at most 2 * 4 * 7 * 128) as int16: the first
+     * sub-block's in the low word, the second's in the high word, one
+     * vpdpwssd with the two scales */
+    for (int c = 0; c < ncols; c++)
+        sumi[c] = _mm512_dpwssd_epi32(sumi[c],
+            _mm512_mask_blend_epi16(0xAAAAAAAA, d[0][c], _mm512_slli_epi32(d[1][c], 16)), sc);
 }
 
 static inline __attribute__((always_inline)) void
-q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
@@ -533,14 +552,14 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             }
             sumi[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 2));
         }
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 0);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 1);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 2);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 3);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 0);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 1);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 2);
-        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 3);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 0, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 1, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 2, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 0, 3, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 0, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 1, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 2, gfni);
+        q3_K_x8_step(qs, hm, scw, yb, sumi, ncols, 1, 3, gfni);
         for (int c = 0; c < ncols; c++) {
             const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(yb[c]->d));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), d, acc[c]);
@@ -657,14 +676,32 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
  * block each lane gets its exact int32 sums (vpmaddubsw pairs of at most
  * 2 * 3 * 128, one vpdpwssd per piece with the sub-block's scale) and the
  * plain dot's acc = fma(sumi, d, acc), then acc = fma(-summ, dmin, acc);
- * the lanes add in its horizontal order at the end. */
+ * the lanes add in its horizontal order at the end.
+ * Pieces k = 2m and 2m + 1 of a plane (half h, shift p) belong to the same
+ * sub-block 8h + 2p + m, so the kernel walks m outermost and copies each
+ * sub-block's scale to its row's words once for both pieces. With GFNI
+ * one vgf2p8affineqb takes a plane's 2 bits down (a shift and a mask
+ * without). The loops are unrolled by pragma: left as loops, GCC built
+ * each shuffle index at run time, and with a vpshufb per piece that
+ * kernel ran from L2 at 0.4x this one's speed (one thread, load 8-12). */
+static inline __attribute__((always_inline)) __m512i q2_plane(__m512i v, const int p, const int gfni)
+{
+    const __m512i m3 = _mm512_set1_epi8(0x03);
+    if (p == 0)
+        return _mm512_and_si512(v, m3);
+    if (!gfni)
+        return _mm512_and_si512(_mm512_srli_epi16(v, 2 * p), m3);
+    /* bits 2p, 2p + 1 to 0, 1 (matrix bytes 7 and 6), all else 0 */
+    return gf_affine(v, (long long)((1ull << (2 * p + 56)) | (1ull << (2 * p + 1 + 48))));
+}
+
 static inline __attribute__((always_inline)) void
-q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
     const __m256i k0f = _mm256_set1_epi8(0x0F);
-    const __m512i m3 = _mm512_set1_epi8(0x03);
     __m512 acc[CPU_GEMM_MAX_COLS][4];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++)
         for (int k = 0; k < 4; k++) acc[c][k] = _mm512_setzero_ps();
@@ -683,37 +720,48 @@ q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
         for (int c = 0; c < ncols; c++)
             yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
-        for (int k = 0; k < 4; k++) {
-            const __m512i qv[2] = { _mm512_loadu_si512(xb + 160 + 64 * k),
-                                    _mm512_loadu_si512(xb + 160 + 64 * (4 + k)) };
-            /* row r's mins 4k..4k+3 as int16 at qword r */
-            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_and_si256(
-                _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(xb + 32 + 32 * k)), 4),
-                k0f));
-            __m512i sumi[CPU_GEMM_MAX_COLS];
-            for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) sumi[c] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 2")
+        for (int m = 0; m < 2; m++) {
+            /* pieces 2m, 2m + 1 of each half */
+            const __m512i qv[2][2] = {
+                { _mm512_loadu_si512(xb + 160 + 64 * (2 * m)), _mm512_loadu_si512(xb + 160 + 64 * (2 * m + 1)) },
+                { _mm512_loadu_si512(xb + 160 + 64 * (4 + 2 * m)), _mm512_loadu_si512(xb + 160 + 64 * (5 + 2 * m)) },
+            };
+            __m512i sumi[CPU_GEMM_MAX_COLS][2];
+            for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) sumi[c][0] = sumi[c][1] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 2")
             for (int h = 0; h < 2; h++)
+                _Pragma("GCC unroll 4")
                 for (int p = 0; p < 4; p++) {
-                    const int sub = 8 * h + 2 * p + k / 2;
+                    const int sub = 8 * h + 2 * p + m;
                     /* word sub % 4 of each row's qword copied to its 4 words */
                     const char b0 = (char)(2 * (sub % 4)), b1 = (char)(2 * (sub % 4) + 1);
                     const char b8 = (char)(8 + 2 * (sub % 4)), b9 = (char)(9 + 2 * (sub % 4));
                     const __m512i idx = _mm512_broadcast_i32x4(_mm_setr_epi8(
                         b0, b1, b0, b1, b0, b1, b0, b1, b8, b9, b8, b9, b8, b9, b8, b9));
                     const __m512i sc = _mm512_shuffle_epi8(scw[sub / 4], idx);
-                    const __m512i u = _mm512_and_si512(p ? _mm512_srli_epi16(qv[h], 2 * p) : qv[h], m3);
-                    for (int c = 0; c < ncols; c++) {
-                        const __m512i pr = _mm512_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                        sumi[c] = _mm512_dpwssd_epi32(sumi[c], pr, sc);
+                    for (int j = 0; j < 2; j++) {
+                        const __m512i u = q2_plane(qv[h][j], p, gfni);
+                        for (int c = 0; c < ncols; c++) {
+                            const int8_t *q = yb[c]->qs + 128 * h + 32 * p + 8 * (2 * m + j);
+                            sumi[c][j] = _mm512_dpwssd_epi32(sumi[c][j], _mm512_maddubs_epi16(u, bcast8(q)), sc);
+                        }
                     }
                 }
-            for (int c = 0; c < ncols; c++) {
-                int64_t b4;
-                memcpy(&b4, yb[c]->bsums + 4 * k, 8);
-                const __m512i summ = _mm512_madd_epi16(mn, _mm512_set1_epi64(b4));
-                const __m512 dy = _mm512_set1_ps(yb[c]->d);
-                acc[c][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_mul_ps(dw, dy), acc[c][k]);
-                acc[c][k] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c][k]);
+            for (int j = 0; j < 2; j++) {
+                const int k = 2 * m + j;
+                /* row r's mins 4k..4k+3 as int16 at qword r */
+                const __m512i mn = _mm512_cvtepu8_epi16(_mm256_and_si256(
+                    _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(xb + 32 + 32 * k)), 4),
+                    k0f));
+                for (int c = 0; c < ncols; c++) {
+                    int64_t b4;
+                    memcpy(&b4, yb[c]->bsums + 4 * k, 8);
+                    const __m512i summ = _mm512_madd_epi16(mn, _mm512_set1_epi64(b4));
+                    const __m512 dy = _mm512_set1_ps(yb[c]->d);
+                    acc[c][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c][j]), _mm512_mul_ps(dw, dy), acc[c][k]);
+                    acc[c][k] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dy), acc[c][k]);
+                }
             }
         }
     }
@@ -723,7 +771,6 @@ q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         store_rows(s + (size_t)c * bs, _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]),
                                                      _mm512_add_ps(acc[c][1], acc[c][3])));
 }
-
 /* Q6_K x8 (layout in repack.h). Quants are rebuilt unsigned (0..63); the
  * -32 offset is 32 * sum_j scale[j] * bsums[j], one madd per scale word
  * against the broadcast bsums. One step (half h, low/high ql piece ab,
@@ -901,11 +948,11 @@ X8_GFNI_DISPATCH_WITH(q4_0, CPU_X8_DISPATCH_WIDE)
 X8_GFNI_DISPATCH(q6_K)
 X8_GFNI_DISPATCH(q5_0)
 X8_GFNI_DISPATCH(iq4_xs)
+X8_GFNI_DISPATCH(q2_K)
+X8_GFNI_DISPATCH(q3_K)
+X8_GFNI_DISPATCH(q5_K)
 CPU_X8_DISPATCH_WIDE(q8_0, x86)
 CPU_X8_DISPATCH(q4_K, x86)
-CPU_X8_DISPATCH(q5_K, x86)
-CPU_X8_DISPATCH(q3_K, x86)
-CPU_X8_DISPATCH(q2_K, x86)
 #else
 typedef int cpu_gemm_avx512_not_built; /* ISO C forbids an empty translation unit */
 #endif
