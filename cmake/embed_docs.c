@@ -6,9 +6,11 @@
  *   embed_docs OUT.c GUIDE.md...
  *
  * Each guide gives one entry for itself (its name, e.g. "using", with the
- * text before its first "## " heading) and one per "## " section: the topic
- * is the heading as a GitHub anchor ("## The memory plan" -> "the-memory-plan"),
- * the text runs to the next "## " heading. The output defines
+ * text before its first "## " heading) and one per "## " and "### "
+ * heading: the topic is the heading as a GitHub anchor ("## The memory
+ * plan" -> "the-memory-plan"), so every link into a guide names a topic,
+ * and the text runs to the next heading of the same or a higher level (a
+ * "## " section holds its "### " ones). The output defines
  * bp_help_sections[] and bp_help_section_count (host/cli/help_topics.h).
  */
 #include <ctype.h>
@@ -73,19 +75,27 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
-static void put_entry(FILE *out, const char *guide, const char *topic, const char *title, size_t title_len,
-                      const char *text, size_t text_len)
+static void put_entry(FILE *out, const char *guide, const char *topic, int level, const char *title,
+                      size_t title_len, const char *text, size_t text_len)
 {
-    fprintf(out, "    {\"%s\", \"%s\", ", guide, topic);
+    fprintf(out, "    {\"%s\", \"%s\", %d, ", guide, topic, level);
     put_c_string(out, title, title_len);
     fputs(",\n    ", out);
     put_c_string(out, text, text_len);
     fputs("},\n", out);
 }
 
-/* One guide: its own entry, then one per "## " section. Fenced blocks are
- * skipped when looking for headings ("## " may start a line in a shell
- * block). Returns the number of entries, or -1. */
+/* The level of a heading line: 2 for "## ", 3 for "### ", else 0. */
+static int heading_level(const char *line)
+{
+    if (!strncmp(line, "## ", 3)) return 2;
+    if (!strncmp(line, "### ", 4)) return 3;
+    return 0;
+}
+
+/* One guide: its own entry, then one per "## " and "### " heading. Fenced
+ * blocks are skipped when looking for headings ("## " may start a line in
+ * a shell block). Returns the number of entries, or -1. */
 static int embed_guide(FILE *out, const char *path)
 {
     size_t len = 0;
@@ -99,34 +109,67 @@ static int embed_guide(FILE *out, const char *path)
     char guide[64];
     snprintf(guide, sizeof guide, "%.*s", (int)strcspn(base, "."), base);
 
+    /* The headings, in order: where each line starts and its level. */
+    size_t n_heads = 0, cap = 0;
+    const char **heads = NULL;
+    int *levels = NULL;
+    int in_fence = 0;
+    for (const char *line = doc; line < doc + len;) {
+        const char *next = strchr(line, '\n');
+        next = next ? next + 1 : doc + len;
+        if (!strncmp(line, "```", 3)) in_fence = !in_fence;
+        const int level = in_fence ? 0 : heading_level(line);
+        if (level) {
+            if (n_heads == cap) {
+                cap = cap ? 2 * cap : 64;
+                const char **h = realloc(heads, cap * sizeof *heads);
+                int *l = h ? realloc(levels, cap * sizeof *levels) : NULL;
+                if (h) heads = h;
+                if (l) levels = l;
+                if (!h || !l) {
+                    fprintf(stderr, "embed_docs: out of memory reading %s.\n", path);
+                    free(heads);
+                    free(levels);
+                    free(doc);
+                    return -1;
+                }
+            }
+            heads[n_heads] = line;
+            levels[n_heads++] = level;
+        }
+        line = next;
+    }
+
     const char *title = doc;
     size_t title_len = 0;
     if (!strncmp(doc, "# ", 2)) {
         title = doc + 2;
         title_len = strcspn(title, "\n");
     }
-    int entries = 0, in_fence = 0;
-    const char *section = doc, *section_title = title;
-    size_t section_title_len = title_len;
-    char topic[128];
-    snprintf(topic, sizeof topic, "%s", guide);
-    for (const char *line = doc; line < doc + len;) {
-        const char *next = strchr(line, '\n');
-        next = next ? next + 1 : doc + len;
-        if (!strncmp(line, "```", 3)) in_fence = !in_fence;
-        if (!in_fence && !strncmp(line, "## ", 3)) {
-            put_entry(out, guide, topic, section_title, section_title_len, section, (size_t)(line - section));
-            entries++;
-            section = line;
-            section_title = line + 3;
-            section_title_len = strcspn(section_title, "\n");
-            anchor_of(section_title, section_title_len, topic, sizeof topic);
+    const char *intro_end = doc + len;
+    for (size_t i = 0; i < n_heads; i++)
+        if (levels[i] == 2) {
+            intro_end = heads[i];
+            break;
         }
-        line = next;
+    put_entry(out, guide, guide, 1, title, title_len, doc, (size_t)(intro_end - doc));
+    for (size_t i = 0; i < n_heads; i++) {
+        const char *end = doc + len;
+        for (size_t j = i + 1; j < n_heads; j++)
+            if (levels[j] <= levels[i]) {
+                end = heads[j];
+                break;
+            }
+        const char *t = heads[i] + levels[i] + 1;
+        const size_t t_len = strcspn(t, "\n");
+        char topic[128];
+        anchor_of(t, t_len, topic, sizeof topic);
+        put_entry(out, guide, topic, levels[i], t, t_len, heads[i], (size_t)(end - heads[i]));
     }
-    put_entry(out, guide, topic, section_title, section_title_len, section, (size_t)(doc + len - section));
+    free(heads);
+    free(levels);
     free(doc);
-    return entries + 1;
+    return (int)n_heads + 1;
 }
 
 int main(int argc, char **argv)

@@ -1,8 +1,12 @@
 # The documents cannot rot (tests/docs_check.sh): their links and excerpts
-# hold, their runnable blocks run, no file speaks of issue or session
-# numbers, and the API reference renders without a Doxygen warning.
+# hold, their runnable blocks run, `backplane help` prints their sections as
+# they are, no file tells the tree's history, and the API reference renders
+# without a Doxygen warning.
 add_test(NAME docs_links COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_check.sh links ${CMAKE_SOURCE_DIR})
 add_test(NAME history_free COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_check.sh history ${CMAKE_SOURCE_DIR})
+add_test(NAME docs_help
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_check.sh help ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+set_tests_properties(docs_help PROPERTIES LABELS "docs")
 
 # One test per document with ```sh runnable blocks, run against this tree's
 # program and plugins.

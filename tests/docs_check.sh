@@ -8,13 +8,21 @@
 #       runs the ```sh runnable blocks of DOC.md in order, in one scratch
 #       directory (the tree's top-level entries linked in, so `abi/` and
 #       `examples/` resolve), with BINARY_DIR/bin first on PATH.
+#   docs_check.sh help SOURCE_DIR BINARY_DIR
+#       `backplane help GUIDE/TOPIC` prints every "## " and "### " section of
+#       every guide, and `backplane help GUIDE/GUIDE` its introduction, as
+#       the guide's file has them.
 #   docs_check.sh history SOURCE_DIR
-#       no source, script or document names an issue or a session by number.
+#       no source, script or document tells how the tree got here: issue or
+#       session numbers, what something was before, commit hashes; and
+#       no file but docs/performance.md (figures carry their date) holds a
+#       date.
 # Exit 1 with one line per problem, naming the file and line.
 set -uo pipefail
 
-mode=${1:?usage: docs_check.sh links|run|history SOURCE_DIR [BINARY_DIR DOC.md]}
-src=${2:?usage: docs_check.sh links|run|history SOURCE_DIR [BINARY_DIR DOC.md]}
+usage="usage: docs_check.sh links|run|help|history SOURCE_DIR [BINARY_DIR [DOC.md]]"
+mode=${1:?$usage}
+src=${2:?$usage}
 cd "$src" || exit 1
 src=$(pwd)
 
@@ -133,25 +141,84 @@ run_blocks() {
     [[ $failed -eq 0 ]]
 }
 
+check_help() {
+    local bin=${3:?usage: docs_check.sh help SOURCE_DIR BINARY_DIR} tmp f guide n=0 bad=0 w topic
+    bin=$(cd "$bin" && pwd) || return 1
+    tmp=$(mktemp -d) || return 1
+    trap 'rm -rf "$tmp"' RETURN
+    for f in docs/*.md; do
+        guide=$(basename "$f" .md)
+        # Each section into its own file, its topic (the anchor, made as
+        # anchors() makes it) in a .topic beside it: the introduction runs
+        # to the first "## ", a section to the next heading of its level or
+        # a higher one.
+        awk -v dir="$tmp" -v guide="$guide" '
+            function anchor(h) { h = tolower(h); gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h); return h }
+            { line[NR] = $0 }
+            /^```/ { fence = !fence }
+            !fence && /^###? / { lvl = /^### / ? 3 : 2; n++; at[n] = NR; level[n] = lvl
+                                 h = $0; sub(/^#+ /, "", h); topic[n] = anchor(h) }
+            END {
+                first = NR + 1
+                for (i = 1; i <= n; i++) if (level[i] == 2) { first = at[i]; break }
+                out = dir "/" guide ".0"; print guide > (out ".topic"); close(out ".topic")
+                for (l = 1; l < first; l++) print line[l] > out
+                close(out)
+                for (i = 1; i <= n; i++) {
+                    end = NR + 1
+                    for (j = i + 1; j <= n; j++) if (level[j] <= level[i]) { end = at[j]; break }
+                    out = dir "/" guide "." i; print topic[i] > (out ".topic"); close(out ".topic")
+                    for (l = at[i]; l < end; l++) print line[l] > out
+                    close(out)
+                }
+            }' "$f"
+        for w in "$tmp/$guide".*.topic; do
+            read -r topic <"$w"
+            n=$((n + 1))
+            if ! "$bin/bin/backplane" help "$guide/$topic" >"$tmp/got" 2>"$tmp/err"; then
+                echo "$f: 'backplane help $guide/$topic' failed: $(head -1 "$tmp/err")"
+                bad=1
+            elif ! cmp -s "$tmp/got" "${w%.topic}"; then
+                echo "$f: 'backplane help $guide/$topic' does not print the section as the guide has it; rebuild, or see:"
+                diff "${w%.topic}" "$tmp/got" | head -5
+                bad=1
+            fi
+        done
+    done
+    [[ $bad -eq 0 ]] && echo "docs_check: backplane help prints all $n sections of docs/*.md as they are"
+    return $bad
+}
+
 check_history() {
     # Where it cannot be: sources, scripts, build files and documents; the
     # test data (files from elsewhere) and build trees are left out.
+    local where=(--include='*.c' --include='*.h' --include='*.md' --include='*.cmake' --include='*.sh'
+                 --include='*.py' --include='*.mjs' --include='*.cu' --include='*.cuh' --include='*.comp'
+                 --include='*.glsl' --include='*.in' --include='*.txt' --include='*.json'
+                 --exclude-dir='build*' --exclude-dir=.git --exclude-dir=data)
+    # Narratives of change. Each pattern is spelt so that it does not
+    # match itself here.
+    local told='\b[Ii]ssue #?[0-9]+|\b[Ii]ssues #[0-9]+|\b[Ss]essions? [0-9]+|\b[Pp]reviously\b|\b[Ss]uperseded\b'
+    told+='|\b([Ww]e|[Ii]t|[Tt]his|[Tt]hat|[Ww]hich) used to\b|\b[Nn]ew:|\b[Ww]as [^ ,]+, now\b'
+    told+='|\b(was|were) added\b|\b([Tt]his|[Pp]revious|[Nn]ext|[Ee]arlier) (round|session)\b'
+    # Figures carry their commit and date in docs/performance.md, and only there.
+    local stamped='\b[Cc]ommit [0-9a-f]{7,}|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b'
     local hits
-    hits=$(grep -rnE "[Ii]ssue [0-9]+|[Ss]essions? [0-9]+" \
-        --include='*.c' --include='*.h' --include='*.md' --include='*.cmake' --include='*.sh' \
-        --include='*.py' --include='*.cu' --include='*.cuh' --include='*.comp' --include='*.glsl' \
-        --include='CMakeLists.txt' --exclude-dir='build*' --exclude-dir=.git --exclude-dir=data . )
+    hits=$( (grep -rnIE "$told" "${where[@]}" .; grep -nIE "$told" .ci/run /dev/null
+             grep -rnIE "$stamped" "${where[@]}" . | grep -v '^\./docs/performance\.md:'
+             grep -nIE "$stamped" .ci/run /dev/null) | sort -t: -k1,1 -k2,2n -u)
     if [[ -n $hits ]]; then
         echo "docs_check: development history belongs in git log, not in the tree; reword these:"
         echo "$hits"
         return 1
     fi
-    echo "docs_check: no issue or session numbers in the tree"
+    echo "docs_check: no history told in the tree"
 }
 
 case $mode in
     links) check_links ;;
     run) run_blocks "$@" ;;
+    help) check_help "$@" ;;
     history) check_history ;;
-    *) echo "usage: docs_check.sh links|run|history SOURCE_DIR [BINARY_DIR DOC.md]" >&2; exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -342,7 +342,8 @@ START_TEST(test_cpu_plan_runner_decode_plans_once_per_capacity)
 }
 END_TEST
 
-/* The profile proc is generic now; its 1.0 name answers the same function. */
+/* The profile proc has a generic name; the CPU plugin's 1.0 name answers
+ * the same function, so code built against that name keeps working. */
 START_TEST(test_cpu_profile_old_name_is_the_generic_proc)
 {
     void *generic = bp_device_proc_address(cpu_device(), BP_PROC_SET_PROFILE);

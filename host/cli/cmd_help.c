@@ -10,8 +10,9 @@
 static void list_topics(void)
 {
     puts("usage: backplane help TOPIC\n\n"
-         "Prints a section of the guides. A guide's name prints its introduction;\n"
-         "a word of a topic's name is enough when only one topic has it. Topics:");
+         "Prints a section of the guides. A guide's name prints its introduction,\n"
+         "GUIDE/TOPIC one guide's section; a word of a topic's name is enough when\n"
+         "only one topic has it. Topics (indented further: parts of the one above):");
     const char *guide = NULL;
     for (size_t i = 0; i < bp_help_section_count; i++) {
         const struct bp_help_section *s = &bp_help_sections[i];
@@ -19,7 +20,7 @@ static void list_topics(void)
             guide = s->guide;
             printf("\n  %s (%s)\n", s->topic, s->title);
         } else {
-            printf("    %s\n", s->topic);
+            printf("%*s%s\n", s->level == 3 ? 6 : 4, "", s->topic);
         }
     }
     puts("\nThe same guides are the .md files of docs/ in the source tree.");

@@ -1,5 +1,5 @@
 /*
- * cmd_run.c — `backplane run`: load a Llama model (GGUF or built-in), run a
+ * cmd_run.c — `backplane run`: load a model (GGUF or built-in), run a
  * prompt and decoding (greedy or sampled, run_text.c) on a device, report
  * speed, and optionally check every logit against a second device.
  */
@@ -53,8 +53,9 @@ static void help(void)
          "                       copied); a tensor or key it cannot compute is refused\n"
          "                       by name (`backplane info --model PATH` shows the file)\n"
          "  --model builtin:NAME built-in model with pseudo-random weights: 'test'\n"
-         "                       (1.4 M parameters), 'tiny' (~100 M; the default) or\n"
-         "                       '1b' (TinyLlama-1.1B's shape)\n"
+         "                       (1.4 M parameters), 'tiny' (~100 M; the default),\n"
+         "                       '1b' (TinyLlama-1.1B's shape), 'qwen2-1b' and\n"
+         "                       'gemma3-1b' (Qwen2.5-1.5B's and Gemma-3-1B's shapes)\n"
          "  --weight-type T      storage type of a built-in model's weights: f32, f16 (the\n"
          "                       default), bf16, any quantized type above, or q4_K_M:\n"
          "                       llama.cpp's mix (q4_K, with q6_K in output and in\n"
@@ -997,7 +998,7 @@ int cmd_run(int argc, char **argv)
         if (out && out != bp_run_session_weight(s, "token_embd.weight"))
             res.output_copy_bytes = bp_nbytes(out);
     }
-    /* The bandwidth reference (the CPU issue's probe, 512 MB so no cache
+    /* The bandwidth reference (bench's read probe, 512 MB so no cache
      * holds it) is measured just before and just after decoding, and with
      * --bandwidth between windows of BW_WINDOW steps too (see BW_WINDOW). */
     if (o.bandwidth || (o.json && bp_device_type(dev) == BP_DEVICE_TYPE_CPU)) {

@@ -8,6 +8,7 @@
 struct bp_help_section {
     const char *guide; /* the guide's file name without .md: "using" */
     const char *topic; /* the guide's name for its introduction, else the heading's anchor */
+    int level;         /* 1 the introduction, 2 a "## " section, 3 a "### " section within it */
     const char *title; /* the heading as written */
     const char *text;  /* the Markdown of the section, heading included */
 };

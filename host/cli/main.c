@@ -16,7 +16,7 @@ static const struct command commands[] = {
     {"check", cmd_check, "run the op-equivalence check against the CPU reference"},
     {"version", cmd_version, "print the library and ABI versions"},
     {"bench", cmd_bench, "benchmark an op on a device against references measured in the same run"},
-    {"run", cmd_run, "run a Llama decoder (GGUF or built-in model) on a device"},
+    {"run", cmd_run, "run a language model (GGUF or built-in) on a device, or chat with it"},
     {"quantize", cmd_quantize, "convert a GGUF model to a llama.cpp quantization preset (Q4_K_M, Q8_0, ...)"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer"},
     {"chat-template", cmd_chat_template, "format a conversation with a model's chat template, as llama.cpp does"},
