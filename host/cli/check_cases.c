@@ -610,6 +610,13 @@ static const struct check_template templates[] = {
     MM(QUANT_ALL, 256, 70, 40, "w[256,70] x[256,40]"),
     MM(QUANT_ALL, 512, 3, 17, "w[512,3] x[512,17]"),
     MM(QUANT_32, 96, 65, 33, "w[96,65] x[96,33]"),
+    /* A CPU device's lane kernel (Vulkan's mul_mat_cpu, past M = 4): 64
+     * rows and 8 columns per workgroup, K in steps of 16. Rows past two
+     * workgroups, K three steps (not a whole 32), M at and just past the
+     * matrix-vector limit. */
+    MM(F32 | F16 | BF16, 48, 130, 5, "w[48,130] x[48,5]"),
+    MM(QUANT_ALL, 256, 65, 4, "w[256,65] x[256,4]"),
+    MM(QUANT_ALL, 256, 129, 5, "w[256,129] x[256,5]"),
 #undef MM
     /* FLASH_ATTN_EXT with heads wider than a workgroup-per-row kernel holds
      * (the Vulkan plugin's 256), over more keys than one 64-key block. */

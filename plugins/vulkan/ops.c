@@ -11,11 +11,14 @@
 #include "vk_internal.h"
 
 /* MUL_MAT with at most this many columns goes to mul_mat_vec, above to
- * mul_mat.comp's tiles: on a CPU device (lavapipe) the mat-vec shader wins
- * at M = 16 (1.1-1.3x), the tiles at M = 32 (1.5-1.9x; docs/performance.md);
- * on a GPU the tiles take over after one column group. */
+ * the shared-memory tiles: on a CPU device the mat-vec shader beats those
+ * tiles up to M = 16 (1.1-1.3x at M = 16, 0.5-0.7x at M = 32, lavapipe),
+ * on a GPU the tiles take over after one column group. A CPU device with
+ * mul_mat_cpu uses it instead whenever the node fits it: one column per
+ * workgroup (mul_mat_cpu1) up to VK_MMC_ONE_MAX_M columns, eight above. */
 #define VK_MMV_MAX_M_CPU 16
 #define VK_MMV_MAX_M_GPU 8
+#define VK_MMC_ONE_MAX_M 2
 
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
 
@@ -172,13 +175,32 @@ static void plan_set_rows(const struct bp_tensor *t, uint32_t mode, struct vk_di
     p->slot[0] = NULL; /* the node is the destination view */
     grid((uint64_t)(v->ne[0] * v->ne[2] * v->ne[3]), 128, p->groups);
 }
-/* Few columns: mul_mat_vec, VK_MMV_ROWS rows x VK_MMV_COLS columns per
- * workgroup. Otherwise mul_mat.comp's VK_MM_BN x VK_MM_BM tiles. */
+/* mul_mat_cpu reads X as contiguous F32 words, K in whole steps, and the
+ * float weight types as packed elements. */
+static bool mm_cpu_fits(const struct bp_tensor *t)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1];
+    return x->type == BP_TYPE_F32 && x->nb[0] == 4 && x->nb[1] % 4 == 0 &&
+           w->ne[0] % VK_MMC_STEP == 0 &&
+           (bp_type_is_quantized((enum bp_type)w->type) ||
+            w->nb[0] == (size_t)bp_type_size((enum bp_type)w->type));
+}
+
+/* On a CPU device with mul_mat_cpu, that kernel: VK_MMC_ROWS rows x one
+ * column (mul_mat_cpu1) or VK_MMC_COLS columns per workgroup. Otherwise
+ * few columns go to mul_mat_vec (VK_MMV_ROWS rows x VK_MMV_COLS columns
+ * per workgroup), more to mul_mat.comp's VK_MM_BN x VK_MM_BM tiles. */
 static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
     p->wtype = t->src[0]->type;
-    if (t->ne[1] <= p->mmv_max_m || t->ne[0] * t->ne[1] < 64) {
+    if (p->mm_cpu && mm_cpu_fits(t)) {
+        const bool one = t->ne[1] <= VK_MMC_ONE_MAX_M;
+        p->shader = one ? VK_SH_MUL_MAT_CPU1 : VK_SH_MUL_MAT_CPU;
+        p->groups[0] = (uint32_t)((t->ne[0] + VK_MMC_ROWS - 1) / VK_MMC_ROWS);
+        p->groups[1] = (uint32_t)(one ? t->ne[1] : (t->ne[1] + VK_MMC_COLS - 1) / VK_MMC_COLS);
+        p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
+    } else if (t->ne[1] <= p->mmv_max_m || t->ne[0] * t->ne[1] < 64) {
         p->shader = VK_SH_MUL_MAT_VEC;
         grid((uint64_t)((t->ne[0] + VK_MMV_ROWS - 1) / VK_MMV_ROWS) *
                  (uint64_t)((t->ne[1] + VK_MMV_COLS - 1) / VK_MMV_COLS) *
@@ -189,6 +211,7 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     }
 }
+
 /* MUL_MAT_ID: mul_mat_vec_id, VK_MMV_ROWS rows of one (slot, token) per
  * workgroup, the expert read from the ids (slot 2) in the shader. */
 static void plan_mul_mat_id(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
@@ -280,6 +303,7 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     if (!r) return;
     p->shader = r->shader;
     p->mmv_max_m = d->software ? VK_MMV_MAX_M_CPU : VK_MMV_MAX_M_GPU;
+    p->mm_cpu = d->mm_cpu;
     r->plan(t, r->mode, p);
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC) p->shader = VK_SH_MUL_MAT_VEC_SG;
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC_ID) p->shader = VK_SH_MUL_MAT_VEC_ID_SG;

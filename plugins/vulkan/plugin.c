@@ -118,7 +118,7 @@ static const struct bp_registry_iface vk_registry_iface = {
 
 static void fill_features(struct vk_plugin *pl)
 {
-    enum { PER_DEV = 14 };
+    enum { PER_DEV = 15 };
     size_t n = pl->n_devs * PER_DEV + 2;
     pl->features = calloc(n, sizeof *pl->features);
     pl->feature_strs = calloc(n, 160);
@@ -153,6 +153,8 @@ static void fill_features(struct vk_plugin *pl)
         ADD(d->name, "shaderInt8", "%d", d->shader_int8);
         ADD(d->name, "subgroup_size", "%u", d->subgroup_size);
         ADD(d->name, "subgroup_arithmetic", "%s", d->subgroup_arith ? "1 (used: subgroupAdd)" : "0");
+        ADD(d->name, "mul_mat_kernel", "%s",
+            d->mm_cpu ? "mul_mat_cpu (lanes share X)" : "mul_mat (shared-memory tiles)");
         ADD(d->name, "maxStorageBufferRange", "%u", l->maxStorageBufferRange);
         ADD(d->name, "max_buffer_bytes", "%zu", d->max_alloc);
         ADD(d->name, "maxComputeWorkGroupCount", "%u,%u,%u", l->maxComputeWorkGroupCount[0],

@@ -137,6 +137,12 @@ static void probe(struct vk_plugin *pl, struct vk_dev *d)
                         sg.subgroupSize >= 4 && sg.subgroupSize <= 128 &&
                         !(sg_env && strcmp(sg_env, "0") == 0);
     vk_identity_probe(f, d);
+    /* MUL_MAT's CPU kernel shares X between the lanes of one subgroup with
+     * subgroupBroadcast; it is for devices that run a subgroup as one SIMD
+     * vector (CPU devices) and is written for subgroups of VK_MMC_LANES. */
+    d->mm_cpu = d->software && d->subgroup_arith &&
+                (sg.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
+                sg.subgroupSize == VK_MMC_LANES;
 
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES };

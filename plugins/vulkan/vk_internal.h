@@ -80,7 +80,8 @@ enum vk_shader {
     VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
-    VK_SH_FLASH_ATTN_WIDE, VK_SH_COUNT
+    VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1,
+    VK_SH_COUNT
 };
 
 /* ---- objects ---- */
@@ -106,6 +107,8 @@ struct vk_dev {
     pthread_mutex_t queue_mu;          /* vkQueueSubmit needs the queue to itself */
     uint32_t subgroup_size;
     bool subgroup_arith;               /* subgroupAdd in compute shaders (the _sg builds) */
+    bool mm_cpu;                       /* mul_mat_cpu: a CPU device, subgroups of
+                                        * VK_MMC_LANES with subgroupBroadcast */
     bool f16_storage, int8_storage, shader_f16, shader_int8;
     bool use_f16_storage;              /* 16-bit loads/stores (else packed words) */
     size_t max_alloc;                  /* largest buffer we accept */
@@ -226,6 +229,7 @@ struct vk_dispatch {
     uint32_t aux[VK_PB_N_AUX];
     uint32_t groups[3];
     int64_t mmv_max_m;                 /* MUL_MAT: most columns for mul_mat_vec */
+    bool mm_cpu;                       /* MUL_MAT: the device takes mul_mat_cpu */
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */

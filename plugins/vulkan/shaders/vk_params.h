@@ -22,6 +22,13 @@
 /* The tile of mul_mat.comp: rows of W and columns of X per workgroup. */
 #define VK_MM_BN 64u
 #define VK_MM_BM 32u
+/* mul_mat_cpu.comp (CPU devices): a workgroup is one subgroup of
+ * VK_MMC_LANES invocations and computes VK_MMC_ROWS rows of W (eight per
+ * lane) by VK_MMC_COLS columns of X, K in steps of VK_MMC_STEP. */
+#define VK_MMC_LANES 8u
+#define VK_MMC_ROWS 64u
+#define VK_MMC_COLS 8u
+#define VK_MMC_STEP 16u
 
 /* aux[0] of the binary shader (ADD, MUL, DIV) */
 #define VK_BINARY_ADD 0u

@@ -1,0 +1,278 @@
+#version 450
+// MUL_MAT on CPU devices (lavapipe, llvmpipe's compute): a workgroup is one
+// subgroup of VK_MMC_LANES invocations, which such a driver runs as the
+// lanes of one SIMD vector. It computes VK_MMC_ROWS rows of W (lane l takes
+// rows n0 + l + 8 r, r < 8) by VK_MMC_COLS columns of X (the same for every
+// lane) of one (i2, i3) slice.
+//
+// Why this shape: such a driver loads a value whose address may differ
+// between lanes one lane at a time (a loop over the vector with a bounds
+// check per lane), for storage buffers and shared memory alike, while
+// arithmetic and a broadcast from a lane cost one vector instruction. So
+// the kernel keeps loads per multiply-add low and uses neither shared
+// memory nor barriers:
+// - X: lane l loads element e + l of each column (one load per eight
+//   elements of a column); subgroupBroadcast then hands element e + i to
+//   every lane, for i < 8.
+// - W: each lane reads its rows' packed words (a quantized block's scales
+//   once per step of 16 elements) and decodes them in registers; each
+//   weight then meets all eight columns, each broadcast X value all eight
+//   rows (64 multiply-adds per lane per element).
+// K goes in steps of 16 elements made of two groups of 8 that share the
+// step's packed words (a byte's two nibbles, say): `groups` gives their
+// offsets, `wstep` loads a row's words, `wdec` decodes one group. Types
+// without a decoder here read each element through dequant.glsl.
+// The host sends only contiguous F32 X, K a multiple of 16 and W rows
+// with packed elements (ops.c); rows past N and columns past M are loaded
+// clamped and not stored. W in slot 0, X in slot 1.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+layout(local_size_x = 8) in;
+#include "common.glsl"
+#include "dequant.glsl"
+
+uint nb0_w; // W's bytes per block (per element for the float types)
+
+// 8 bytes (two words) from a 2-aligned byte address of W: three word loads
+// and a select per lane, so rows of either alignment share one path.
+uvec2 rd8(uint byte)
+{
+    uint i = byte >> 2;
+    bool odd = (byte & 2u) != 0u;
+    uint w0 = rd(0u, i), w1 = rd(0u, i + 1u), w2 = rd(0u, odd ? i + 2u : i + 1u);
+    return odd ? uvec2((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16)) : uvec2(w0, w1);
+}
+uvec4 rd16(uint byte)
+{
+    uint i = byte >> 2;
+    bool odd = (byte & 2u) != 0u;
+    uint w0 = rd(0u, i), w1 = rd(0u, i + 1u), w2 = rd(0u, i + 2u), w3 = rd(0u, i + 3u);
+    uint w4 = rd(0u, odd ? i + 4u : i + 3u);
+    return odd ? uvec4((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16), (w2 >> 16) | (w3 << 16),
+                       (w3 >> 16) | (w4 << 16))
+               : uvec4(w0, w1, w2, w3);
+}
+
+// Row-relative element offsets of step p's two groups of 8.
+uvec2 groups(uint p)
+{
+    if (WTYPE == T_Q4_0 || WTYPE == T_Q4_1 || WTYPE == T_Q5_0 || WTYPE == T_Q5_1 ||
+        WTYPE == T_IQ4_NL) {
+        // Bytes 8s .. 8s + 7 of a block's nibbles: low elements 8s + i,
+        // high 16 + 8s + i.
+        uint e = (p >> 1) * 32u + (p & 1u) * 8u;
+        return uvec2(e, e + 16u);
+    }
+    if (WTYPE == T_Q4_K || WTYPE == T_Q5_K) {
+        // Chunk c of 64 (qs bytes 32c ..): low nibbles 64c + l, high 64c + 32 + l.
+        uint e = (p >> 4) * 256u + ((p >> 2) & 3u) * 64u + (p & 3u) * 8u;
+        return uvec2(e, e + 32u);
+    }
+    if (WTYPE == T_Q6_K) {
+        // Half h, quarter qp and qp + 2 (one ql byte's two nibbles).
+        uint e = (p >> 4) * 256u + ((p >> 3) & 1u) * 128u + ((p >> 2) & 1u) * 32u + (p & 3u) * 8u;
+        return uvec2(e, e + 64u);
+    }
+    return uvec2(p * 16u, p * 16u + 8u);
+}
+
+// Element k of the row at byte `row` (the types without a decoder below).
+float welem(uint row, uint k)
+{
+    uint bs = wbs();
+    if (bs == 1u) return ld(0u, row + k * nb0_w, WTYPE);
+    return wblk(row + (k / bs) * nb0_w, k % bs);
+}
+
+// Step p's packed words of the row at byte `row` (q, q2) and its scales (s).
+void wstep(uint row, uint p, out uvec4 q, out uvec4 q2, out vec4 s)
+{
+    q = uvec4(0u);
+    q2 = uvec4(0u);
+    s = vec4(0.0);
+    if (WTYPE == T_Q4_0) {
+        uint blk = row + (p >> 1) * 18u;
+        q.xy = rd8(blk + 2u + (p & 1u) * 8u);
+        s.x = f16(rd_u16(0u, blk));
+    } else if (WTYPE == T_Q8_0) {
+        uint blk = row + (p >> 1) * 34u;
+        q = rd16(blk + 2u + (p & 1u) * 16u);
+        s.x = f16(rd_u16(0u, blk));
+    } else if (WTYPE == T_Q4_K) {
+        // d, dmin, 12 scale bytes, then qs: sub-blocks 2c (low nibbles)
+        // and 2c + 1 (high).
+        uint blk = row + (p >> 4) * 144u, c = (p >> 2) & 3u;
+        uvec4 h = rd16(blk);
+        q.xy = rd8(blk + 16u + c * 32u + (p & 3u) * 8u);
+        vec2 dm = unpackHalf2x16(h.x);
+        uint j0 = 2u * c, j1 = j0 + 1u;
+        // Scale byte x of the 12 at h.y .. h.w.
+#define SB(x) ((h[1u + ((x) >> 2)] >> (8u * ((x) & 3u))) & 255u)
+        float sc0, m0, sc1, m1;
+        if (c < 2u) {
+            sc0 = float(SB(j0) & 63u); m0 = float(SB(j0 + 4u) & 63u);
+            sc1 = float(SB(j1) & 63u); m1 = float(SB(j1 + 4u) & 63u);
+        } else {
+            sc0 = float((SB(j0 + 4u) & 15u) | ((SB(j0 - 4u) >> 6) << 4));
+            m0 = float((SB(j0 + 4u) >> 4) | ((SB(j0) >> 6) << 4));
+            sc1 = float((SB(j1 + 4u) & 15u) | ((SB(j1 - 4u) >> 6) << 4));
+            m1 = float((SB(j1 + 4u) >> 4) | ((SB(j1) >> 6) << 4));
+        }
+#undef SB
+        s = vec4(dm.x * sc0, dm.y * m0, dm.x * sc1, dm.y * m1);
+    } else if (WTYPE == T_Q6_K) {
+        // ql[128] qh[64] scales[16] d.
+        uint blk = row + (p >> 4) * 210u, hf = (p >> 3) & 1u, qp = (p >> 2) & 1u, l8 = (p & 3u) * 8u;
+        q.xy = rd8(blk + hf * 64u + qp * 32u + l8);
+        q.zw = rd8(blk + 128u + hf * 32u + l8);
+        uint si = blk + 192u + hf * 8u + (l8 >> 4) + qp * 2u;
+        float d = f16(rd_u16(0u, blk + 208u));
+        s.x = d * float(rd_i8(0u, si));
+        s.y = d * float(rd_i8(0u, si + 4u));
+    } else if (WTYPE == T_F16) {
+        q = rd16(row + p * 32u);
+        q2 = rd16(row + p * 32u + 16u);
+    }
+}
+
+// Nibbles at shift sh of the four bytes of w, as floats.
+vec4 nib4(uint w, uint sh) { return vec4((uvec4(w) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u); }
+// The four signed bytes of w.
+vec4 i8x4(uint w) { return vec4((ivec4(w) << ivec4(24, 16, 8, 0)) >> 24); }
+
+// Group g (0, 1) of step p: elements e .. e + 7 (e = groups(p)[g]) of the row.
+void wdec(uvec4 q, uvec4 q2, vec4 s, uint g, uint p, uint row, uint e, out vec4 lo, out vec4 hi)
+{
+    if (WTYPE == T_Q4_0) {
+        lo = (nib4(q.x, 4u * g) - 8.0) * s.x;
+        hi = (nib4(q.y, 4u * g) - 8.0) * s.x;
+    } else if (WTYPE == T_Q8_0) {
+        lo = i8x4(g == 0u ? q.x : q.z) * s.x;
+        hi = i8x4(g == 0u ? q.y : q.w) * s.x;
+    } else if (WTYPE == T_Q4_K) {
+        float a = g == 0u ? s.x : s.z, b = g == 0u ? s.y : s.w;
+        lo = nib4(q.x, 4u * g) * a - b;
+        hi = nib4(q.y, 4u * g) * a - b;
+    } else if (WTYPE == T_Q6_K) {
+        uint hs = 2u * ((p >> 2) & 1u) + 4u * g;
+        float a = g == 0u ? s.x : s.y;
+        uvec4 sh = uvec4(0u, 8u, 16u, 24u);
+        uvec4 l0 = (uvec4(q.x) >> (sh + 4u * g)) & 15u, l1 = (uvec4(q.y) >> (sh + 4u * g)) & 15u;
+        uvec4 h0 = (uvec4(q.z) >> (sh + hs)) & 3u, h1 = (uvec4(q.w) >> (sh + hs)) & 3u;
+        lo = (vec4(l0 | (h0 << 4)) - 32.0) * a;
+        hi = (vec4(l1 | (h1 << 4)) - 32.0) * a;
+    } else if (WTYPE == T_F16) {
+        uvec4 w = g == 0u ? q : q2;
+        lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+    } else {
+        lo = vec4(welem(row, e), welem(row, e + 1u), welem(row, e + 2u), welem(row, e + 3u));
+        hi = vec4(welem(row, e + 4u), welem(row, e + 5u), welem(row, e + 6u), welem(row, e + 7u));
+    }
+}
+
+// One element i of a group: X element e + i of columns 0-3 (bA) and 4-7
+// (bB) from lane i, times the rows' weights TL[j] (rows 0-3) and TH[j]
+// (rows 4-7). A00[r] holds row r's four sums for columns 0-3.
+#ifdef BP_MMC_ONE
+#define ELEM(I, TL, TH, J)                                                                       \
+    {                                                                                            \
+        float b = subgroupBroadcast(xa, I);                                                      \
+        R0 += TL[J] * b;                                                                         \
+        R1 += TH[J] * b;                                                                         \
+    }
+#else
+#define ELEM(I, TL, TH, J)                                                                       \
+    {                                                                                            \
+        vec4 bA = subgroupBroadcast(xa, I), bB = subgroupBroadcast(xb, I);                       \
+        A00 += outerProduct(bA, TL[J]);                                                          \
+        A01 += outerProduct(bB, TL[J]);                                                          \
+        A10 += outerProduct(bA, TH[J]);                                                          \
+        A11 += outerProduct(bB, TH[J]);                                                          \
+    }
+#endif
+
+// Row r's step words and scales.
+#define WSTEP(R) uvec4 q##R, v##R; vec4 s##R; wstep(row##R, p, q##R, v##R, s##R);
+#define WDEC(R, G, E) vec4 l##R, h##R; wdec(q##R, v##R, s##R, G, p, row##R, E, l##R, h##R);
+
+// Row n0 + lane + 8 R's sums for columns 0-3 (CA) and 4-7 (CB).
+#define STORE(R, CA, CB)                                                                         \
+    {                                                                                            \
+        uint n = n0 + lane + 8u * R;                                                             \
+        vec4 ca = CA, cb = CB;                                                                   \
+        if (n < N)                                                                               \
+            [[unroll]] for (uint c = 0u; c < 4u; c++) {                                          \
+                uint o = ob + n * onb0 + (m0 + c) * onb1;                                        \
+                if (m0 + c < M) b4.d[o >> 2] = floatBitsToUint(ca[c]);                           \
+                if (m0 + 4u + c < M) b4.d[(o + 4u * onb1) >> 2] = floatBitsToUint(cb[c]);        \
+            }                                                                                    \
+    }
+
+void main()
+{
+    uint lane = gl_SubgroupInvocationID;
+    uint N = tne(OUT, 0u), M = tne(OUT, 1u), K = tne(0u, 0u);
+#ifdef BP_MMC_ONE
+    uint n0 = gl_WorkGroupID.x * VK_MMC_ROWS, m0 = gl_WorkGroupID.y;
+#else
+    uint n0 = gl_WorkGroupID.x * VK_MMC_ROWS, m0 = gl_WorkGroupID.y * VK_MMC_COLS;
+#endif
+    uint z = gl_WorkGroupID.z, i2 = z % tne(OUT, 2u), i3 = z / tne(OUT, 2u);
+    uint r2 = tne(1u, 2u) / tne(0u, 2u), r3 = tne(1u, 3u) / tne(0u, 3u);
+    nb0_w = tnb(0u, 0u);
+    uint wbase = at(0u, 0u, 0u, i2 / r2, i3 / r3), wrs = tnb(0u, 1u);
+    uint row0 = wbase + min(n0 + lane, N - 1u) * wrs;
+    uint row1 = wbase + min(n0 + lane + 8u, N - 1u) * wrs;
+    uint row2 = wbase + min(n0 + lane + 16u, N - 1u) * wrs;
+    uint row3 = wbase + min(n0 + lane + 24u, N - 1u) * wrs;
+    uint row4 = wbase + min(n0 + lane + 32u, N - 1u) * wrs;
+    uint row5 = wbase + min(n0 + lane + 40u, N - 1u) * wrs;
+    uint row6 = wbase + min(n0 + lane + 48u, N - 1u) * wrs;
+    uint row7 = wbase + min(n0 + lane + 56u, N - 1u) * wrs;
+    // X columns m0 .. m0 + 7 (clamped), as word indices of element 0.
+    uint xw = at(1u, 0u, 0u, i2, i3) >> 2, xcs = tnb(1u, 1u) >> 2;
+    uint x0 = xw + min(m0, M - 1u) * xcs, x1 = xw + min(m0 + 1u, M - 1u) * xcs;
+    uint x2 = xw + min(m0 + 2u, M - 1u) * xcs, x3 = xw + min(m0 + 3u, M - 1u) * xcs;
+    uint x4 = xw + min(m0 + 4u, M - 1u) * xcs, x5 = xw + min(m0 + 5u, M - 1u) * xcs;
+    uint x6 = xw + min(m0 + 6u, M - 1u) * xcs, x7 = xw + min(m0 + 7u, M - 1u) * xcs;
+#ifdef BP_MMC_ONE
+    vec4 R0 = vec4(0.0), R1 = vec4(0.0);
+#else
+    mat4 A00 = mat4(0.0), A01 = mat4(0.0), A10 = mat4(0.0), A11 = mat4(0.0);
+#endif
+    for (uint p = 0u; p < K / 16u; p++) {
+        uvec2 e = groups(p);
+        WSTEP(0) WSTEP(1) WSTEP(2) WSTEP(3) WSTEP(4) WSTEP(5) WSTEP(6) WSTEP(7)
+        [[unroll]] for (uint g = 0u; g < 2u; g++) {
+            uint k = e[g] + lane;
+#ifdef BP_MMC_ONE
+            float xa = uintBitsToFloat(rd(1u, x0 + k));
+#else
+            vec4 xa = vec4(uintBitsToFloat(rd(1u, x0 + k)), uintBitsToFloat(rd(1u, x1 + k)),
+                           uintBitsToFloat(rd(1u, x2 + k)), uintBitsToFloat(rd(1u, x3 + k)));
+            vec4 xb = vec4(uintBitsToFloat(rd(1u, x4 + k)), uintBitsToFloat(rd(1u, x5 + k)),
+                           uintBitsToFloat(rd(1u, x6 + k)), uintBitsToFloat(rd(1u, x7 + k)));
+#endif
+            WDEC(0, g, e[g]) WDEC(1, g, e[g]) WDEC(2, g, e[g]) WDEC(3, g, e[g])
+            WDEC(4, g, e[g]) WDEC(5, g, e[g]) WDEC(6, g, e[g]) WDEC(7, g, e[g])
+            // TL[i]: rows 0-3 at element i (i < 4), TH: rows 4-7; U for i >= 4.
+            mat4 TL = transpose(mat4(l0, l1, l2, l3)), TH = transpose(mat4(l4, l5, l6, l7));
+            mat4 UL = transpose(mat4(h0, h1, h2, h3)), UH = transpose(mat4(h4, h5, h6, h7));
+            ELEM(0u, TL, TH, 0) ELEM(1u, TL, TH, 1) ELEM(2u, TL, TH, 2) ELEM(3u, TL, TH, 3)
+            ELEM(4u, UL, UH, 0) ELEM(5u, UL, UH, 1) ELEM(6u, UL, UH, 2) ELEM(7u, UL, UH, 3)
+        }
+    }
+    uint ob = at(OUT, 0u, 0u, i2, i3), onb0 = tnb(OUT, 0u), onb1 = tnb(OUT, 1u);
+#ifdef BP_MMC_ONE
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+        uint n = n0 + lane + 8u * r;
+        float v = r < 4u ? R0[r & 3u] : R1[r & 3u];
+        if (n < N) b4.d[(ob + n * onb0 + m0 * onb1) >> 2] = floatBitsToUint(v);
+    }
+#else
+    STORE(0u, A00[0], A01[0]) STORE(1u, A00[1], A01[1]) STORE(2u, A00[2], A01[2])
+    STORE(3u, A00[3], A01[3]) STORE(4u, A10[0], A11[0]) STORE(5u, A10[1], A11[1])
+    STORE(6u, A10[2], A11[2]) STORE(7u, A10[3], A11[3])
+#endif
+}
