@@ -262,8 +262,10 @@ bp_status bp_run_model_builtin(const char *name, const struct bp_run_builtin_opt
     for (size_t i = 0; i < N_CONFIGS; i++)
         if (!strcmp(configs[i].name, name)) cfg = &configs[i];
     if (!cfg) {
-        snprintf(err, cap, "there is no built-in model '%s'; the built-in models are "
-                 "builtin:test, builtin:tiny and builtin:1b.", name);
+        int at = snprintf(err, cap, "there is no built-in model '%s'; the built-in models are", name);
+        for (size_t i = 0; i < N_CONFIGS && at > 0 && (size_t)at < cap; i++)
+            at += snprintf(err + at, cap - (size_t)at, "%s builtin:%s", i ? "," : "", configs[i].name);
+        if (at > 0 && (size_t)at < cap) snprintf(err + at, cap - (size_t)at, ".");
         return BP_ERR_NOT_FOUND;
     }
     const struct bp_run_builtin_options dflt = { .weight_type = BP_TYPE_F32, .seed = 1 };

@@ -156,7 +156,7 @@ static void run_task(struct cpu_graph_job *job, struct cpu_compute_params *p,
  * conversion), that thread claims it before starting the step and sets
  * *next to s+1: a chain of small nodes then runs on the core that holds
  * their data, and a waiting thread, which would win the race for the task
- * half the time, no longer pulls each node's input to its own core. */
+ * half the time, does not pull each node's input to its own core. */
 static void finish_task(struct cpu_graph_job *job, const struct cpu_step *st, int32_t s,
                         int64_t n, int32_t *next)
 {
