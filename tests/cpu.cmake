@@ -27,7 +27,7 @@ target_compile_definitions(test_cpu_fast PRIVATE _GNU_SOURCE
   BP_TEST_PLUGIN_DIR="${BP_PLUGIN_OUTPUT_DIR}")
 target_include_directories(test_cpu_fast PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_SOURCE_DIR}/plugins/cpu)
-target_link_libraries(test_cpu_fast PRIVATE backplane PkgConfig::CHECK Threads::Threads
+target_link_libraries(test_cpu_fast PRIVATE backplane bp_check Threads::Threads
   ${CMAKE_DL_LIBS} m)
 add_dependencies(test_cpu_fast bp_plugin_cpu)
 # The scalar registration carries the target's name, so valgrind.cmake
@@ -49,28 +49,17 @@ endforeach()
 add_executable(test_cpu_abi test_cpu_abi.c)
 target_compile_definitions(test_cpu_abi PRIVATE _GNU_SOURCE
   BP_TEST_PLUGIN_DIR="${BP_PLUGIN_OUTPUT_DIR}")
-target_link_libraries(test_cpu_abi PRIVATE backplane_abi PkgConfig::CHECK Threads::Threads
+target_link_libraries(test_cpu_abi PRIVATE backplane_abi bp_check Threads::Threads
   ${CMAKE_DL_LIBS} m)
 add_dependencies(test_cpu_abi bp_plugin_cpu)
 add_test(NAME test_cpu_abi COMMAND test_cpu_abi)
 set_tests_properties(test_cpu_abi PROPERTIES ENVIRONMENT "${BP_TEST_ENV}" TIMEOUT 600)
 
 # ---- kernels of each ISA build against the scalar references ----
-set(BP_CPU_KERNEL_SOURCES
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/kernels.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/quants_ref.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_ref.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_x86.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/dot_neon.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/repack.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx512.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_amx.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_float_x86.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/gemm_avx2.c
-  ${CMAKE_SOURCE_DIR}/plugins/cpu/kernels/prefetch.c)
+get_property(BP_CPU_KERNEL_SOURCES GLOBAL PROPERTY BP_CPU_KERNEL_SOURCES)
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
-  add_executable(test_cpu_kernels_${v} test_cpu_kernels.c ${BP_CPU_KERNEL_SOURCES}
+  add_executable(test_cpu_kernels_${v} test_cpu_kernels.c $<TARGET_OBJECTS:bp_cpu_kernels_${v}>
     ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c)
   target_include_directories(test_cpu_kernels_${v} PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
   target_compile_definitions(test_cpu_kernels_${v} PRIVATE _GNU_SOURCE)
@@ -85,7 +74,7 @@ endforeach()
 # rows, output stride) against a double dot, once per variant.
 foreach(v ${BP_CPU_VARIANTS})
   get_property(flags GLOBAL PROPERTY BP_CPU_FLAGS_${v})
-  add_executable(test_cpu_x8_${v} test_cpu_x8.c ${BP_CPU_KERNEL_SOURCES}
+  add_executable(test_cpu_x8_${v} test_cpu_x8.c $<TARGET_OBJECTS:bp_cpu_kernels_${v}>
     ${CMAKE_SOURCE_DIR}/plugins/cpu/cpu_features.c)
   target_include_directories(test_cpu_x8_${v} PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cpu)
   target_compile_definitions(test_cpu_x8_${v} PRIVATE _GNU_SOURCE)

@@ -50,7 +50,7 @@ add_test(NAME test_run_plan_meta_vulkan COMMAND test_run_plan meta-vulkan)
 set_tests_properties(test_run_plan_meta_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "${BP_TEST_ENV}")
 # builtin:tiny on vulkan0 (lavapipe) and on meta:cpu,vulkan0, to the prompt
-# and one decode step: about a minute of CPU time each for the seven types and the q4_K_M mix.
+# and one decode step, for F16, Q4_0 and the q4_K_M mix.
 foreach(mode vulkan-tiny meta-vulkan-tiny)
   string(REPLACE "-" "_" name ${mode})
   add_test(NAME test_run_plan_${name} COMMAND test_run_plan ${mode})

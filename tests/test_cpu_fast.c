@@ -621,20 +621,20 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_forced_variant_is_the_one_loaded);
     tcase_add_test(tc, test_score_entries_agree_with_the_machine);
-    tcase_add_loop_test(tc, test_mul_mat_matches_dequantized_reference_in_every_chunk_regime, 0,
-                        N_WEIGHT_TYPES);
-    tcase_add_loop_test(tc, test_mul_mat_broadcasts_weights_over_batches, 0, N_WEIGHT_TYPES);
-    tcase_add_loop_test(tc, test_get_rows_of_every_quantized_type_is_bp_dequantize_of_the_row, 0,
-                        N_WEIGHT_TYPES);
-    tcase_add_loop_test(tc, test_float_mul_mat_with_many_rows_matches_reference_at_every_tile_edge,
-                        0, (int)(sizeof float_types / sizeof float_types[0]));
+    tcase_add_loop_test_thinned(tc, test_mul_mat_matches_dequantized_reference_in_every_chunk_regime, 0,
+                                N_WEIGHT_TYPES);
+    tcase_add_loop_test_thinned(tc, test_mul_mat_broadcasts_weights_over_batches, 0, N_WEIGHT_TYPES);
+    tcase_add_loop_test_thinned(tc, test_get_rows_of_every_quantized_type_is_bp_dequantize_of_the_row, 0,
+                                N_WEIGHT_TYPES);
+    tcase_add_loop_test_thinned(tc, test_float_mul_mat_with_many_rows_matches_reference_at_every_tile_edge,
+                                0, (int)(sizeof float_types / sizeof float_types[0]));
     tcase_add_test(tc, test_many_small_graphs_in_a_row_are_all_correct);
     tcase_add_test(tc, test_abort_callback_cancels_mid_graph_and_the_pool_stays_usable);
     tcase_add_test(tc, test_thread_count_changed_between_graphs_keeps_results);
-    tcase_add_loop_test(tc, test_repacked_tensor_gives_back_every_byte_range_set, 0,
-                        (int)(sizeof repack_types / sizeof repack_types[0]));
-    tcase_add_loop_test(tc, test_mul_mat_with_repacked_weights_matches_dequantized_reference, 0,
-                        (int)(sizeof repack_types / sizeof repack_types[0]));
+    tcase_add_loop_test_thinned(tc, test_repacked_tensor_gives_back_every_byte_range_set, 0,
+                                (int)(sizeof repack_types / sizeof repack_types[0]));
+    tcase_add_loop_test_thinned(tc, test_mul_mat_with_repacked_weights_matches_dequantized_reference, 0,
+                                (int)(sizeof repack_types / sizeof repack_types[0]));
     tcase_add_test(tc, test_ops_other_than_mul_mat_refuse_repacked_weights);
     suite_add_tcase(s, tc);
     return run_suite(s);
