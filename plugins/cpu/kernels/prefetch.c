@@ -21,8 +21,14 @@ struct cpu_x8_prefetch cpu_x8_prefetch_bytes = { 4096, 2048 };
  * sessions: 16384 / 4096 streamed 6.9-7.0 -> 9.5-10.3 GB/s (0.47-0.65 ->
  * 0.68-0.92 of the read) in 3 of 3 pairs, and 0.96 against 0.58 at 4096 /
  * 2048 and 0.71 at 8192 / 4096 in a sweep; Q5_0 split (1 pair of 3 faster,
- * within the load's noise). Zen 3/4 keep the Intel distances: not measured
- * here. */
+ * within the load's noise). `scripts/prefetch-sweep.sh` over whole decodes
+ * (`run --bandwidth`, Q4_K_S, Q6_K, IQ4_XS, Q5_K_M, 2-3 alternating rounds,
+ * load average 8-12, read probe 7-23 GB/s) could not rank 4096 / 2048,
+ * 8192 / 4096, 16384 / 4096 and 32768 / 8192 (medians 0.66-0.73 of the
+ * read, ranges 0.50-0.95 each); only an L1 distance of 8 KiB (16384 / 8192)
+ * came last for all four types (median 0.61). So 16384 / 4096 stays, as
+ * fitted on Q4_0 above, and the L1 distance stays at 4 KiB or less. Zen 3/4
+ * keep the Intel distances: not measured here. */
 static const struct {
     const char *vendor;
     unsigned family;
