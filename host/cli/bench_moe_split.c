@@ -261,7 +261,8 @@ static double time_allreduce(struct bp_device *dev, struct bp_backend *be, int64
     struct bp_buffer *buf = NULL;
     double t = -1;
     if (bp_context_new(4, &c) == BP_OK) {
-        struct bp_tensor *s = bp_add(c, bp_tensor_new_2d(c, BP_TYPE_F32, E, n_tok), bp_tensor_new_2d(c, BP_TYPE_F32, E, n_tok));
+        struct bp_tensor *s = bp_add(c, bp_tensor_new_2d(c, BP_TYPE_F32, E, n_tok),
+                                     bp_tensor_new_2d(c, BP_TYPE_F32, E, n_tok));
         if (s && bp_graph_new(4, &g) == BP_OK && bp_graph_build(g, s) == BP_OK &&
             bp_context_alloc_tensors(c, bp_device_buffer_type(dev), NULL, &buf) == BP_OK &&
             time_graph(be, g) >= 0) {
@@ -356,7 +357,8 @@ int bench_moe_split(const struct bench_opts *o)
         for (int k = 0; ok && k < 2; k++) ok = time_layout(be, parts[p][k], phases[p].steps, warm) >= 0;
         if (ok) ok = (t_ar[p] = time_allreduce(dev, be, l.n_embd, nt)) > 0;
         if (!ok) {
-            fprintf(stderr, "bench moe_split: could not build or run a %s graph: %s\n", phases[p].name, bp_last_error());
+            fprintf(stderr, "bench moe_split: could not build or run a %s graph: %s\n", phases[p].name,
+                    bp_last_error());
             goto out;
         }
     }
@@ -395,7 +397,8 @@ int bench_moe_split(const struct bench_opts *o)
             fmax(share[p][1][0], share[p][1][1]) / (share[p][1][0] + share[p][1][1])};
         if (o->json)
             printf("{\"mode\":\"moe_split\",\"phase\":\"%s\",\"tokens\":%lld,\"steps\":%d,\"rows_ms\":%.4f,"
-                   "\"experts_ms\":%.4f,\"allreduce_ms\":%.4f,\"experts_over_rows\":%.4f,\"min\":%.4f,\"max\":%.4f,\"experts_over_even_rows\":%.4f,"
+                   "\"experts_ms\":%.4f,\"allreduce_ms\":%.4f,\"experts_over_rows\":%.4f,\"min\":%.4f,"
+                   "\"max\":%.4f,\"experts_over_even_rows\":%.4f,"
                    "\"rows_busier_share\":%.3f,\"experts_busier_share\":%.3f,\"pairs\":[%lld,%lld]}\n",
                    phases[p].name, (long long)phases[p].n_tok, phases[p].steps, bench_median_of(ms[p][0], rounds),
                    bench_median_of(ms[p][1], rounds), t_ar[p] * 1e3, bench_median_of(ratio[p], rounds), lo, hi,
@@ -403,7 +406,8 @@ int bench_moe_split(const struct bench_opts *o)
                    (long long)pairs[p][1]);
         else
             printf("  %-7s %3lld token(s) x %2d steps: rows %8.3f ms  experts %8.3f ms  (all-reduce %.3f ms)  "
-                   "experts / rows %.3f (%.3f-%.3f), / rows cut evenly %.3f; busier device's share of the time: rows %.2f, experts %.2f; "
+                   "experts / rows %.3f (%.3f-%.3f), / rows cut evenly %.3f; "
+                   "busier device's share of the time: rows %.2f, experts %.2f; "
                    "pairs routed to each half of the experts %lld / %lld\n",
                    phases[p].name, (long long)phases[p].n_tok, phases[p].steps, bench_median_of(ms[p][0], rounds),
                    bench_median_of(ms[p][1], rounds), t_ar[p] * 1e3, bench_median_of(ratio[p], rounds), lo, hi,
