@@ -42,6 +42,7 @@ int bench_sched(const struct bench_opts *o);
 int bench_allreduce(const struct bench_opts *o);
 int bench_tokenize(const struct bench_opts *o);
 int bench_batch(const struct bench_opts *o);
+int bench_moe_split(const struct bench_opts *o);
 
 /* The streaming-read bandwidth probe: a buffer of `bytes` allocated and
  * written once, then read by n threads, each its own contiguous slice (the

@@ -19,6 +19,8 @@ static const struct bench_mode bench_modes[] = {
       bench_tokenize },
     { "batch", "aggregate decode tokens/s of --model at 1, 2, 4, 8 sequences (one batch)",
       bench_batch },
+    { "moe_split", "one MoE layer of --model on 2 devices: experts cut by rows vs whole experts each",
+      bench_moe_split },
 };
 #define N_MODES (sizeof bench_modes / sizeof bench_modes[0])
 
@@ -57,7 +59,15 @@ static void help(void)
          "prompts; --reps steps (default 28) per count and round, --rounds R\n"
          "(default 3) with the counts alternating; prints aggregate tokens/s\n"
          "(median and range) and the speed-up over one sequence.\n"
-         "scripts/batch-vs-llamacpp.py alternates it with llama.cpp's batched decode.");
+         "scripts/batch-vs-llamacpp.py alternates it with llama.cpp's batched decode.\n\n"
+         "moe_split takes layer 0 of a mixture-of-experts --model and times the two\n"
+         "ways of putting its experts on two devices with --device's MUL_MAT_ID on\n"
+         "one thread: every expert cut by rows (as meta's split table does) against\n"
+         "each device holding half the experts whole and computing only the pairs\n"
+         "routed to it (the file's router on embeddings); a step is the slower\n"
+         "device plus the all-reduce. Decode: --reps steps of one token (default\n"
+         "32); prefill: 4 steps of -M tokens (default 64); --rounds R (default 5)\n"
+         "alternating the layouts.");
 }
 
 static bool parse_i64(const char *s, int64_t lo, int64_t *out)

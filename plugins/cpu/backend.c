@@ -411,7 +411,7 @@ bp_status cpu_backend_init(struct bp_device *dev, const char *params, struct bp_
         cpu_log(pl, BP_LOG_ERROR, "could not allocate a cpu backend; free memory.");
         return BP_ERR_OUT_OF_MEMORY;
     }
-    bp_status st = cpu_pool_new(nth, cpu_default_poll_us(pl), &cb->pool);
+    bp_status st = cpu_pool_new(nth, cpu_default_poll_us(pl), cpu_poll_adapts(pl), &cb->pool);
     if (st != BP_OK) {
         cpu_log(pl, BP_LOG_ERROR, "could not start %d worker threads for a cpu backend; lower "
                 "BACKPLANE_CPU_THREADS.", nth - 1);
@@ -444,7 +444,7 @@ bp_status cpu_backend_set_n_threads(struct bp_backend *b, int n_threads)
         /* Fewer threads: stop the surplus workers (a new, smaller pool) so
          * that the threads a caller gave back are really gone. */
         struct cpu_pool *pool;
-        st = cpu_pool_new(n_threads, cpu_default_poll_us(cb->pl), &pool);
+        st = cpu_pool_new(n_threads, cpu_default_poll_us(cb->pl), cpu_poll_adapts(cb->pl), &pool);
         if (st == BP_OK) {
             cpu_pool_free(cb->pool);
             cb->pool = pool;

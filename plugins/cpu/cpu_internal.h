@@ -62,6 +62,8 @@ int cpu_default_threads(struct cpu_plugin *pl);
 /* BACKPLANE_CPU_POLL (microseconds) when set and valid, else
  * CPU_POOL_DEFAULT_POLL_US. */
 int cpu_default_poll_us(struct cpu_plugin *pl);
+/* false when BACKPLANE_CPU_POLL_ADAPT is 0: the spin stays fixed. */
+bool cpu_poll_adapts(struct cpu_plugin *pl);
 /* How long a waiting worker spins before it sleeps. A sleeping worker's
  * wake-up took 3 us to 4 ms on a 2-vCPU VM (median tens of us), and one op's
  * threads can wait on each other for a chunk's time (50-200 us at decode),
@@ -109,8 +111,9 @@ void cpu_backends_free_all(struct cpu_plugin *pl);
 /* threadpool.c — a persistent pool; the calling thread takes part as thread 0. */
 typedef void (*cpu_job_fn)(void *arg, int ith, int nth);
 /* Start n_threads - 1 workers (n_threads >= 1); waiting threads spin for
- * poll_us microseconds before they sleep. */
-bp_status cpu_pool_new(int n_threads, int poll_us, struct cpu_pool **out);
+ * poll_us microseconds before they sleep, and with adapt skip the spin for
+ * a while after they see the process's threads descheduled. */
+bp_status cpu_pool_new(int n_threads, int poll_us, bool adapt, struct cpu_pool **out);
 /* Change the thread count of the next jobs (starts workers when it grows). */
 bp_status cpu_pool_set_n_threads(struct cpu_pool *pool, int n_threads);
 /* Join the workers and free the pool (NULL is a no-op). */

@@ -80,6 +80,12 @@ int cpu_default_poll_us(struct cpu_plugin *pl)
     return CPU_POOL_DEFAULT_POLL_US;
 }
 
+bool cpu_poll_adapts(struct cpu_plugin *pl)
+{
+    const char *s = cpu_getenv(pl, "BACKPLANE_CPU_POLL_ADAPT");
+    return !(s && !strcmp(s, "0"));
+}
+
 void cpu_live_add(struct cpu_plugin *pl, struct cpu_live *node, struct cpu_live *ring)
 {
     pthread_mutex_lock(&pl->live_mu);

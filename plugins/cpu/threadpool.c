@@ -17,16 +17,36 @@
  * wake-up latency, while an idle backend costs nothing after the budget.
  * Spinning assumes a core per thread: where more threads than cores run,
  * a spinner holds off the thread it waits for, which is why meta and dist
- * devices split the CPUs between their CPU backends. Wake-ups are only
- * broadcast when someone is asleep (`sleepers`, sequentially consistent
- * with the word it waits on, so no wake-up is lost).
+ * devices split the CPUs between their CPU backends.
+ *
+ * The spin adapts to a shared machine (unless BACKPLANE_CPU_POLL_ADAPT=0):
+ * when other processes want the cores, the kernel's autogroup scheduling
+ * gives this process's threads one share together, so a spinner burns the
+ * time of the very thread it waits for. Two signs show it: a spinner whose
+ * clock jumps by more than CPU_POOL_GAP_US between two looks was itself
+ * descheduled, and the driving thread counts its involuntary context
+ * switches over each job. Either one makes every waiter of the pool sleep
+ * at once for the next CPU_POOL_CALM_US; each new sign extends that, and
+ * the first wait after it spins again, so a machine that went quiet gets
+ * its spin back within that time.
+ *
+ * Wake-ups are only broadcast when someone is asleep (`sleepers`,
+ * sequentially consistent with the word it waits on, so no wake-up is lost).
  */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cpu_internal.h"
+
+/* A gap this long between two looks at the clock in a spin (64 pauses,
+ * well under 10 us on any core) means the spinner was descheduled. */
+#define CPU_POOL_GAP_US 200
+/* How long waiters sleep at once after a sign of oversubscription: long
+ * against a decode step's hand-offs, short against a change of load. */
+#define CPU_POOL_CALM_US 100000
 
 struct cpu_worker {
     struct cpu_pool *pool;
@@ -44,6 +64,8 @@ struct cpu_pool {
     int cur_nth;               /* threads of the running job */
     int n_workers;             /* started */
     int poll_us;               /* how long a waiter spins before it sleeps */
+    bool adapt;                /* skip the spin while calm_until is ahead */
+    _Atomic uint64_t calm_until; /* now_us() before which waiters sleep at once */
     uint64_t seq;
     cpu_job_fn fn;
     void *arg;
@@ -69,13 +91,33 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+static void note_descheduled(struct cpu_pool *pool, uint64_t t)
+{
+    if (pool->adapt)
+        atomic_store_explicit(&pool->calm_until, t + CPU_POOL_CALM_US, memory_order_relaxed);
+}
+
+/* Involuntary context switches of the calling thread so far (0 where the
+ * system does not count them per thread). */
+static long involuntary_switches(void)
+{
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0)
+        return ru.ru_nivcsw;
+#endif
+    return 0;
+}
+
 static uint64_t wait_change(struct cpu_pool *pool, _Atomic uint64_t *word, uint64_t old)
 {
     uint64_t v;
-    if (pool->poll_us > 0) {
+    uint64_t t = pool->poll_us > 0 ? now_us() : 0;
+    if (pool->poll_us > 0 &&
+        !(pool->adapt && t < atomic_load_explicit(&pool->calm_until, memory_order_relaxed))) {
         /* the clock is read once per 64 pauses: a pause takes 10-50 ns
          * depending on the core, so the budget is kept in time */
-        const uint64_t end = now_us() + (uint64_t)pool->poll_us;
+        const uint64_t end = t + (uint64_t)pool->poll_us;
         do {
             for (int i = 0; i < 64; i++) {
                 v = atomic_load_explicit(word, memory_order_acquire);
@@ -83,7 +125,13 @@ static uint64_t wait_change(struct cpu_pool *pool, _Atomic uint64_t *word, uint6
                     return v;
                 cpu_relax();
             }
-        } while (now_us() < end);
+            const uint64_t t1 = now_us();
+            if (t1 - t > CPU_POOL_GAP_US) {
+                note_descheduled(pool, t1);
+                break;
+            }
+            t = t1;
+        } while (t < end);
     }
     atomic_fetch_add(&pool->sleepers, 1);
     pthread_mutex_lock(&pool->mu);
@@ -173,7 +221,7 @@ void cpu_pool_free(struct cpu_pool *pool)
     free(pool);
 }
 
-bp_status cpu_pool_new(int n_threads, int poll_us, struct cpu_pool **out)
+bp_status cpu_pool_new(int n_threads, int poll_us, bool adapt, struct cpu_pool **out)
 {
     *out = NULL;
     if (n_threads < 1 || n_threads > 4096)
@@ -183,6 +231,7 @@ bp_status cpu_pool_new(int n_threads, int poll_us, struct cpu_pool **out)
         return BP_ERR_OUT_OF_MEMORY;
     pool->nth = n_threads;
     pool->poll_us = poll_us < 0 ? 0 : poll_us;
+    pool->adapt = adapt;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     bp_status st = start_workers(pool, n_threads);
@@ -217,6 +266,11 @@ void cpu_pool_run(struct cpu_pool *pool, cpu_job_fn fn, void *arg)
         fn(arg, 0, 1);
         return;
     }
+    /* one system call each side of a job: against a job of many nodes on
+     * several threads it is noise, and it sees a preemption that no spin
+     * of this job happened to catch */
+    const bool watch = pool->adapt && pool->poll_us > 0;
+    const long sw0 = watch ? involuntary_switches() : 0;
     pool->fn = fn;
     pool->arg = arg;
     pool->seq++;
@@ -225,6 +279,8 @@ void cpu_pool_run(struct cpu_pool *pool, cpu_job_fn fn, void *arg)
     fn(arg, 0, pool->nth);
     /* Every worker has left fn when this returns. */
     cpu_pool_barrier(pool);
+    if (watch && involuntary_switches() != sw0)
+        note_descheduled(pool, now_us());
 }
 
 void cpu_pool_barrier(struct cpu_pool *pool)
