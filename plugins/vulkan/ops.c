@@ -308,3 +308,19 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC) p->shader = VK_SH_MUL_MAT_VEC_SG;
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC_ID) p->shader = VK_SH_MUL_MAT_VEC_ID_SG;
 }
+
+int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *t, enum vk_shader sh[2],
+                    int *wtype)
+{
+    struct vk_dispatch p;
+    vk_plan_node(d, t, &p);
+    *wtype = p.wtype;
+    sh[0] = p.shader;
+    if (t->op != BP_OP_MUL_MAT) return 1;
+    switch (p.shader) {
+    case VK_SH_MUL_MAT_CPU: sh[1] = VK_SH_MUL_MAT_CPU1; return 2;
+    case VK_SH_MUL_MAT_CPU1: sh[1] = VK_SH_MUL_MAT_CPU; return 2;
+    case VK_SH_MUL_MAT: sh[1] = d->subgroup_arith ? VK_SH_MUL_MAT_VEC_SG : VK_SH_MUL_MAT_VEC; return 2;
+    default: sh[1] = VK_SH_MUL_MAT; return 2;   /* a mat-vec build */
+    }
+}
