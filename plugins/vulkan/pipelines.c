@@ -24,6 +24,7 @@ const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_MUL_MAT_VEC_ID] = "mul_mat_vec_id", [VK_SH_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
     [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg", [VK_SH_FLASH_ATTN_WIDE] = "flash_attn_wide",
     [VK_SH_MUL_MAT_CPU] = "mul_mat_cpu", [VK_SH_MUL_MAT_CPU1] = "mul_mat_cpu1",
+    [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu",
 };
 
 bp_status vk_pipelines_init(struct vk_dev *d)
