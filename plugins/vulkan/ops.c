@@ -249,15 +249,19 @@ static void plan_rope(const struct bp_tensor *t, uint32_t mode, struct vk_dispat
     grid((uint64_t)bp_nelements(t), 128, p->groups);
 }
 /* A workgroup per query row: on a CPU device with mul_mat_cpu's subgroups
- * one subgroup (flash_attn_cpu.comp) for heads up to VK_FAC_MAX_D, else 64
+ * one subgroup (flash_attn_cpu.comp) for heads up to VK_FAC_MAX_D and K, V
+ * of one type, else 64
  * invocations (flash_attn.comp); heads above VK_FA_MAX_D an invocation per
  * output element (flash_attn_wide.comp). */
 static void plan_flash_attn(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     p->aux[0] = t->src[3] != NULL; /* has a mask */
     p->aux[1] = mode;
-    if (p->mm_cpu && t->src[0]->ne[0] <= VK_FAC_MAX_D && t->src[2]->ne[0] <= VK_FAC_MAX_D) {
+    const struct bp_tensor *k = t->src[1], *v = t->src[2];
+    if (p->mm_cpu && k->type == v->type && t->src[0]->ne[0] <= VK_FAC_MAX_D &&
+        v->ne[0] <= VK_FAC_MAX_D) {
         p->shader = VK_SH_FLASH_ATTN_CPU;
+        p->wtype = k->type; /* the shader's K and V type (specialisation) */
         grid((uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]), 1, p->groups);
     } else if (t->src[0]->ne[0] <= VK_FA_MAX_D && t->src[2]->ne[0] <= VK_FA_MAX_D) {
         grid((uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]), 1, p->groups);

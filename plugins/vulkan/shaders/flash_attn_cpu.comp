@@ -9,11 +9,15 @@
 // is loaded once. The block's largest score rescales the running sums
 // (online softmax); its weights reach every lane by broadcast and lane l
 // accumulates output elements l, l + 8, ... Masked keys (score -inf) add
-// nothing. Slots, mode words and output as flash_attn.comp.
+// nothing. Slots, mode words and output as flash_attn.comp. K and V share
+// one type, the specialisation constant KVT: such a driver runs both sides
+// of a branch it cannot fold, so a load through a type read at run time
+// would cost one load per type.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 layout(local_size_x = 8) in;
 #include "common.glsl"
+layout(constant_id = 1) const uint KVT = 0u;
 
 #define NE (VK_FAC_MAX_D / 8u)
 // M(c) for each lane c (subgroupBroadcast wants a constant lane).
@@ -22,7 +26,7 @@ layout(local_size_x = 8) in;
 #define QK(C)                                                                                    \
     {                                                                                            \
         float qe = subgroupBroadcast(q[i], C);                                                   \
-        if (8u * i + C < D) dot += qe * ld(1u, kr + (8u * i + C) * kb0, kt);                     \
+        if (8u * i + C < D) dot += qe * ld(1u, kr + (8u * i + C) * kb0, KVT);                     \
     }
 #define BMAX(C) bm = max(bm, subgroupBroadcast(s, C));
 // Key j0 + C's weight times its value row, into this lane's elements.
@@ -35,7 +39,7 @@ layout(local_size_x = 8) in;
             [[unroll]] for (uint i = 0u; i < NE; i++) {                                          \
                 if (8u * i >= DV) break;                                                         \
                 uint e = lane + 8u * i;                                                          \
-                if (e < DV) acc[i] += w * ld(2u, vr + e * vb0, vt);                              \
+                if (e < DV) acc[i] += w * ld(2u, vr + e * vb0, KVT);                              \
             }                                                                                    \
         }                                                                                        \
     }
@@ -52,7 +56,7 @@ void main()
     float scale = pf(0u);
     bool capped = aux(1u) == VK_ATTN_SOFTCAP;
     float cap = capped ? pf(1u) : 1.0;
-    uint kb0 = tnb(1u, 0u), kt = ttype(1u), vb0 = tnb(2u, 0u), vt = ttype(2u);
+    uint kb0 = tnb(1u, 0u), vb0 = tnb(2u, 0u);
     uint mr = hm ? at(3u, 0u, iq, h % tne(3u, 2u), b % tne(3u, 3u)) : 0u;
     uint qr = at(0u, 0u, iq, h, b);
     float q[NE], acc[NE];
