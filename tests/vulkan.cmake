@@ -35,3 +35,10 @@ set_tests_properties(vulkan_check PROPERTIES ENVIRONMENT "${BP_TEST_ENV}" TIMEOU
 # Under ASan these run with leak detection on, like every suite: the
 # drivers stay resident (vk_loader.c), so lavapipe's process-wide
 # allocations remain reachable and are not reported.
+
+# The pipeline cache file between processes (written, loaded, bad files
+# ignored).
+add_test(NAME vulkan_pipeline_cache COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/vulkan_pipeline_cache.sh
+  $<TARGET_FILE:backplane_cli>)
+set_tests_properties(vulkan_pipeline_cache PROPERTIES ENVIRONMENT "${BP_TEST_ENV}" TIMEOUT 300
+  SKIP_RETURN_CODE 77)

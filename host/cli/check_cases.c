@@ -623,6 +623,19 @@ static const struct check_template templates[] = {
     {.op = BP_OP_FLASH_ATTN_EXT, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {288, 2, 2, 1},
      .b = {288, 70, 1}, .variant = WITH_MASK, .build = build_flash_attn,
      .desc = "q[288,2,2] kv[288,70,1] GQA mask"},
+    /* FLASH_ATTN_EXT at the Vulkan plugin's switch between its one-subgroup
+     * kernel for CPU devices (heads up to 128, eight elements a lane) and
+     * the 64-invocation one: the largest head the first takes, the next
+     * size up, and heads that are not a multiple of eight. */
+    {.op = BP_OP_FLASH_ATTN_EXT, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {128, 2, 2, 1},
+     .b = {128, 11, 1}, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[128,2,2] kv[128,11,1] GQA mask"},
+    {.op = BP_OP_FLASH_ATTN_EXT, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {136, 2, 2, 1},
+     .b = {136, 11, 1}, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[136,2,2] kv[136,11,1] GQA mask"},
+    {.op = BP_OP_FLASH_ATTN_EXT, .types = F32 | F16, .type2 = BP_TYPE_F32, .a = {36, 3, 2, 1},
+     .b = {44, 9, 2}, .variant = WITH_MASK, .build = build_flash_attn,
+     .desc = "q[36,3,2] k[36,9,2] v[44,9,2] mask"},
 };
 
 #define MAX_CASES 1024

@@ -248,13 +248,22 @@ static void plan_rope(const struct bp_tensor *t, uint32_t mode, struct vk_dispat
     }
     grid((uint64_t)bp_nelements(t), 128, p->groups);
 }
-/* A workgroup per query row (flash_attn.comp); heads above VK_FA_MAX_D an
- * invocation per output element (flash_attn_wide.comp). */
+/* A workgroup per query row: on a CPU device with mul_mat_cpu's subgroups
+ * one subgroup (flash_attn_cpu.comp) for heads up to VK_FAC_MAX_D and K, V
+ * of one type, else 64
+ * invocations (flash_attn.comp); heads above VK_FA_MAX_D an invocation per
+ * output element (flash_attn_wide.comp). */
 static void plan_flash_attn(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     p->aux[0] = t->src[3] != NULL; /* has a mask */
     p->aux[1] = mode;
-    if (t->src[0]->ne[0] <= VK_FA_MAX_D && t->src[2]->ne[0] <= VK_FA_MAX_D) {
+    const struct bp_tensor *k = t->src[1], *v = t->src[2];
+    if (p->mm_cpu && k->type == v->type && t->src[0]->ne[0] <= VK_FAC_MAX_D &&
+        v->ne[0] <= VK_FAC_MAX_D) {
+        p->shader = VK_SH_FLASH_ATTN_CPU;
+        p->wtype = k->type; /* the shader's K and V type (specialisation) */
+        grid((uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]), 1, p->groups);
+    } else if (t->src[0]->ne[0] <= VK_FA_MAX_D && t->src[2]->ne[0] <= VK_FA_MAX_D) {
         grid((uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]), 1, p->groups);
     } else {
         p->shader = VK_SH_FLASH_ATTN_WIDE;
@@ -307,4 +316,20 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     r->plan(t, r->mode, p);
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC) p->shader = VK_SH_MUL_MAT_VEC_SG;
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC_ID) p->shader = VK_SH_MUL_MAT_VEC_ID_SG;
+}
+
+int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *t, enum vk_shader sh[2],
+                    int *wtype)
+{
+    struct vk_dispatch p;
+    vk_plan_node(d, t, &p);
+    *wtype = p.wtype;
+    sh[0] = p.shader;
+    if (t->op != BP_OP_MUL_MAT) return 1;
+    switch (p.shader) {
+    case VK_SH_MUL_MAT_CPU: sh[1] = VK_SH_MUL_MAT_CPU1; return 2;
+    case VK_SH_MUL_MAT_CPU1: sh[1] = VK_SH_MUL_MAT_CPU; return 2;
+    case VK_SH_MUL_MAT: sh[1] = d->subgroup_arith ? VK_SH_MUL_MAT_VEC_SG : VK_SH_MUL_MAT_VEC; return 2;
+    default: sh[1] = VK_SH_MUL_MAT; return 2;   /* a mat-vec build */
+    }
 }

@@ -1,8 +1,11 @@
 /*
  * pipelines.c — one descriptor-set layout and pipeline layout per device
  * (six storage buffers: four sources, the output, the parameter blocks; one
- * push-constant word), and compute pipelines made on first use and cached
- * for the device's lifetime, by shader and MUL_MAT weight type. Each shader
+ * push-constant word), and compute pipelines cached for the device's
+ * lifetime by shader and MUL_MAT weight type: made when supports_op first
+ * meets a node that needs them (the scheduler asks while it plans a graph,
+ * before the graph runs), else on first use, through the device's
+ * VkPipelineCache (pipeline_cache.c). Each shader
  * comes in two builds; a device uses the native 16-bit one (<name>_f16s)
  * when it enabled storageBuffer16BitAccess (vk_device.c).
  */
@@ -21,10 +24,12 @@ const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_MUL_MAT_VEC_ID] = "mul_mat_vec_id", [VK_SH_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
     [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg", [VK_SH_FLASH_ATTN_WIDE] = "flash_attn_wide",
     [VK_SH_MUL_MAT_CPU] = "mul_mat_cpu", [VK_SH_MUL_MAT_CPU1] = "mul_mat_cpu1",
+    [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu",
 };
 
 bp_status vk_pipelines_init(struct vk_dev *d)
 {
+    vk_pcache_open(d);
     const struct vk_fns *f = &d->pl->fn;
     VkDescriptorSetLayoutBinding b[VK_SLOTS + 1];
     for (uint32_t i = 0; i < VK_SLOTS + 1; i++)
@@ -72,6 +77,7 @@ void vk_pipelines_free(struct vk_dev *d)
     for (int s = 0; s < VK_SH_COUNT; s++)
         for (int t = 0; t < BP_TYPE_COUNT; t++)
             if (d->pipes[s][t]) f->vkDestroyPipeline(d->device, d->pipes[s][t], NULL);
+    vk_pcache_close(d);
     if (d->layout) f->vkDestroyPipelineLayout(d->device, d->layout, NULL);
     if (d->dsl) f->vkDestroyDescriptorSetLayout(d->device, d->dsl, NULL);
     if (d->dummy) f->vkDestroyBuffer(d->device, d->dummy, NULL);
@@ -124,8 +130,9 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
                            .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main",
                            .pSpecializationInfo = &si },
                 .layout = d->layout };
-            r = f->vkCreateComputePipelines(d->device, VK_NULL_HANDLE, 1, &cci, NULL,
+            r = f->vkCreateComputePipelines(d->device, d->pcache, 1, &cci, NULL,
                                             &d->pipes[sh][wtype]);
+            if (r == VK_SUCCESS) d->pcache_dirty = true;
             f->vkDestroyShaderModule(d->device, mod, NULL);
         }
         if (r != VK_SUCCESS) {
@@ -138,4 +145,16 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
     *out = d->pipes[sh][wtype];
     pthread_mutex_unlock(&d->pipe_mu);
     return st;
+}
+
+void vk_pipelines_warm(struct vk_dev *d, const struct bp_tensor *node)
+{
+    if (bp_op_is_view((enum bp_op)node->op)) return;
+    enum vk_shader sh[2];
+    int wtype;
+    const int n = vk_node_shaders(d, node, sh, &wtype);
+    for (int i = 0; i < n; i++) {
+        VkPipeline unused;
+        (void)vk_pipeline_get(d, sh[i], wtype, &unused);
+    }
 }

@@ -92,7 +92,10 @@ static struct bp_buffer_type *dev_get_buffer_type(struct bp_device *dev)
 
 static bool dev_supports_op(struct bp_device *dev, const struct bp_tensor *node)
 {
-    return vk_supports_node(vk_dev_of(dev), node);
+    struct vk_dev *d = vk_dev_of(dev);
+    if (!vk_supports_node(d, node)) return false;
+    vk_pipelines_warm(d, node);
+    return true;
 }
 
 static bool dev_supports_buft(struct bp_device *dev, struct bp_buffer_type *buft)

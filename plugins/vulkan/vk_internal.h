@@ -41,6 +41,7 @@ static_assert(VK_PB_SLOT * VK_SLOTS <= VK_PB_OPP && VK_PB_OPP + VK_PB_N_OPP <= V
     X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout)            \
     X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)                      \
     X(vkCreateComputePipelines) X(vkDestroyPipeline)                          \
+    X(vkCreatePipelineCache) X(vkDestroyPipelineCache) X(vkGetPipelineCacheData) \
     X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) \
     X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)                     \
     X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) \
@@ -80,7 +81,7 @@ enum vk_shader {
     VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
-    VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1,
+    VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1, VK_SH_FLASH_ATTN_CPU,
     VK_SH_COUNT
 };
 
@@ -124,6 +125,8 @@ struct vk_dev {
     VkPipelineLayout layout;
     pthread_mutex_t pipe_mu;
     VkPipeline pipes[VK_SH_COUNT][BP_TYPE_COUNT]; /* by shader and weight type */
+    VkPipelineCache pcache;            /* pipeline_cache.c; VK_NULL_HANDLE: none */
+    bool pcache_dirty;                 /* pipelines were made since it was loaded */
     VkBuffer dummy;                    /* bound to unused slots */
     VkDeviceMemory dummy_mem;
     /* For synchronous staging transfers of buffer set/get (non-mappable memory). */
@@ -213,6 +216,17 @@ void vk_pipelines_free(struct vk_dev *d);
 /* The pipeline of shader sh for weight type wtype (0 unless MUL_MAT), made
  * on first use and cached for the device's lifetime. */
 bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipeline *out);
+/* Makes the pipelines a supported node will use (supports_op calls it, so
+ * the scheduler's planning makes them before the first graph runs, as a
+ * driver that compiles at pipeline creation wants). Failures are left for
+ * graph_compute to report. */
+void vk_pipelines_warm(struct vk_dev *d, const struct bp_tensor *node);
+
+/* ---- pipeline_cache.c: the VkPipelineCache on disk ---- */
+/* Creates d->pcache, from the cache file when there is a valid one. */
+void vk_pcache_open(struct vk_dev *d);
+/* Writes the file when pipelines were made, then destroys d->pcache. */
+void vk_pcache_close(struct vk_dev *d);
 
 /* Workgroup size of mul_mat_vec's shared-memory build (a power of two,
  * at most 64). */
@@ -234,6 +248,11 @@ struct vk_dispatch {
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */
 void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *node, struct vk_dispatch *out);
+/* The shaders a supported non-view node may take, whatever its column
+ * count: a MUL_MAT planned at one M also runs at others (prefill, decode).
+ * Returns how many were written to sh (at most 2). */
+int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *node, enum vk_shader sh[2],
+                    int *wtype);
 
 /* ---- profile.c: per-dispatch time from timestamp queries ---- */
 struct vk_prof_tag {

@@ -62,5 +62,9 @@
  * shared memory, V's elements in four registers per invocation of 64.
  * Larger heads go to flash_attn_wide.comp. */
 #define VK_FA_MAX_D 256u
+/* Largest head size flash_attn_cpu.comp holds (CPU devices with
+ * mul_mat_cpu): VK_FAC_MAX_D / 8 query and output elements in registers
+ * per lane. Larger heads go to flash_attn.comp. */
+#define VK_FAC_MAX_D 128u
 
 #endif
