@@ -18,12 +18,14 @@
 # Every stage runs even when an earlier one failed; the last line says which
 # failed and the exit status is non-zero if any did. BP_JOBS overrides -j;
 # BP_CMAKE_ARGS adds configure options to every build (e.g. -DBP_WERROR=OFF).
-# BP_PLAIN_TESTS=1 adds the uninstrumented run of stage 1.
+# BP_PLAIN_TESTS=1 adds the uninstrumented run of stage 1. The trees share
+# their compiled shaders through build-spirv/ (BP_SPIRV_CACHE_DIR).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 jobs=${BP_JOBS:-$(nproc)}
 read -r -a extra_args <<<"${BP_CMAKE_ARGS:-}"
+extra_args+=("-DBP_SPIRV_CACHE_DIR=$PWD/build-spirv")
 start=$SECONDS
 passed=()
 failed=()

@@ -201,6 +201,7 @@ check_history() {
     local told='\b[Ii]ssue #?[0-9]+|\b[Ii]ssues #[0-9]+|\b[Ss]essions? [0-9]+|\b[Pp]reviously\b|\b[Ss]uperseded\b'
     told+='|\b([Ww]e|[Ii]t|[Tt]his|[Tt]hat|[Ww]hich) used to\b|\b[Nn]ew:|\b[Ww]as [^ ,]+, now\b'
     told+='|\b(was|were) added\b|\b([Tt]his|[Pp]revious|[Nn]ext|[Ee]arlier) (round|session)\b'
+    told+="|\\b[Tt]he issue[']s\\b|\\b[Bb]efore (that|the|this) chang[e]|\\bnew / ol[d]\\b"
     # Figures carry their commit and date in docs/performance.md, and only there.
     local stamped='\b[Cc]ommit [0-9a-f]{7,}|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b'
     local hits

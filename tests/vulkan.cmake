@@ -18,12 +18,15 @@ set_tests_properties(test_vulkan_graphs PROPERTIES SKIP_RETURN_CODE 77)
 # The ABI 1.2 weight types: MUL_MAT on both shaders and GET_ROWS against
 # bp_quant_ref.h's dequantizers, on both 16-bit paths (blocks of 22 and 18
 # bytes put their f16 scales at every 2-byte position of a packed word).
-bp_add_check_test(test_vulkan_quant SOURCES test_vulkan_quant.c device_gate.c)
+# One process for all cases (CK_FORK=no), as for every device's cases
+# (bp_add_device_cases): lavapipe compiles each pipeline with LLVM, seconds
+# a type, and a forked case would compile them all again.
+bp_add_check_test(test_vulkan_quant SOURCES test_vulkan_quant.c device_gate.c ENV CK_FORK=no)
 add_dependencies(test_vulkan_quant bp_plugin_vulkan)
 set_tests_properties(test_vulkan_quant PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME test_vulkan_quant_packed_words COMMAND test_vulkan_quant)
 set_tests_properties(test_vulkan_quant_packed_words PROPERTIES
-  ENVIRONMENT "${BP_TEST_ENV};BACKPLANE_VULKAN_F16_STORAGE=0" SKIP_RETURN_CODE 77 TIMEOUT 600)
+  ENVIRONMENT "${BP_TEST_ENV};CK_FORK=no;BACKPLANE_VULKAN_F16_STORAGE=0" SKIP_RETURN_CODE 77 TIMEOUT 600)
 
 # Every op x type x shape of the check harness against the CPU reference,
 # on the native and the packed-word 16-bit paths.
