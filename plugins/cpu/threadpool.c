@@ -126,7 +126,7 @@ static uint64_t wait_change(struct cpu_pool *pool, _Atomic uint64_t *word, uint6
                 cpu_relax();
             }
             const uint64_t t1 = now_us();
-            if (t1 - t > CPU_POOL_GAP_US) {
+            if (pool->adapt && t1 - t > CPU_POOL_GAP_US) {
                 note_descheduled(pool, t1);
                 break;
             }
