@@ -38,7 +38,9 @@ by llama.cpp, say) instead of a built-in model; --types is then not read.
 same version, every layer offloaded: llama.cpp's default) on Vulkan device
 0 (GGML_VK_VISIBLE_DEVICES=0; Mesa's lavapipe where it is the only one)
 against `backplane run --device vulkan0`; --threads then only sets the
-host threads of both.
+host threads of both. That backend returns from llama_decode while the
+graph still runs, so llamacpp_bench ends each prefill's clock after
+llama_synchronize, when the logits are there.
 """
 import argparse
 import json

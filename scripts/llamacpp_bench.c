@@ -52,6 +52,7 @@ typedef struct batch (*batch_get_one_fn)(int32_t *tokens, int32_t n);
 typedef int32_t (*decode_fn)(void *ctx, struct batch b);
 typedef float *(*logits_ith_fn)(void *ctx, int32_t i);
 typedef void (*set_threads_fn)(void *ctx, int32_t n, int32_t n_batch);
+typedef void (*synchronize_fn)(void *ctx);
 typedef void *(*get_memory_fn)(void *ctx);
 typedef void (*memory_clear_fn)(void *mem, _Bool data);
 typedef const void *(*get_vocab_fn)(const void *model);
@@ -189,6 +190,7 @@ int main(int argc, char **argv)
     SYM(decode_fn, llama_decode);
     SYM(logits_ith_fn, llama_get_logits_ith);
     SYM(set_threads_fn, llama_set_n_threads);
+    SYM(synchronize_fn, llama_synchronize);
     SYM(get_memory_fn, llama_get_memory);
     SYM(memory_clear_fn, llama_memory_clear);
     SYM(get_vocab_fn, llama_model_get_vocab);
@@ -247,6 +249,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "llamacpp_bench: the prefill failed.\n");
             return 1;
         }
+        /* llama_decode may return with the graph still running on a GPU
+         * backend (ggml's Vulkan one does); the prefill ends when its
+         * results are there, as backplane's does. */
+        llama_synchronize_(ctx);
         const double t = now() - t0;
         if (r == 0) t_first = t;
         else warm[r - 1] = t;
