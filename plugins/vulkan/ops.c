@@ -189,7 +189,10 @@ static bool mm_cpu_fits(const struct bp_tensor *t)
 /* On a CPU device with mul_mat_cpu, that kernel: VK_MMC_ROWS rows x one
  * column (mul_mat_cpu1) or VK_MMC_COLS columns per workgroup. Otherwise
  * few columns go to mul_mat_vec (VK_MMV_ROWS rows x VK_MMV_COLS columns
- * per workgroup), more to mul_mat.comp's VK_MM_BN x VK_MM_BM tiles. */
+ * per workgroup), more to mul_mat.comp's tiles: the largest the device
+ * takes that the product fills at least half of in both directions (a
+ * larger tile reads each weight for more columns, a smaller one leaves
+ * fewer invocations idle and makes more workgroups). */
 static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
@@ -206,8 +209,14 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
                  (uint64_t)((t->ne[1] + VK_MMV_COLS - 1) / VK_MMV_COLS) *
                  (uint64_t)(t->ne[2] * t->ne[3]), 1, p->groups);
     } else {
-        p->groups[0] = (uint32_t)((t->ne[0] + VK_MM_BN - 1) / VK_MM_BN);
-        p->groups[1] = (uint32_t)((t->ne[1] + VK_MM_BM - 1) / VK_MM_BM);
+        int k = p->mm_tiles - 1;
+        while (k > 0 && (2 * t->ne[0] <= (int64_t)vk_mm_tiles[k].bn ||
+                         2 * t->ne[1] <= (int64_t)vk_mm_tiles[k].bm))
+            k--;
+        const struct vk_mm_tile *tile = &vk_mm_tiles[k > 0 ? k : 0];
+        p->shader = tile->sh;
+        p->groups[0] = (uint32_t)((t->ne[0] + tile->bn - 1) / tile->bn);
+        p->groups[1] = (uint32_t)((t->ne[1] + tile->bm - 1) / tile->bm);
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     }
 }
@@ -313,6 +322,7 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     p->shader = r->shader;
     p->mmv_max_m = d->software ? VK_MMV_MAX_M_CPU : VK_MMV_MAX_M_GPU;
     p->mm_cpu = d->mm_cpu;
+    p->mm_tiles = d->mm_tiles;
     r->plan(t, r->mode, p);
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC) p->shader = VK_SH_MUL_MAT_VEC_SG;
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC_ID) p->shader = VK_SH_MUL_MAT_VEC_ID_SG;
@@ -329,7 +339,9 @@ int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *t, enum vk_s
     switch (p.shader) {
     case VK_SH_MUL_MAT_CPU: sh[1] = VK_SH_MUL_MAT_CPU1; return 2;
     case VK_SH_MUL_MAT_CPU1: sh[1] = VK_SH_MUL_MAT_CPU; return 2;
-    case VK_SH_MUL_MAT: sh[1] = d->subgroup_arith ? VK_SH_MUL_MAT_VEC_SG : VK_SH_MUL_MAT_VEC; return 2;
+    case VK_SH_MUL_MAT:
+    case VK_SH_MUL_MAT_M:
+    case VK_SH_MUL_MAT_L: sh[1] = d->subgroup_arith ? VK_SH_MUL_MAT_VEC_SG : VK_SH_MUL_MAT_VEC; return 2;
     default: sh[1] = VK_SH_MUL_MAT; return 2;   /* a mat-vec build */
     }
 }

@@ -120,6 +120,39 @@ const struct bp_device_iface vk_device_iface = {
 
 /* ---- creation ---- */
 
+/* How many of vk_mm_tiles the device takes: those whose invocations and
+ * shared memory its limits allow; a CPU device the smallest (its
+ * workgroups run on few cores, and a larger tile only makes fewer of
+ * them). BACKPLANE_VULKAN_MM_TILE=s|m|l caps it, within the limits. */
+static void choose_mm_tiles(struct vk_plugin *pl, struct vk_dev *d)
+{
+    const VkPhysicalDeviceLimits *l = &d->props.limits;
+    const uint32_t elem = d->use_f16_tiles ? 2 : 4;
+    int fit = 0;
+    while (fit < VK_MM_TILES) {
+        const struct vk_mm_tile *t = &vk_mm_tiles[fit];
+        const uint32_t wg = vk_mm_tile_wg(t);
+        if (wg > l->maxComputeWorkGroupInvocations || wg > l->maxComputeWorkGroupSize[0] ||
+            VK_MM_BK * (t->bn + t->bm) * elem > l->maxComputeSharedMemorySize)
+            break;
+        fit++;
+    }
+    if (fit == 0) fit = 1; /* the small tile is within every device's minimum limits */
+    d->mm_tiles = d->software ? 1 : fit;
+    const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_MM_TILE");
+    if (env && *env) {
+        static const char *const names[VK_MM_TILES] = { "s", "m", "l" };
+        int want = 0;
+        while (want < VK_MM_TILES && strcmp(env, names[want]) != 0) want++;
+        if (want == VK_MM_TILES)
+            vk_log(pl, BP_LOG_WARN, "BACKPLANE_VULKAN_MM_TILE='%s' is not s, m or l; ignored.", env);
+        else if (want + 1 > fit)
+            vk_log(pl, BP_LOG_WARN, "BACKPLANE_VULKAN_MM_TILE=%s is beyond what %s's limits allow; "
+                   "using %s.", env, d->props.deviceName, names[fit - 1]);
+        d->mm_tiles = want == VK_MM_TILES ? d->mm_tiles : want + 1 > fit ? fit : want + 1;
+    }
+}
+
 static void probe(struct vk_plugin *pl, struct vk_dev *d)
 {
     const struct vk_fns *f = &pl->fn;
@@ -166,6 +199,12 @@ static void probe(struct vk_plugin *pl, struct vk_dev *d)
         d->shader_f16 = v12.shaderFloat16;
         d->shader_int8 = v12.shaderInt8;
     }
+
+    /* mul_mat.comp's tiles in float16_t where the device computes in it
+     * (BACKPLANE_VULKAN_F16_TILES=0: in float). */
+    const char *f16t = vk_getenv(pl, "BACKPLANE_VULKAN_F16_TILES");
+    d->use_f16_tiles = d->shader_f16 && !(f16t && strcmp(f16t, "0") == 0);
+    choose_mm_tiles(pl, d);
 
     f->vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
     for (uint32_t i = 0; i < d->mem.memoryHeapCount; i++)
@@ -224,8 +263,12 @@ static bp_status create_logical(struct vk_plugin *pl, struct vk_dev *d, char *wh
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                     .queueFamilyIndex = d->queue_family, .queueCount = 1,
                                     .pQueuePriorities = &prio };
+    VkPhysicalDeviceShaderFloat16Int8Features fi = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .shaderFloat16 = d->use_f16_tiles };
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = d->use_f16_tiles ? &fi : NULL,
         .storageBuffer16BitAccess = d->use_f16_storage };
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = &s16, .queueCreateInfoCount = 1,
