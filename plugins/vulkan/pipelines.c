@@ -25,7 +25,7 @@ const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg", [VK_SH_FLASH_ATTN_WIDE] = "flash_attn_wide",
     [VK_SH_MUL_MAT_CPU] = "mul_mat_cpu", [VK_SH_MUL_MAT_CPU1] = "mul_mat_cpu1",
     [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu", [VK_SH_MUL_MAT_M] = "mul_mat_m",
-    [VK_SH_MUL_MAT_L] = "mul_mat_l",
+    [VK_SH_MUL_MAT_L] = "mul_mat_l", [VK_SH_MUL_MAT_VEC_Q8] = "mul_mat_vec_q8",
 };
 
 /* 12, 24 and 32 KiB of shared memory in float (half in float16_t); 64,
@@ -142,16 +142,20 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
              * a tile's sizes. */
             const bool sg = sh == VK_SH_MUL_MAT_VEC_SG || sh == VK_SH_MUL_MAT_VEC_ID_SG;
             uint32_t sc[5] = { sg ? d->subgroup_size : VK_MMV_WG, (uint32_t)wtype, 0, 0, 0 };
+            uint32_t n_sc = 2;
             if (tile) {
                 sc[0] = vk_mm_tile_wg(tile);
                 sc[2] = tile->bn, sc[3] = tile->bm, sc[4] = tile->tm;
+                n_sc = 5;
+            } else if (sh == VK_SH_MUL_MAT_VEC_Q8) {
+                sc[2] = d->mmq_max_blocks;
+                n_sc = 3;
             }
             VkSpecializationMapEntry me[5];
             for (uint32_t i = 0; i < 5; i++)
                 me[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
-            VkSpecializationInfo si = { .mapEntryCount = tile ? 5 : 2, .pMapEntries = me,
-                                        .dataSize = tile ? sizeof sc : 2 * sizeof sc[0],
-                                        .pData = sc };
+            VkSpecializationInfo si = { .mapEntryCount = n_sc, .pMapEntries = me,
+                                        .dataSize = n_sc * sizeof sc[0], .pData = sc };
             VkComputePipelineCreateInfo cci = {
                 .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
                 .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,

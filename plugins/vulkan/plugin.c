@@ -167,6 +167,10 @@ static void fill_features(struct vk_plugin *pl)
         for (int t = 0, n = 0; t < d->mm_tiles && n >= 0 && (size_t)n < sizeof tiles; t++)
             n += snprintf(tiles + n, sizeof tiles - (size_t)n, "%s%ux%u", t ? " " : "",
                           vk_mm_tiles[t].bn, vk_mm_tiles[t].bm);
+        ADD(d->name, "integer_dot_product", "%d (%s)", d->int_dot,
+            d->use_int_dot ? "used: mul_mat_vec_q8 for one-column Q4_0 and Q8_0 products"
+            : !d->int_dot ? "not offered"
+            : d->int_dot_fast ? "not used: BACKPLANE_VULKAN_INT_DOT=0" : "not accelerated; not used");
         ADD(d->name, "mul_mat_tiles", "%s, in %s", tiles, d->use_f16_tiles ? "float16_t" : "float");
         ADD(d->name, "maxStorageBufferRange", "%u", l->maxStorageBufferRange);
         ADD(d->name, "max_buffer_bytes", "%zu", d->max_alloc);
