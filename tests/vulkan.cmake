@@ -28,6 +28,12 @@ add_test(NAME test_vulkan_quant_packed_words COMMAND test_vulkan_quant)
 set_tests_properties(test_vulkan_quant_packed_words PROPERTIES
   ENVIRONMENT "${BP_TEST_ENV};CK_FORK=no;BACKPLANE_VULKAN_F16_STORAGE=0" SKIP_RETURN_CODE 77 TIMEOUT 600)
 
+# The kernels a GPU takes, forced on lavapipe: mul_mat.comp's three tiles in
+# float and float16_t at shapes none of them divides, the integer dots.
+bp_add_check_test(test_vulkan_gpu_paths SOURCES test_vulkan_gpu_paths.c device_gate.c)
+add_dependencies(test_vulkan_gpu_paths bp_plugin_vulkan)
+set_tests_properties(test_vulkan_gpu_paths PROPERTIES SKIP_RETURN_CODE 77)
+
 # Every op x type x shape of the check harness against the CPU reference,
 # on the native and the packed-word 16-bit paths.
 add_test(NAME vulkan_check COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/vulkan_check.sh

@@ -189,12 +189,29 @@ static bool mm_cpu_fits(const struct bp_tensor *t)
 /* On a CPU device with mul_mat_cpu, that kernel: VK_MMC_ROWS rows x one
  * column (mul_mat_cpu1) or VK_MMC_COLS columns per workgroup. Otherwise
  * few columns go to mul_mat_vec (VK_MMV_ROWS rows x VK_MMV_COLS columns
- * per workgroup), more to mul_mat.comp's VK_MM_BN x VK_MM_BM tiles. */
+ * per workgroup), more to mul_mat.comp's tiles: the largest the device
+ * takes that the product fills at least half of in both directions (a
+ * larger tile reads each weight for more columns, a smaller one leaves
+ * fewer invocations idle and makes more workgroups). */
+/* mul_mat_vec_q8 takes one column of contiguous F32 X against Q4_0 or
+ * Q8_0 rows whose K / 32 blocks fit its shared memory. */
+static bool mmq_fits(const struct bp_tensor *t, uint32_t max_blocks)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1];
+    return t->ne[1] == 1 && (w->type == BP_TYPE_Q4_0 || w->type == BP_TYPE_Q8_0) &&
+           x->type == BP_TYPE_F32 && x->nb[0] == 4 && w->ne[0] % 32 == 0 &&
+           w->ne[0] / 32 <= (int64_t)max_blocks;
+}
+
 static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
     p->wtype = t->src[0]->type;
-    if (p->mm_cpu && mm_cpu_fits(t)) {
+    if (p->int_dot && mmq_fits(t, p->mmq_max_blocks)) {
+        p->shader = VK_SH_MUL_MAT_VEC_Q8;
+        grid((uint64_t)((t->ne[0] + VK_MMQ_ROWS - 1) / VK_MMQ_ROWS) * (uint64_t)(t->ne[2] * t->ne[3]),
+             1, p->groups);
+    } else if (p->mm_cpu && mm_cpu_fits(t)) {
         const bool one = t->ne[1] <= VK_MMC_ONE_MAX_M;
         p->shader = one ? VK_SH_MUL_MAT_CPU1 : VK_SH_MUL_MAT_CPU;
         p->groups[0] = (uint32_t)((t->ne[0] + VK_MMC_ROWS - 1) / VK_MMC_ROWS);
@@ -206,8 +223,14 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
                  (uint64_t)((t->ne[1] + VK_MMV_COLS - 1) / VK_MMV_COLS) *
                  (uint64_t)(t->ne[2] * t->ne[3]), 1, p->groups);
     } else {
-        p->groups[0] = (uint32_t)((t->ne[0] + VK_MM_BN - 1) / VK_MM_BN);
-        p->groups[1] = (uint32_t)((t->ne[1] + VK_MM_BM - 1) / VK_MM_BM);
+        int k = p->mm_tiles - 1;
+        while (k > 0 && (2 * t->ne[0] <= (int64_t)vk_mm_tiles[k].bn ||
+                         2 * t->ne[1] <= (int64_t)vk_mm_tiles[k].bm))
+            k--;
+        const struct vk_mm_tile *tile = &vk_mm_tiles[k > 0 ? k : 0];
+        p->shader = tile->sh;
+        p->groups[0] = (uint32_t)((t->ne[0] + tile->bn - 1) / tile->bn);
+        p->groups[1] = (uint32_t)((t->ne[1] + tile->bm - 1) / tile->bm);
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     }
 }
@@ -313,6 +336,9 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     p->shader = r->shader;
     p->mmv_max_m = d->software ? VK_MMV_MAX_M_CPU : VK_MMV_MAX_M_GPU;
     p->mm_cpu = d->mm_cpu;
+    p->mm_tiles = d->mm_tiles;
+    p->int_dot = d->use_int_dot;
+    p->mmq_max_blocks = d->mmq_max_blocks;
     r->plan(t, r->mode, p);
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC) p->shader = VK_SH_MUL_MAT_VEC_SG;
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC_ID) p->shader = VK_SH_MUL_MAT_VEC_ID_SG;
@@ -326,10 +352,11 @@ int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *t, enum vk_s
     *wtype = p.wtype;
     sh[0] = p.shader;
     if (t->op != BP_OP_MUL_MAT) return 1;
-    switch (p.shader) {
-    case VK_SH_MUL_MAT_CPU: sh[1] = VK_SH_MUL_MAT_CPU1; return 2;
-    case VK_SH_MUL_MAT_CPU1: sh[1] = VK_SH_MUL_MAT_CPU; return 2;
-    case VK_SH_MUL_MAT: sh[1] = d->subgroup_arith ? VK_SH_MUL_MAT_VEC_SG : VK_SH_MUL_MAT_VEC; return 2;
-    default: sh[1] = VK_SH_MUL_MAT; return 2;   /* a mat-vec build */
-    }
+    /* The same product at the other end of the column counts: decode's one
+     * column if this is a prefill, a prefill's if this is decode. */
+    struct bp_tensor other = *t;
+    other.ne[1] = t->ne[1] == 1 ? 512 : 1;
+    vk_plan_node(d, &other, &p);
+    sh[1] = p.shader;
+    return sh[1] == sh[0] ? 1 : 2;
 }

@@ -24,8 +24,25 @@ const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_MUL_MAT_VEC_ID] = "mul_mat_vec_id", [VK_SH_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
     [VK_SH_MUL_MAT_VEC_ID_SG] = "mul_mat_vec_id_sg", [VK_SH_FLASH_ATTN_WIDE] = "flash_attn_wide",
     [VK_SH_MUL_MAT_CPU] = "mul_mat_cpu", [VK_SH_MUL_MAT_CPU1] = "mul_mat_cpu1",
-    [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu",
+    [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu", [VK_SH_MUL_MAT_M] = "mul_mat_m",
+    [VK_SH_MUL_MAT_L] = "mul_mat_l", [VK_SH_MUL_MAT_VEC_Q8] = "mul_mat_vec_q8",
 };
+
+/* 12, 24 and 32 KiB of shared memory in float (half in float16_t); 64,
+ * 128 and 256 invocations. The small tile fits every device's minimum
+ * limits (16 KiB, 128 invocations). */
+const struct vk_mm_tile vk_mm_tiles[VK_MM_TILES] = {
+    { VK_SH_MUL_MAT, 64, 32, 4 },
+    { VK_SH_MUL_MAT_M, 128, 64, 8 },
+    { VK_SH_MUL_MAT_L, 128, 128, 8 },
+};
+
+static const struct vk_mm_tile *mm_tile_of(enum vk_shader sh)
+{
+    for (int i = 0; i < VK_MM_TILES; i++)
+        if (vk_mm_tiles[i].sh == sh) return &vk_mm_tiles[i];
+    return NULL;
+}
 
 bp_status vk_pipelines_init(struct vk_dev *d)
 {
@@ -99,8 +116,12 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
     pthread_mutex_lock(&d->pipe_mu);
     bp_status st = BP_OK;
     if (!d->pipes[sh][wtype]) {
+        /* The tiles are one source with their sizes as constants. */
+        const struct vk_mm_tile *tile = mm_tile_of(sh);
         char name[48];
-        snprintf(name, sizeof name, "%s%s", vk_shader_names[sh], d->use_f16_storage ? "_f16s" : "");
+        snprintf(name, sizeof name, "%s%s",
+                 tile ? (d->use_f16_tiles ? "mul_mat_f16t" : "mul_mat") : vk_shader_names[sh],
+                 d->use_f16_storage ? "_f16s" : "");
         const struct vk_spirv_blob *blob = find_blob(name);
         if (!blob) {
             pthread_mutex_unlock(&d->pipe_mu);
@@ -117,13 +138,24 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
         }
         if (r == VK_SUCCESS) {
             /* Constant 1: the weight type; 0: the workgroup size of the
-             * shaders that take it (one subgroup for the _sg builds). */
+             * shaders that take it (one subgroup for the _sg builds); 2-4:
+             * a tile's sizes. */
             const bool sg = sh == VK_SH_MUL_MAT_VEC_SG || sh == VK_SH_MUL_MAT_VEC_ID_SG;
-            uint32_t sc[2] = { sg ? d->subgroup_size : VK_MMV_WG, (uint32_t)wtype };
-            VkSpecializationMapEntry me[2] = { { .constantID = 0, .offset = 0, .size = 4 },
-                                               { .constantID = 1, .offset = 4, .size = 4 } };
-            VkSpecializationInfo si = { .mapEntryCount = 2, .pMapEntries = me,
-                                        .dataSize = sizeof sc, .pData = sc };
+            uint32_t sc[5] = { sg ? d->subgroup_size : VK_MMV_WG, (uint32_t)wtype, 0, 0, 0 };
+            uint32_t n_sc = 2;
+            if (tile) {
+                sc[0] = vk_mm_tile_wg(tile);
+                sc[2] = tile->bn, sc[3] = tile->bm, sc[4] = tile->tm;
+                n_sc = 5;
+            } else if (sh == VK_SH_MUL_MAT_VEC_Q8) {
+                sc[2] = d->mmq_max_blocks;
+                n_sc = 3;
+            }
+            VkSpecializationMapEntry me[5];
+            for (uint32_t i = 0; i < 5; i++)
+                me[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
+            VkSpecializationInfo si = { .mapEntryCount = n_sc, .pMapEntries = me,
+                                        .dataSize = n_sc * sizeof sc[0], .pData = sc };
             VkComputePipelineCreateInfo cci = {
                 .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
                 .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,

@@ -116,9 +116,16 @@ static const struct bp_registry_iface vk_registry_iface = {
 
 /* ---- features: "vulkanN.<name>" = value for every device ---- */
 
+/* The bytes one snprintf into a slot of cap took, its NUL included,
+ * whether or not it was cut short. */
+static size_t feature_len(int written, size_t cap)
+{
+    return written < 0 ? 1 : (size_t)written < cap ? (size_t)written + 1 : cap;
+}
+
 static void fill_features(struct vk_plugin *pl)
 {
-    enum { PER_DEV = 15 };
+    enum { PER_DEV = 20 };   /* at least the ADDs of one device below */
     size_t n = pl->n_devs * PER_DEV + 2;
     pl->features = calloc(n, sizeof *pl->features);
     pl->feature_strs = calloc(n, 160);
@@ -133,8 +140,9 @@ static void fill_features(struct vk_plugin *pl)
     char *s = pl->feature_strs;
 #define ADD(dn, key, ...)                                                     \
     do {                                                                      \
-        char *nm = s; s += snprintf(s, 64, "%s.%s", dn, key) + 1;             \
-        char *vl = s; s += snprintf(s, 96, __VA_ARGS__) + 1;                  \
+        if (k + 1 >= n) break; /* keep the terminator */                      \
+        char *nm = s; s += feature_len(snprintf(s, 64, "%s.%s", dn, key), 64); \
+        char *vl = s; s += feature_len(snprintf(s, 96, __VA_ARGS__), 96);      \
         pl->features[k++] = (struct bp_feature){ nm, vl };                    \
     } while (0)
     for (size_t i = 0; i < pl->n_devs; i++) {
@@ -155,6 +163,15 @@ static void fill_features(struct vk_plugin *pl)
         ADD(d->name, "subgroup_arithmetic", "%s", d->subgroup_arith ? "1 (used: subgroupAdd)" : "0");
         ADD(d->name, "mul_mat_kernel", "%s",
             d->mm_cpu ? "mul_mat_cpu (lanes share X)" : "mul_mat (shared-memory tiles)");
+        char tiles[64] = "";
+        for (int t = 0, n = 0; t < d->mm_tiles && n >= 0 && (size_t)n < sizeof tiles; t++)
+            n += snprintf(tiles + n, sizeof tiles - (size_t)n, "%s%ux%u", t ? " " : "",
+                          vk_mm_tiles[t].bn, vk_mm_tiles[t].bm);
+        ADD(d->name, "integer_dot_product", "%d (%s)", d->int_dot,
+            d->use_int_dot ? "used: mul_mat_vec_q8 for one-column Q4_0 and Q8_0 products"
+            : !d->int_dot ? "not offered"
+            : d->int_dot_fast ? "not used: BACKPLANE_VULKAN_INT_DOT=0" : "not accelerated; not used");
+        ADD(d->name, "mul_mat_tiles", "%s, in %s", tiles, d->use_f16_tiles ? "float16_t" : "float");
         ADD(d->name, "maxStorageBufferRange", "%u", l->maxStorageBufferRange);
         ADD(d->name, "max_buffer_bytes", "%zu", d->max_alloc);
         ADD(d->name, "maxComputeWorkGroupCount", "%u,%u,%u", l->maxComputeWorkGroupCount[0],

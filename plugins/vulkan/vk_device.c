@@ -120,6 +120,80 @@ const struct bp_device_iface vk_device_iface = {
 
 /* ---- creation ---- */
 
+/* How many of vk_mm_tiles the device takes: those whose invocations and
+ * shared memory its limits allow; a CPU device the smallest (its
+ * workgroups run on few cores, and a larger tile only makes fewer of
+ * them). BACKPLANE_VULKAN_MM_TILE=s|m|l caps it, within the limits. */
+static void choose_mm_tiles(struct vk_plugin *pl, struct vk_dev *d)
+{
+    const VkPhysicalDeviceLimits *l = &d->props.limits;
+    const uint32_t elem = d->use_f16_tiles ? 2 : 4;
+    int fit = 0;
+    while (fit < VK_MM_TILES) {
+        const struct vk_mm_tile *t = &vk_mm_tiles[fit];
+        const uint32_t wg = vk_mm_tile_wg(t);
+        if (wg > l->maxComputeWorkGroupInvocations || wg > l->maxComputeWorkGroupSize[0] ||
+            VK_MM_BK * (t->bn + t->bm) * elem > l->maxComputeSharedMemorySize)
+            break;
+        fit++;
+    }
+    if (fit == 0) fit = 1; /* the small tile is within every device's minimum limits */
+    d->mm_tiles = d->software ? 1 : fit;
+    const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_MM_TILE");
+    if (env && *env) {
+        static const char *const names[VK_MM_TILES] = { "s", "m", "l" };
+        int want = 0;
+        while (want < VK_MM_TILES && strcmp(env, names[want]) != 0) want++;
+        if (want == VK_MM_TILES)
+            vk_log(pl, BP_LOG_WARN, "BACKPLANE_VULKAN_MM_TILE='%s' is not s, m or l; ignored.", env);
+        else if (want + 1 > fit)
+            vk_log(pl, BP_LOG_WARN, "BACKPLANE_VULKAN_MM_TILE=%s is beyond what %s's limits allow; "
+                   "using %s.", env, d->props.deviceName, names[fit - 1]);
+        d->mm_tiles = want == VK_MM_TILES ? d->mm_tiles : want + 1 > fit ? fit : want + 1;
+    }
+}
+
+/* Integer dot products (Vulkan 1.3, or VK_KHR_shader_integer_dot_product
+ * before it): mul_mat_vec_q8 where the device says four packed signed
+ * bytes are accelerated; BACKPLANE_VULKAN_INT_DOT=1 uses them wherever the
+ * feature is there (to test them on a device that emulates them), =0
+ * nowhere. The kernel keeps a quantized column in shared memory: K / 32
+ * blocks of 36 bytes beside its 512-byte reduction. */
+static void probe_int_dot(struct vk_plugin *pl, struct vk_dev *d)
+{
+    const struct vk_fns *f = &pl->fn;
+    bool ext = false;
+    if (d->props.apiVersion < VK_API_VERSION_1_3) {
+        uint32_t n = 0;
+        f->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n, NULL);
+        VkExtensionProperties *e = n ? calloc(n, sizeof *e) : NULL;
+        if (e && f->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n, e) == VK_SUCCESS)
+            for (uint32_t i = 0; i < n && !ext; i++)
+                ext = strcmp(e[i].extensionName, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) == 0;
+        free(e);
+        if (!ext) return;
+    }
+    VkPhysicalDeviceShaderIntegerDotProductFeatures fe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                     .pNext = &fe };
+    f->vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+    VkPhysicalDeviceShaderIntegerDotProductProperties pr = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES };
+    VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                       .pNext = &pr };
+    f->vkGetPhysicalDeviceProperties2(d->phys, &p2);
+    const uint32_t shared = d->props.limits.maxComputeSharedMemorySize;
+    d->int_dot = fe.shaderIntegerDotProduct && shared > 512 + 36;
+    d->int_dot_ext = ext;
+    d->int_dot_fast = pr.integerDotProduct4x8BitPackedSignedAccelerated;
+    const uint32_t blocks = d->int_dot ? (shared - 512) / 36 : 0;
+    d->mmq_max_blocks = blocks < 1024 ? blocks : 1024;
+    const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_INT_DOT");
+    const bool force = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;
+    d->use_int_dot = d->int_dot && !off && (d->int_dot_fast || force);
+}
+
 static void probe(struct vk_plugin *pl, struct vk_dev *d)
 {
     const struct vk_fns *f = &pl->fn;
@@ -166,6 +240,13 @@ static void probe(struct vk_plugin *pl, struct vk_dev *d)
         d->shader_f16 = v12.shaderFloat16;
         d->shader_int8 = v12.shaderInt8;
     }
+
+    /* mul_mat.comp's tiles in float16_t where the device computes in it
+     * (BACKPLANE_VULKAN_F16_TILES=0: in float). */
+    const char *f16t = vk_getenv(pl, "BACKPLANE_VULKAN_F16_TILES");
+    d->use_f16_tiles = d->shader_f16 && !(f16t && strcmp(f16t, "0") == 0);
+    choose_mm_tiles(pl, d);
+    probe_int_dot(pl, d);
 
     f->vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
     for (uint32_t i = 0; i < d->mem.memoryHeapCount; i++)
@@ -224,12 +305,23 @@ static bp_status create_logical(struct vk_plugin *pl, struct vk_dev *d, char *wh
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                     .queueFamilyIndex = d->queue_family, .queueCount = 1,
                                     .pQueuePriorities = &prio };
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = VK_TRUE };
+    VkPhysicalDeviceShaderFloat16Int8Features fi = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .pNext = d->use_int_dot ? &idp : NULL,
+        .shaderFloat16 = d->use_f16_tiles };
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = &fi,
         .storageBuffer16BitAccess = d->use_f16_storage };
+    const char *ext[] = { VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME };
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = &s16, .queueCreateInfoCount = 1,
-                               .pQueueCreateInfos = &qci };
+                               .pQueueCreateInfos = &qci,
+                               .enabledExtensionCount = d->use_int_dot && d->int_dot_ext ? 1 : 0,
+                               .ppEnabledExtensionNames = ext };
     VkResult r = f->vkCreateDevice(d->phys, &dci, NULL, &d->device);
     if (r != VK_SUCCESS) {
         d->device = VK_NULL_HANDLE;

@@ -82,8 +82,23 @@ enum vk_shader {
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
     VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1, VK_SH_FLASH_ATTN_CPU,
+    VK_SH_MUL_MAT_M, VK_SH_MUL_MAT_L, VK_SH_MUL_MAT_VEC_Q8,
     VK_SH_COUNT
 };
+
+/* mul_mat.comp's tiles, smallest first: one pipeline per tile (and weight
+ * type), the sizes its specialisation constants. A device takes the
+ * first mm_tiles of them (vk_device.c: what its limits allow); a product
+ * the largest it fills at least half of (ops.c). */
+struct vk_mm_tile {
+    enum vk_shader sh;
+    uint32_t bn, bm;   /* rows of W, columns of X */
+    uint32_t tm;       /* columns per invocation (4 or 8); 8 rows each */
+};
+#define VK_MM_TILES 3
+#define VK_MM_BK 32u   /* the shader's K step */
+extern const struct vk_mm_tile vk_mm_tiles[VK_MM_TILES];
+static inline uint32_t vk_mm_tile_wg(const struct vk_mm_tile *t) { return t->bn * t->bm / (8 * t->tm); }
 
 /* ---- objects ---- */
 
@@ -112,6 +127,12 @@ struct vk_dev {
                                         * VK_MMC_LANES with subgroupBroadcast */
     bool f16_storage, int8_storage, shader_f16, shader_int8;
     bool use_f16_storage;              /* 16-bit loads/stores (else packed words) */
+    bool use_f16_tiles;                /* mul_mat.comp's tiles in float16_t (mul_mat_f16t) */
+    int mm_tiles;                      /* vk_mm_tiles this device takes (1 .. VK_MM_TILES) */
+    bool int_dot, int_dot_fast;        /* shaderIntegerDotProduct; 4x8 packed accelerated */
+    bool int_dot_ext;                  /* enabled as VK_KHR_shader_integer_dot_product (< 1.3) */
+    bool use_int_dot;                  /* mul_mat_vec_q8 for decode's Q4_0 / Q8_0 products */
+    uint32_t mmq_max_blocks;           /* its K / 32 limit: the quantized column in shared memory */
     size_t max_alloc;                  /* largest buffer we accept */
     size_t max_range;                  /* bytes one descriptor binds (maxStorageBufferRange) */
     size_t bind_align;                 /* minStorageBufferOffsetAlignment */
@@ -244,6 +265,9 @@ struct vk_dispatch {
     uint32_t groups[3];
     int64_t mmv_max_m;                 /* MUL_MAT: most columns for mul_mat_vec */
     bool mm_cpu;                       /* MUL_MAT: the device takes mul_mat_cpu */
+    int mm_tiles;                      /* MUL_MAT: the device's vk_dev.mm_tiles */
+    bool int_dot;                      /* MUL_MAT: the device's use_int_dot */
+    uint32_t mmq_max_blocks;           /* MUL_MAT: its mmq_max_blocks */
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */

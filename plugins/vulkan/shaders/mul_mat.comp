@@ -1,83 +1,118 @@
 #version 450
-// MUL_MAT, tiled (prefill): a workgroup of 64 computes a BN (rows of W) x
-// BM (columns of X) tile of one (i2, i3) slice. Per step of BK elements of
-// K it dequantises the W tile into shared memory once (dequant.glsl; each
-// invocation one row's BK elements, so a block's scales are read once per
-// step) and stages the X tile, both k-major; then invocation t accumulates
-// rows t % 8 + 8 i (i < 8) against columns 4 (t / 8) + j (j < 4) from
-// registers: 32 multiply-adds per 12 shared reads. On a CPU
-// device (lavapipe) eight consecutive invocations are one SIMD vector, so
-// their W reads are consecutive words and their X reads one broadcast.
-// Rows past N and columns past M are loaded clamped and not stored; K
-// past its end loads zeros. W in slot 0, X in slot 1.
-layout(local_size_x = 64) in;
+// MUL_MAT, tiled (prefill on GPUs): a workgroup computes a BN (rows of W)
+// x BM (columns of X) tile of one (i2, i3) slice, the sizes specialisation
+// constants that pipelines.c picks per device and per product
+// (vk_mm_tiles). Per step of BK elements of K it dequantises the W tile
+// into shared memory once (dequant.glsl; an invocation takes 8 consecutive
+// elements of one row, so neighbouring invocations read neighbouring
+// bytes of a block and its scales once per step) and stages the X tile the
+// same way, both k-major. Invocation t then accumulates 8 rows
+// tr + RS i (RS = BN / 8) against TM consecutive columns from registers:
+// 8 TM multiply-adds per 8 + TM shared reads. Built with BP_F16T the
+// tiles are float16_t (devices with shaderFloat16): half the shared
+// memory per tile, the products still summed in float.
+// Rows past N and columns past M are loaded clamped and not stored; K past
+// its end loads zeros. W in slot 0, X in slot 1. The workgroup size
+// (constant 0) is BN * BM / (8 * TM).
+layout(local_size_x_id = 0) in;
 #include "common.glsl"
 #include "dequant.glsl"
 
-#define BN VK_MM_BN
-#define BM VK_MM_BM
+#ifdef BP_F16T
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define TILE float16_t
+#else
+#define TILE float
+#endif
+
+layout(constant_id = 2) const uint BN = 64u;
+layout(constant_id = 3) const uint BM = 32u;
+layout(constant_id = 4) const uint TM = 4u;   // 4 or 8
 #define BK 32u
-shared float ws[BK][BN];
-shared float xs[BK][BM];
+#define RS (BN / 8u)
+shared TILE ws[BK * BN];
+shared TILE xs[BK * BM];
+
+float wsr(uint k, uint r) { return float(ws[k * BN + r]); }
 
 void main()
 {
-    uint t = gl_LocalInvocationID.x;
+    uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
     uint N = tne(OUT, 0u), M = tne(OUT, 1u), K = tne(0u, 0u);
     uint n0 = gl_WorkGroupID.x * BN, m0 = gl_WorkGroupID.y * BM;
     uint z = gl_WorkGroupID.z, i2 = z % tne(OUT, 2u), i3 = z / tne(OUT, 2u);
     uint r2 = tne(1u, 2u) / tne(0u, 2u), r3 = tne(1u, 3u) / tne(0u, 3u);
-    uint xb = tnb(1u, 0u), xt = ttype(1u), nb0 = tnb(0u, 0u), bs = wbs();
-    // Loads: invocation t brings k0 .. k0 + 31 of W row n0 + t, and
-    // k0 + 16 (t % 2) .. + 15 of X column m0 + t / 2.
-    uint lr = t >> 1, lk = (t & 1u) * 16u;
-    uint wr = at(0u, 0u, min(n0 + t, N - 1u), i2 / r2, i3 / r3);
-    uint xr = at(1u, 0u, min(m0 + lr, M - 1u), i2, i3);
-    uint tr = t & 7u, tc = (t >> 3) * 4u;
-    // Row tr + 8 i in ci, columns tc .. tc + 3 in its four lanes.
+    uint xb = tnb(1u, 0u), xt = ttype(1u), nb0 = tnb(0u, 0u), wrs = tnb(0u, 1u), bs = wbs();
+    uint w0 = at(0u, 0u, 0u, i2 / r2, i3 / r3), x0 = at(1u, 0u, 0u, i2, i3), xcs = tnb(1u, 1u);
+    uint tr = t % RS, tc = (t / RS) * TM;
+    // Row tr + RS i in ci (columns tc .. tc + 3) and, when TM is 8, di
+    // (columns tc + 4 .. tc + 7). No arrays: a driver may keep an indexed
+    // array in memory.
     vec4 c0 = vec4(0.0), c1 = vec4(0.0), c2 = vec4(0.0), c3 = vec4(0.0);
     vec4 c4 = vec4(0.0), c5 = vec4(0.0), c6 = vec4(0.0), c7 = vec4(0.0);
+    vec4 d0 = vec4(0.0), d1 = vec4(0.0), d2 = vec4(0.0), d3 = vec4(0.0);
+    vec4 d4 = vec4(0.0), d5 = vec4(0.0), d6 = vec4(0.0), d7 = vec4(0.0);
     for (uint k0 = 0u; k0 < K; k0 += BK) {
-        uint kk = k0 + lk;
-        if (bs == 1u) {
-            for (uint i = 0u; i < BK; i++)
-                ws[i][t] = k0 + i < K ? ld(0u, wr + (k0 + i) * nb0, WTYPE) : 0.0;
-        } else {
-            // BK divides every block size: the step lies in one block.
-            uint blk = wr + (k0 / bs) * nb0, j0 = k0 % bs;
-            for (uint i = 0u; i < BK; i++) ws[i][t] = wblk(blk, j0 + i);
+        // W: BN rows x 4 pieces of 8 elements; piece u % 4 of row u / 4.
+        for (uint u = t; u < BN * 4u; u += WG) {
+            uint row = w0 + min(n0 + u / 4u, N - 1u) * wrs, kp = (u % 4u) * 8u;
+            uint o = kp * BN + u / 4u;
+            if (bs == 1u) {
+                for (uint i = 0u; i < 8u; i++) {
+                    uint k = k0 + kp + i;
+                    ws[o + i * BN] = TILE(k < K ? ld(0u, row + k * nb0, WTYPE) : 0.0);
+                }
+            } else {
+                // BK divides every block size: the step lies in one block.
+                uint blk = row + (k0 / bs) * nb0, j0 = k0 % bs + kp;
+                for (uint i = 0u; i < 8u; i++) ws[o + i * BN] = TILE(wblk(blk, j0 + i));
+            }
         }
-        if (xt == T_F32) {
-            for (uint i = 0u; i < 16u; i++)
-                xs[lk + i][lr] = kk + i < K ? uintBitsToFloat(rd(1u, (xr + (kk + i) * xb) >> 2)) : 0.0;
-        } else {
-            for (uint i = 0u; i < 16u; i++)
-                xs[lk + i][lr] = kk + i < K ? ld(1u, xr + (kk + i) * xb, xt) : 0.0;
+        // X: BM columns x 4 pieces of 8 elements, likewise.
+        for (uint u = t; u < BM * 4u; u += WG) {
+            uint col = x0 + min(m0 + u / 4u, M - 1u) * xcs, kp = (u % 4u) * 8u;
+            uint o = kp * BM + u / 4u;
+            for (uint i = 0u; i < 8u; i++) {
+                uint k = k0 + kp + i;
+                float v = 0.0;
+                if (k < K)
+                    v = xt == T_F32 ? uintBitsToFloat(rd(1u, (col + k * xb) >> 2)) : ld(1u, col + k * xb, xt);
+                xs[o + i * BM] = TILE(v);
+            }
         }
         barrier();
         for (uint k = 0u; k < BK; k++) {
-            vec4 x = vec4(xs[k][tc], xs[k][tc + 1u], xs[k][tc + 2u], xs[k][tc + 3u]);
-            c0 += ws[k][tr] * x;
-            c1 += ws[k][tr + 8u] * x;
-            c2 += ws[k][tr + 16u] * x;
-            c3 += ws[k][tr + 24u] * x;
-            c4 += ws[k][tr + 32u] * x;
-            c5 += ws[k][tr + 40u] * x;
-            c6 += ws[k][tr + 48u] * x;
-            c7 += ws[k][tr + 56u] * x;
+            uint xo = k * BM + tc;
+            vec4 x = vec4(float(xs[xo]), float(xs[xo + 1u]), float(xs[xo + 2u]), float(xs[xo + 3u]));
+            float a0 = wsr(k, tr), a1 = wsr(k, tr + RS), a2 = wsr(k, tr + 2u * RS),
+                  a3 = wsr(k, tr + 3u * RS), a4 = wsr(k, tr + 4u * RS), a5 = wsr(k, tr + 5u * RS),
+                  a6 = wsr(k, tr + 6u * RS), a7 = wsr(k, tr + 7u * RS);
+            c0 += a0 * x; c1 += a1 * x; c2 += a2 * x; c3 += a3 * x;
+            c4 += a4 * x; c5 += a5 * x; c6 += a6 * x; c7 += a7 * x;
+            if (TM == 8u) {
+                vec4 y = vec4(float(xs[xo + 4u]), float(xs[xo + 5u]), float(xs[xo + 6u]),
+                              float(xs[xo + 7u]));
+                d0 += a0 * y; d1 += a1 * y; d2 += a2 * y; d3 += a3 * y;
+                d4 += a4 * y; d5 += a5 * y; d6 += a6 * y; d7 += a7 * y;
+            }
         }
         barrier();
     }
-    [[unroll]] for (uint j = 0u; j < 4u; j++) {
+    [[unroll]] for (uint j = 0u; j < 8u; j++) {
+        if (j >= TM) break;
         uint m = m0 + tc + j;
-        if (m >= M) continue;
-        if (n0 + tr < N) st(at(OUT, n0 + tr, m, i2, i3), T_F32, c0[j]);
-        if (n0 + tr + 8u < N) st(at(OUT, n0 + tr + 8u, m, i2, i3), T_F32, c1[j]);
-        if (n0 + tr + 16u < N) st(at(OUT, n0 + tr + 16u, m, i2, i3), T_F32, c2[j]);
-        if (n0 + tr + 24u < N) st(at(OUT, n0 + tr + 24u, m, i2, i3), T_F32, c3[j]);
-        if (n0 + tr + 32u < N) st(at(OUT, n0 + tr + 32u, m, i2, i3), T_F32, c4[j]);
-        if (n0 + tr + 40u < N) st(at(OUT, n0 + tr + 40u, m, i2, i3), T_F32, c5[j]);
-        if (n0 + tr + 48u < N) st(at(OUT, n0 + tr + 48u, m, i2, i3), T_F32, c6[j]);
-        if (n0 + tr + 56u < N) st(at(OUT, n0 + tr + 56u, m, i2, i3), T_F32, c7[j]);
+        if (m >= M) break;
+        uint l = j & 3u;
+        bool hi = j >= 4u;
+        vec4 r0 = hi ? d0 : c0, r1 = hi ? d1 : c1, r2v = hi ? d2 : c2, r3v = hi ? d3 : c3;
+        vec4 r4 = hi ? d4 : c4, r5 = hi ? d5 : c5, r6 = hi ? d6 : c6, r7 = hi ? d7 : c7;
+        if (n0 + tr < N) st(at(OUT, n0 + tr, m, i2, i3), T_F32, r0[l]);
+        if (n0 + tr + RS < N) st(at(OUT, n0 + tr + RS, m, i2, i3), T_F32, r1[l]);
+        if (n0 + tr + 2u * RS < N) st(at(OUT, n0 + tr + 2u * RS, m, i2, i3), T_F32, r2v[l]);
+        if (n0 + tr + 3u * RS < N) st(at(OUT, n0 + tr + 3u * RS, m, i2, i3), T_F32, r3v[l]);
+        if (n0 + tr + 4u * RS < N) st(at(OUT, n0 + tr + 4u * RS, m, i2, i3), T_F32, r4[l]);
+        if (n0 + tr + 5u * RS < N) st(at(OUT, n0 + tr + 5u * RS, m, i2, i3), T_F32, r5[l]);
+        if (n0 + tr + 6u * RS < N) st(at(OUT, n0 + tr + 6u * RS, m, i2, i3), T_F32, r6[l]);
+        if (n0 + tr + 7u * RS < N) st(at(OUT, n0 + tr + 7u * RS, m, i2, i3), T_F32, r7[l]);
     }
 }

@@ -19,9 +19,8 @@
 #define VK_PB_AUX 58u   /* plugin-chosen words [VK_PB_AUX, VK_PB_WORDS) */
 #define VK_PB_N_AUX 6u
 
-/* The tile of mul_mat.comp: rows of W and columns of X per workgroup. */
-#define VK_MM_BN 64u
-#define VK_MM_BM 32u
+/* mul_mat_vec_q8.comp: rows per workgroup of 128 invocations. */
+#define VK_MMQ_ROWS 16u
 /* mul_mat_cpu.comp (CPU devices): a workgroup is one subgroup of
  * VK_MMC_LANES invocations and computes VK_MMC_ROWS rows of W (eight per
  * lane) by VK_MMC_COLS columns of X, K in steps of VK_MMC_STEP. */
