@@ -222,6 +222,11 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
         grid((uint64_t)((t->ne[0] + VK_MMV_ROWS - 1) / VK_MMV_ROWS) *
                  (uint64_t)((t->ne[1] + VK_MMV_COLS - 1) / VK_MMV_COLS) *
                  (uint64_t)(t->ne[2] * t->ne[3]), 1, p->groups);
+    } else if (p->coopmat) {
+        p->shader = VK_SH_MUL_MAT_CM; /* 64 x 64 tiles */
+        p->groups[0] = (uint32_t)((t->ne[0] + 63) / 64);
+        p->groups[1] = (uint32_t)((t->ne[1] + 63) / 64);
+        p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     } else {
         int k = p->mm_tiles - 1;
         while (k > 0 && (2 * t->ne[0] <= (int64_t)vk_mm_tiles[k].bn ||
@@ -339,6 +344,7 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     p->mm_tiles = d->mm_tiles;
     p->int_dot = d->use_int_dot;
     p->mmq_max_blocks = d->mmq_max_blocks;
+    p->coopmat = d->use_coopmat;
     r->plan(t, r->mode, p);
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC) p->shader = VK_SH_MUL_MAT_VEC_SG;
     if (d->subgroup_arith && p->shader == VK_SH_MUL_MAT_VEC_ID) p->shader = VK_SH_MUL_MAT_VEC_ID_SG;

@@ -26,6 +26,7 @@ const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_MUL_MAT_CPU] = "mul_mat_cpu", [VK_SH_MUL_MAT_CPU1] = "mul_mat_cpu1",
     [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu", [VK_SH_MUL_MAT_M] = "mul_mat_m",
     [VK_SH_MUL_MAT_L] = "mul_mat_l", [VK_SH_MUL_MAT_VEC_Q8] = "mul_mat_vec_q8",
+    [VK_SH_MUL_MAT_CM] = "mul_mat_cm",
 };
 
 /* 12, 24 and 32 KiB of shared memory in float (half in float16_t); 64,
@@ -150,6 +151,8 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
             } else if (sh == VK_SH_MUL_MAT_VEC_Q8) {
                 sc[2] = d->mmq_max_blocks;
                 n_sc = 3;
+            } else if (sh == VK_SH_MUL_MAT_CM) {
+                sc[0] = 4 * d->subgroup_size; /* four subgroups */
             }
             VkSpecializationMapEntry me[5];
             for (uint32_t i = 0; i < 5; i++)

@@ -171,6 +171,11 @@ static void fill_features(struct vk_plugin *pl)
             d->use_int_dot ? "used: mul_mat_vec_q8 for one-column Q4_0 and Q8_0 products"
             : !d->int_dot ? "not offered"
             : d->int_dot_fast ? "not used: BACKPLANE_VULKAN_INT_DOT=0" : "not accelerated; not used");
+        ADD(d->name, "cooperative_matrix", "%d (%s)", d->coopmat_offered,
+            d->use_coopmat ? "used: mul_mat_cm, BACKPLANE_VULKAN_COOPMAT=1"
+            : d->coopmat_offered ? "not used: off until it has run on a GPU; "
+                                   "BACKPLANE_VULKAN_COOPMAT=1 uses it"
+                                 : "VK_NV_cooperative_matrix 16x16x16 float16 not offered");
         ADD(d->name, "mul_mat_tiles", "%s, in %s", tiles, d->use_f16_tiles ? "float16_t" : "float");
         ADD(d->name, "maxStorageBufferRange", "%u", l->maxStorageBufferRange);
         ADD(d->name, "max_buffer_bytes", "%zu", d->max_alloc);

@@ -153,6 +153,8 @@ static void choose_mm_tiles(struct vk_plugin *pl, struct vk_dev *d)
     }
 }
 
+static bool has_extension(const struct vk_fns *f, VkPhysicalDevice phys, const char *name);
+
 /* Integer dot products (Vulkan 1.3, or VK_KHR_shader_integer_dot_product
  * before it): mul_mat_vec_q8 where the device says four packed signed
  * bytes are accelerated; BACKPLANE_VULKAN_INT_DOT=1 uses them wherever the
@@ -164,13 +166,7 @@ static void probe_int_dot(struct vk_plugin *pl, struct vk_dev *d)
     const struct vk_fns *f = &pl->fn;
     bool ext = false;
     if (d->props.apiVersion < VK_API_VERSION_1_3) {
-        uint32_t n = 0;
-        f->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n, NULL);
-        VkExtensionProperties *e = n ? calloc(n, sizeof *e) : NULL;
-        if (e && f->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n, e) == VK_SUCCESS)
-            for (uint32_t i = 0; i < n && !ext; i++)
-                ext = strcmp(e[i].extensionName, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) == 0;
-        free(e);
+        ext = has_extension(f, d->phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
         if (!ext) return;
     }
     VkPhysicalDeviceShaderIntegerDotProductFeatures fe = {
@@ -192,6 +188,59 @@ static void probe_int_dot(struct vk_plugin *pl, struct vk_dev *d)
     const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_INT_DOT");
     const bool force = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;
     d->use_int_dot = d->int_dot && !off && (d->int_dot_fast || force);
+}
+
+/* Whether the device lists extension `name`. */
+static bool has_extension(const struct vk_fns *f, VkPhysicalDevice phys, const char *name)
+{
+    uint32_t n = 0;
+    bool found = false;
+    f->vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL);
+    VkExtensionProperties *e = n ? calloc(n, sizeof *e) : NULL;
+    if (e && f->vkEnumerateDeviceExtensionProperties(phys, NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+/* Cooperative matrices (VK_NV_cooperative_matrix; Debian 12's glslc has no
+ * GL_KHR_cooperative_matrix): offered when the device lists a subgroup-scope
+ * 16 x 16 x 16 product of float16_t into float and has float16_t (the
+ * float16_t tiles); used only with BACKPLANE_VULKAN_COOPMAT=1, as the
+ * kernel has not run on a device yet. */
+static void probe_coopmat(struct vk_plugin *pl, struct vk_dev *d)
+{
+    const struct vk_fns *f = &pl->fn;
+    if (!d->use_f16_tiles || d->software || d->subgroup_size < 4 ||
+        4 * d->subgroup_size > d->props.limits.maxComputeWorkGroupInvocations ||
+        !has_extension(f, d->phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
+        return;
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV props =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)f->vkGetInstanceProcAddr(
+            pl->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV fe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                     .pNext = &fe };
+    f->vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+    uint32_t n = 0;
+    if (!props || !fe.cooperativeMatrix || props(d->phys, &n, NULL) != VK_SUCCESS || n == 0)
+        return;
+    VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
+    for (uint32_t i = 0; p && i < n; i++)
+        p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    if (p && props(d->phys, &n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !d->coopmat_offered; i++)
+            d->coopmat_offered = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 &&
+                                 p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                                 p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                                 p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                                 p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                                 p[i].scope == VK_SCOPE_SUBGROUP_NV;
+    free(p);
+    const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_COOPMAT");
+    d->use_coopmat = d->coopmat_offered && env && strcmp(env, "1") == 0;
 }
 
 static void probe(struct vk_plugin *pl, struct vk_dev *d)
@@ -247,6 +296,7 @@ static void probe(struct vk_plugin *pl, struct vk_dev *d)
     d->use_f16_tiles = d->shader_f16 && !(f16t && strcmp(f16t, "0") == 0);
     choose_mm_tiles(pl, d);
     probe_int_dot(pl, d);
+    probe_coopmat(pl, d);
 
     f->vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
     for (uint32_t i = 0; i < d->mem.memoryHeapCount; i++)
@@ -305,23 +355,29 @@ static bp_status create_logical(struct vk_plugin *pl, struct vk_dev *d, char *wh
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                     .queueFamilyIndex = d->queue_family, .queueCount = 1,
                                     .pQueuePriorities = &prio };
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE };
     VkPhysicalDeviceShaderIntegerDotProductFeatures idp = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .pNext = d->use_coopmat ? &cm : NULL,
         .shaderIntegerDotProduct = VK_TRUE };
     VkPhysicalDeviceShaderFloat16Int8Features fi = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-        .pNext = d->use_int_dot ? &idp : NULL,
+        .pNext = d->use_int_dot || d->use_coopmat ? &idp : NULL,
         .shaderFloat16 = d->use_f16_tiles };
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .pNext = &fi,
         .storageBuffer16BitAccess = d->use_f16_storage };
-    const char *ext[] = { VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME };
+    const char *ext[2];
+    uint32_t n_ext = 0;
+    if (d->use_int_dot && d->int_dot_ext) ext[n_ext++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    if (d->use_coopmat) ext[n_ext++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = &s16, .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &qci,
-                               .enabledExtensionCount = d->use_int_dot && d->int_dot_ext ? 1 : 0,
-                               .ppEnabledExtensionNames = ext };
+                               .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = ext };
     VkResult r = f->vkCreateDevice(d->phys, &dci, NULL, &d->device);
     if (r != VK_SUCCESS) {
         d->device = VK_NULL_HANDLE;

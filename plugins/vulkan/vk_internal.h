@@ -82,7 +82,7 @@ enum vk_shader {
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
     VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1, VK_SH_FLASH_ATTN_CPU,
-    VK_SH_MUL_MAT_M, VK_SH_MUL_MAT_L, VK_SH_MUL_MAT_VEC_Q8,
+    VK_SH_MUL_MAT_M, VK_SH_MUL_MAT_L, VK_SH_MUL_MAT_VEC_Q8, VK_SH_MUL_MAT_CM,
     VK_SH_COUNT
 };
 
@@ -133,6 +133,8 @@ struct vk_dev {
     bool int_dot_ext;                  /* enabled as VK_KHR_shader_integer_dot_product (< 1.3) */
     bool use_int_dot;                  /* mul_mat_vec_q8 for decode's Q4_0 / Q8_0 products */
     uint32_t mmq_max_blocks;           /* its K / 32 limit: the quantized column in shared memory */
+    bool coopmat_offered;              /* VK_NV_cooperative_matrix with 16x16x16 f16 -> f32 */
+    bool use_coopmat;                  /* mul_mat_cm for the tiles (BACKPLANE_VULKAN_COOPMAT=1) */
     size_t max_alloc;                  /* largest buffer we accept */
     size_t max_range;                  /* bytes one descriptor binds (maxStorageBufferRange) */
     size_t bind_align;                 /* minStorageBufferOffsetAlignment */
@@ -268,6 +270,7 @@ struct vk_dispatch {
     int mm_tiles;                      /* MUL_MAT: the device's vk_dev.mm_tiles */
     bool int_dot;                      /* MUL_MAT: the device's use_int_dot */
     uint32_t mmq_max_blocks;           /* MUL_MAT: its mmq_max_blocks */
+    bool coopmat;                      /* MUL_MAT: the device's use_coopmat */
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */
