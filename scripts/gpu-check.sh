@@ -16,6 +16,11 @@
 #     dist:cuda0` (a rank per GPU, NCCL between them) against cuda0 alone,
 #     and `bench allreduce` on GPU tensors (skipped with a message on one
 #     GPU: NCCL does not allow two ranks on one GPU).
+#   - where the GPU has a Vulkan driver: `backplane check` on its Vulkan
+#     device with its own kernel choices and with each GPU kernel forced
+#     (float tiles, integer dots, cooperative matrices), run --compare cpu,
+#     and bench mul_mat (GPU_CHECK_VULKAN_PLUGIN: a prebuilt plugin when the
+#     machine has no glslc).
 # Every step runs under `timeout` within an overall budget; a failing step
 # is recorded and the script goes on. OUTDIR/gpu-check.log (every command's
 # output) and OUTDIR/summary.json are rewritten after each step, so a kill
@@ -410,6 +415,67 @@ step run_q4_K_M 120 "$bp" run --device "$dev" --compare cpu --model builtin:test
 record "run_${dev}_vs_cpu_q4_K_M" "$(run_summary "$out/run_q4_K_M.out")"
 if [ "$step_rc" -ne 0 ] && [ "$(jget "$out/run_q4_K_M.out" argmax_agrees)" != false ]; then
   fail "run --device $dev --compare cpu (q4_K_M weights)"
+fi
+
+# ------------------------------------------------------------------ Vulkan on the GPU
+# The Vulkan plugin's GPU kernels (the three tiles in float16_t and in
+# float, integer dots, cooperative matrices), through the GPU driver's
+# Vulkan where it is installed; none of them runs on lavapipe by itself.
+# glslc is seldom on a GPU machine: GPU_CHECK_VULKAN_PLUGIN names a
+# libbackplane-vulkan.so built from this tree elsewhere (carried with the
+# run), else it is built here when glslc is there. No Vulkan GPU is
+# recorded, not failed.
+vk_plugin=${GPU_CHECK_VULKAN_PLUGIN:-}
+if [ -z "$vk_plugin" ] && command -v glslc >/dev/null 2>&1 &&
+   step build_vulkan 200 bash -c "cmake -S '$root' -B '$build-vulkan' -DBP_VULKAN=ON -DBP_CUDA=OFF \
+        -DBP_BUILD_TESTS=OFF -DBP_WERROR=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+        cmake --build '$build-vulkan' -j '$jobs' --target bp_plugin_vulkan"; then
+  vk_plugin=$(find "$build-vulkan" -name libbackplane-vulkan.so | head -n 1)
+fi
+vkdev=""
+if [ -n "$vk_plugin" ] && [ -f "$vk_plugin" ]; then
+  vk_plugin=$(cd "$(dirname "$vk_plugin")" && pwd)/$(basename "$vk_plugin")
+  vk=(env BACKPLANE_PLUGIN_PATH="$vk_plugin")
+  step vulkan_devices 30 "${vk[@]}" "$bp" devices
+  # a GPU's Vulkan device; in a dry run any (lavapipe's is a CPU device)
+  kinds="GPU|IGPU"
+  [ "$dry" -eq 1 ] && kinds="GPU|IGPU|ACCEL"
+  vkdev=$(grep -m1 -oE "^ +[0-9]+ +vulkan[0-9]+ +($kinds) " "$out/vulkan_devices.out" | awk '{print $2}')
+fi
+if [ -z "$vkdev" ]; then
+  record vulkan '"no Vulkan GPU device here (no plugin built: glslc missing and GPU_CHECK_VULKAN_PLUGIN unset, or no Vulkan driver for the GPU)"'
+else
+  step vulkan_info 60 "${vk[@]}" "$bp" info "$vkdev"
+  record vulkan_device "$(jstr "$(grep -m1 -E "^ +[0-9]+ +$vkdev " "$out/vulkan_devices.out" | sed 's/^ *//; s/  */ /g')")"
+  for f in integer_dot_product cooperative_matrix mul_mat_tiles; do
+    record "vulkan_$f" "$(jstr "$(sed -n "s/^ *$vkdev\.$f *//p" "$out/vulkan_info.out" | head -n 1)")"
+  done
+  # the device's own choices, then each kernel forced
+  for v in default BACKPLANE_VULKAN_F16_TILES=0 BACKPLANE_VULKAN_INT_DOT=1 BACKPLANE_VULKAN_COOPMAT=1; do
+    name="check_vulkan_${v%%=*}"
+    ops=(--op MUL_MAT --op MUL_MAT_ID)
+    [ "$v" = default ] && ops=()
+    step "$name" 150 "${vk[@]}" ${v/#default/BACKPLANE_LOG=warn} "$bp" check --device "$vkdev" "${ops[@]}" --json
+    record "$name" "$(check_summary "$out/$name.out")"
+    [ "$step_rc" -eq 0 ] || fail "backplane check --device $vkdev ($v)"
+  done
+  step run_vulkan_q4_K_M 120 "${vk[@]}" "$bp" run --device "$vkdev" --compare cpu --model builtin:test \
+    --weight-type q4_K_M --json
+  record "run_${vkdev}_vs_cpu_q4_K_M" "$(run_summary "$out/run_vulkan_q4_K_M.out")"
+  if [ "$step_rc" -ne 0 ] && [ "$(jget "$out/run_vulkan_q4_K_M.out" argmax_agrees)" != false ]; then
+    fail "run --device $vkdev --compare cpu (q4_K_M weights)"
+  fi
+  for t in q4_0 q4_K f16; do
+    for m in 1 "$M_BIG"; do
+      name="bench_vulkan_${t}_m$m"
+      if [ "$m" -eq 1 ]; then extra=("${opts_small[@]}"); else extra=("${opts_big[@]}"); fi
+      step "$name" 90 "${vk[@]}" "$bp" bench mul_mat --device "$vkdev" --type "$t" -K "$K" -N "$N" -M "$m" \
+        "${extra[@]}" --json
+      gbps=$(jget "$out/$name.out" weight_gb_per_s)
+      gflops=$(jget "$out/$name.out" gflops)
+      record "$name" "{\"weight_gb_per_s\": $(jnum "$gbps"), \"gflops\": $(jnum "$gflops"), \"weight_bw_over_d2d\": $(ratio "$gbps" "${d2d:-}"), \"gflops_over_cublas_hgemm\": $(ratio "$gflops" "${hgemm:-}")}"
+    done
+  done
 fi
 
 state="finished"
