@@ -137,7 +137,7 @@ static bool shifted(const struct vk_dev *d, const struct bp_tensor *b, const str
     return true;
 }
 
-/* Whether computing node k touches span s: reads it (read) or writes it. */
+/* Whether node k reads bytes of s (through a source) or writes some. */
 static bool reads_span(const struct vk_dev *d, const struct bp_tensor *k, const struct span *s)
 {
     for (int i = 0; i < BP_MAX_SRC; i++) {
@@ -158,11 +158,10 @@ int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i
                      struct vk_dispatch *p)
 {
     const struct bp_tensor *a = g->nodes[i], *x = a->src[0];
-    const struct vk_fusion *row = NULL;
-    for (int r = 0; r < N_FUSIONS && !row; r++)
-        if (fusions[r].first == a->op) row = &fusions[r];
+    bool starts = false;
+    for (int r = 0; r < N_FUSIONS; r++) starts |= fusions[r].first == a->op;
     struct span as, xs;
-    if (!row || !x || !span_of(d, a, &as) || !span_of(d, x, &xs)) return -1;
+    if (!starts || !x || !span_of(d, a, &as) || !span_of(d, x, &xs)) return -1;
     int32_t j = i + 1;
     for (; j < g->n_nodes && j <= i + VK_FUSE_WINDOW; j++) {
         const struct bp_tensor *k = g->nodes[j];
@@ -172,7 +171,10 @@ int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i
     }
     if (j >= g->n_nodes || j > i + VK_FUSE_WINDOW) return -1;
     const struct bp_tensor *b = g->nodes[j];
-    if (b->op != row->second || !b->src[0] || !b->src[1]) return -1;
+    const struct vk_fusion *row = NULL;
+    for (int r = 0; r < N_FUSIONS && !row; r++)
+        if (fusions[r].first == a->op && fusions[r].second == b->op) row = &fusions[r];
+    if (!row || !b->src[0] || !b->src[1]) return -1;
     const bool a0 = same_tensor(d, b->src[0], a), a1 = same_tensor(d, b->src[1], a);
     if (a0 == a1) return -1; /* a is not an operand, or both */
     const struct bp_tensor *w = a0 ? b->src[1] : b->src[0];

@@ -163,5 +163,11 @@ uint at_rep(uint s, uvec4 c)
 {
     return at(s, c.x % tne(s, 0u), c.y % tne(s, 1u), c.z % tne(s, 2u), c.w % tne(s, 3u));
 }
-// SILU; one definition for SILU and the fused SILU -> MUL, so both round alike.
-float silu(float v) { return v / (1.0 + exp(-v)); }
+// SILU; one definition for SILU and the fused SILU -> MUL, and precise in
+// both, so that no compiler reshapes it with the fused multiply that follows
+// (the two round alike).
+float silu(float v)
+{
+    precise float r = v / (1.0 + exp(-v));
+    return r;
+}
