@@ -3,10 +3,12 @@
  * application drives it: buffers freed and allocated between graphs on one
  * backend (descriptor sets must never outlive the buffers they name), views
  * into a fused projection with 16-bit weights and caches, and buffers larger
- * than one storage-buffer binding. Every expectation is computed here in
+ * than one storage-buffer binding, chains of two ops fused into one dispatch
+ * (against the same graph unfused, bit for bit). Every expectation is computed here in
  * scalar C. Exits 77 (skipped) when there is no Vulkan device.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <backplane/backplane.h>
+#include <backplane/bp_profile.h>
 
 #include "device_gate.h"
 #include "log_capture.h"
@@ -436,6 +439,230 @@ START_TEST(test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_referenc
 }
 END_TEST
 
+/* ------------------------------------------ fused chains (fusion.c) */
+
+/* RMS_NORM -> MUL and SILU -> MUL, each one dispatch when fused: odd rows,
+ * weights repeated over rows and planes, the chain's output as MUL's second
+ * operand, and the first node's output read again by a later ADD. */
+struct chain_case {
+    bool silu;                       /* SILU -> MUL, else RMS_NORM -> MUL */
+    int64_t n, rows, planes;         /* the first node's shape */
+    int64_t wn, wrows, wplanes;      /* the other operand's, repeated over it */
+    bool swap;                       /* MUL(w, first): needs w of the full shape */
+    bool shared;                     /* ADD(MUL, first) reads the first output too */
+};
+
+static const struct chain_case chain_cases[] = {
+    { false, 77, 3, 2, 77, 1, 1, false, false },
+    { false, 77, 3, 2, 77, 1, 1, false, true },
+    { false, 1, 5, 1, 1, 1, 1, false, false },
+    { false, 131, 4, 2, 131, 1, 2, false, true },
+    { false, 33, 3, 1, 33, 3, 1, true, true },
+    { true, 77, 3, 2, 77, 3, 2, false, false },
+    { true, 77, 3, 2, 77, 1, 1, false, true },
+    { true, 1001, 1, 1, 1001, 1, 1, true, true },
+    { true, 5, 7, 3, 5, 1, 3, false, false },
+};
+enum { N_CHAIN_CASES = sizeof chain_cases / sizeof chain_cases[0] };
+
+struct chain_out {
+    float *first, *mul, *add;        /* the three nodes' values (add: shared only) */
+    uint64_t first_count, mul_count; /* dispatches the profile charged; graphs timed */
+    uint64_t graphs;
+};
+
+static void chain_run(struct bp_device *dev, const struct chain_case *cc, const float *xv,
+                      const float *wv, struct chain_out *o)
+{
+    const int64_t ne = cc->n * cc->rows * cc->planes, wne = cc->wn * cc->wrows * cc->wplanes;
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(16, &ctx), BP_OK);
+    struct bp_tensor *x = bp_tensor_new_3d(ctx, BP_TYPE_F32, cc->n, cc->rows, cc->planes);
+    struct bp_tensor *w = bp_tensor_new_3d(ctx, BP_TYPE_F32, cc->wn, cc->wrows, cc->wplanes);
+    struct bp_tensor *h = cc->silu ? bp_silu(ctx, x) : bp_rms_norm(ctx, x, 1e-5f);
+    struct bp_tensor *y = cc->swap ? bp_mul(ctx, w, h) : bp_mul(ctx, h, w);
+    struct bp_tensor *z = cc->shared ? bp_add(ctx, y, h) : y;
+    ck_assert_msg(z != NULL, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof *xv * (size_t)ne), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(w, wv, 0, sizeof *wv * (size_t)wne), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
+    ck_assert_ptr_nonnull(set_profile);
+    struct bp_profile_op ops[BP_OP_COUNT];
+    memset(ops, 0, sizeof ops);
+    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
+    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
+    compute(be, z);
+    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    o->first = malloc(sizeof(float) * (size_t)ne);
+    o->mul = malloc(sizeof(float) * (size_t)ne);
+    o->add = malloc(sizeof(float) * (size_t)ne);
+    ck_assert_int_eq(bp_tensor_get(h, o->first, 0, sizeof(float) * (size_t)ne), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(y, o->mul, 0, sizeof(float) * (size_t)ne), BP_OK);
+    if (cc->shared) ck_assert_int_eq(bp_tensor_get(z, o->add, 0, sizeof(float) * (size_t)ne), BP_OK);
+    o->first_count = ops[h->op].count;
+    o->mul_count = ops[BP_OP_MUL].count;
+    o->graphs = prof.graphs;
+    bp_backend_free(be);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+
+static void chain_free(struct chain_out *o)
+{
+    free(o->first);
+    free(o->mul);
+    free(o->add);
+}
+
+START_TEST(test_vulkan_fused_chains_match_scalar_reference_and_unfused_bits)
+{
+    const struct chain_case *cc = &chain_cases[_i];
+    bp_load_plugins(NULL);
+    struct bp_device *dev = vk0();
+    const int64_t ne = cc->n * cc->rows * cc->planes, wne = cc->wn * cc->wrows * cc->wplanes;
+    float *xv = malloc(sizeof *xv * (size_t)ne), *wv = malloc(sizeof *wv * (size_t)wne);
+    unsigned seed = 1234u + (unsigned)_i;
+    for (int64_t i = 0; i < ne; i++) xv[i] = 4.0f * frand(&seed);
+    for (int64_t i = 0; i < wne; i++) wv[i] = 1.0f + frand(&seed);
+
+    struct chain_out fused, plain;
+    unsetenv("BACKPLANE_VULKAN_FUSION");
+    chain_run(dev, cc, xv, wv, &fused);
+    setenv("BACKPLANE_VULKAN_FUSION", "0", 1);
+    chain_run(dev, cc, xv, wv, &plain);
+    unsetenv("BACKPLANE_VULKAN_FUSION");
+
+    /* One dispatch for the chain (charged to its first op), two apart. */
+    if (fused.graphs > 0) {
+        ck_assert_uint_eq(fused.first_count, 1);
+        ck_assert_uint_eq(fused.mul_count, 0);
+        ck_assert_uint_eq(plain.first_count, 1);
+        ck_assert_uint_eq(plain.mul_count, 1);
+    }
+    const size_t bytes = sizeof(float) * (size_t)ne;
+    ck_assert_msg(memcmp(fused.first, plain.first, bytes) == 0, "the first node's output differs fused");
+    ck_assert_msg(memcmp(fused.mul, plain.mul, bytes) == 0, "MUL's output differs fused");
+    if (cc->shared) ck_assert_msg(memcmp(fused.add, plain.add, bytes) == 0, "ADD's output differs fused");
+
+    for (int64_t p = 0; p < cc->planes; p++)
+        for (int64_t r = 0; r < cc->rows; r++) {
+            const float *xr = xv + cc->n * (r + cc->rows * p);
+            const float *wr = wv + cc->wn * (r % cc->wrows + cc->wrows * (p % cc->wplanes));
+            double ss = 0.0;
+            for (int64_t i = 0; i < cc->n; i++) ss += (double)xr[i] * xr[i];
+            const double inv = 1.0 / sqrt(ss / (double)cc->n + 1e-5);
+            for (int64_t i = 0; i < cc->n; i++) {
+                const int64_t k = i + cc->n * (r + cc->rows * p);
+                const double hv = cc->silu ? xr[i] / (1.0 + exp(-(double)xr[i])) : xr[i] * inv;
+                const double yv = hv * wr[i % cc->wn];
+                ck_assert_msg(fabs(fused.first[k] - hv) <= 1e-5 * (1.0 + fabs(hv)),
+                              "case %d element %" PRId64 ": first node %.7g, want %.7g", _i, k,
+                              (double)fused.first[k], hv);
+                ck_assert_msg(fabs(fused.mul[k] - yv) <= 2e-5 * (1.0 + fabs(yv)),
+                              "case %d element %" PRId64 ": MUL %.7g, want %.7g", _i, k,
+                              (double)fused.mul[k], yv);
+                if (cc->shared)
+                    ck_assert_msg(fabs(fused.add[k] - (yv + hv)) <= 3e-5 * (1.0 + fabs(yv + hv)),
+                                  "case %d element %" PRId64 ": ADD %.7g, want %.7g", _i, k,
+                                  (double)fused.add[k], yv + hv);
+            }
+        }
+    chain_free(&fused);
+    chain_free(&plain);
+    free(xv);
+    free(wv);
+    bp_unload();
+}
+END_TEST
+
+/* The graph allocator may give a MUL's output the bytes of the SILU's
+ * source, which the SILU was the last to read, at a shift (SwiGLU: the MUL's
+ * output over the gate). Placed here by hand, below and above the source:
+ * the fused dispatch runs as chains whose every write lands on a source
+ * element already read. A shift of 100 would make chains of 34 elements,
+ * more than the plugin takes (16): two dispatches. */
+enum { SH_N0 = 1111, SH_N1 = 3, SH_AT = 2000 };
+static const int64_t shifts[] = { 1536, -1536, 100 }; /* elements; > 0: output below */
+
+static void shifted_run(struct bp_device *dev, int64_t shift, const float *xv, const float *uv,
+                        float *aout, float *bout, uint64_t *mul_count, uint64_t *graphs)
+{
+    const int64_t n = SH_N0 * SH_N1;
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
+    struct bp_tensor *arena = bp_tensor_new_1d(ctx, BP_TYPE_F32, 2 * SH_AT + n);
+    struct bp_tensor *x = bp_view(ctx, arena, 2, (int64_t[]){ SH_N0, SH_N1 },
+                                  (size_t[]){ 4, 4 * SH_N0 }, 4 * SH_AT);
+    struct bp_tensor *u = bp_tensor_new_1d(ctx, BP_TYPE_F32, SH_N0);
+    struct bp_tensor *a = bp_silu(ctx, x);
+    struct bp_tensor *b = bp_mul(ctx, a, u);
+    ck_assert_msg(b != NULL, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    b->data = (char *)arena->data + 4 * (SH_AT - shift);
+    ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof *xv * (size_t)n), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(u, uv, 0, sizeof *uv * SH_N0), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
+    struct bp_profile_op ops[BP_OP_COUNT];
+    memset(ops, 0, sizeof ops);
+    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
+    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
+    compute(be, b);
+    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(a, aout, 0, sizeof *aout * (size_t)n), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(b, bout, 0, sizeof *bout * (size_t)n), BP_OK);
+    *mul_count = ops[BP_OP_MUL].count;
+    *graphs = prof.graphs;
+    bp_backend_free(be);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+
+START_TEST(test_vulkan_fused_silu_mul_over_its_shifted_source_matches_reference)
+{
+    const int64_t n = SH_N0 * SH_N1, shift = shifts[_i];
+    bp_load_plugins(NULL);
+    struct bp_device *dev = vk0();
+    float *xv = malloc(sizeof *xv * (size_t)n), uv[SH_N0];
+    float *a[2], *b[2];
+    uint64_t muls[2], graphs[2];
+    unsigned seed = 77u + (unsigned)_i;
+    for (int64_t i = 0; i < n; i++) xv[i] = 4.0f * frand(&seed);
+    for (int i = 0; i < SH_N0; i++) uv[i] = 1.0f + frand(&seed);
+    for (int f = 0; f < 2; f++) {
+        a[f] = malloc(sizeof(float) * (size_t)n);
+        b[f] = malloc(sizeof(float) * (size_t)n);
+        if (f == 1) setenv("BACKPLANE_VULKAN_FUSION", "0", 1);
+        shifted_run(dev, shift, xv, uv, a[f], b[f], &muls[f], &graphs[f]);
+        unsetenv("BACKPLANE_VULKAN_FUSION");
+    }
+    if (graphs[0] > 0) {
+        ck_assert_uint_eq(muls[0], shift == 100 ? 1 : 0);
+        ck_assert_uint_eq(muls[1], 1);
+    }
+    ck_assert_msg(memcmp(a[0], a[1], sizeof(float) * (size_t)n) == 0, "SILU's output differs fused");
+    ck_assert_msg(memcmp(b[0], b[1], sizeof(float) * (size_t)n) == 0, "MUL's output differs fused");
+    for (int64_t i = 0; i < n; i++) {
+        const double s = xv[i] / (1.0 + exp(-(double)xv[i])), want = s * uv[i % SH_N0];
+        ck_assert_msg(fabs(b[0][i] - want) <= 2e-5 * (1.0 + fabs(want)),
+                      "shift %" PRId64 " element %" PRId64 ": got %.7g, want %.7g", shift, i,
+                      (double)b[0][i], want);
+    }
+    for (int f = 0; f < 2; f++) {
+        free(a[f]);
+        free(b[f]);
+    }
+    free(xv);
+    bp_unload();
+}
+END_TEST
+
 /* --------------------------------------------------------------- main */
 
 int main(void)
@@ -453,6 +680,10 @@ int main(void)
     tcase_add_test(tc, test_vulkan_fused_qkv_on_packed_16bit_words_match_cpu_every_step);
     tcase_add_test(tc, test_vulkan_buffer_beyond_storage_range_binds_each_tensor);
     tcase_add_test(tc, test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_reference);
+    tcase_add_loop_test(tc, test_vulkan_fused_chains_match_scalar_reference_and_unfused_bits, 0,
+                        N_CHAIN_CASES);
+    tcase_add_loop_test(tc, test_vulkan_fused_silu_mul_over_its_shifted_source_matches_reference, 0,
+                        (int)(sizeof shifts / sizeof shifts[0]));
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

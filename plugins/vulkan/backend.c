@@ -58,6 +58,7 @@ struct vk_backend {
     struct range *reads, *writes;
     size_t n_reads, n_writes, range_cap;
     struct vk_prof prof;              /* profile.c; timestamps of the pending graph */
+    bool fusion;                      /* fusion.c's chains (BACKPLANE_VULKAN_FUSION=0: off) */
 };
 
 struct vk_event {
@@ -411,19 +412,21 @@ static bp_status check_node(struct vk_backend *b, const struct bp_tensor *node, 
     return BP_OK;
 }
 
-static bp_status record_node(struct vk_backend *b, const struct bp_tensor *node, uint32_t blk_index)
+/* One dispatch as planned in p, its output `node` (the last node of a fused
+ * chain). */
+static bp_status record_node(struct vk_backend *b, const struct vk_dispatch *p,
+                             const struct bp_tensor *node, uint32_t blk_index)
 {
     struct vk_dev *d = b->d;
     const struct vk_fns *f = &d->pl->fn;
-    struct vk_dispatch p;
-    vk_plan_node(d, node, &p);
+    const struct bp_tensor *params = p->first ? p->first : node;
     uint32_t *blk = b->pmap + (size_t)blk_index * VK_PARAM_WORDS;
     memset(blk, 0, VK_PARAM_WORDS * 4);
     struct vk_binding bind[VK_SLOTS];
-    struct range reads[VK_SLOTS - 1], wr = { VK_NULL_HANDLE, 0, 0 };
-    size_t n_reads = 0;
+    struct range reads[VK_SLOTS], wr[2];
+    size_t n_reads = 0, n_wr = 0;
     for (int s = 0; s < VK_SLOTS; s++) {
-        const struct bp_tensor *t = s < VK_SLOTS - 1 ? p.slot[s] : node;
+        const struct bp_tensor *t = s < VK_SLOTS - 1 ? p->slot[s] : node;
         bind[s] = (struct vk_binding){ .serial = 0, .buf = d->dummy, .offset = 0,
                                        .range = VK_WHOLE_SIZE };
         if (!t) continue;
@@ -433,14 +436,16 @@ static bp_status record_node(struct vk_backend *b, const struct bp_tensor *node,
         }
         put_tensor(blk, s, t, bind[s].rel);
         struct range r = { bind[s].buf, bind[s].abs, bind[s].abs + bp_nbytes(t) };
-        if (s < VK_SLOTS - 1) reads[n_reads++] = r;
-        else wr = r;
+        if (s == VK_PB_OUT || (p->first && s == VK_PB_FUSED)) wr[n_wr++] = r;
+        else reads[n_reads++] = r;
     }
     static_assert(sizeof node->op_params >= VK_PB_N_OPP * 4, "op_params fill the block's region");
-    memcpy(blk + VK_PB_OPP, node->op_params, VK_PB_N_OPP * 4);
-    memcpy(blk + VK_PB_AUX, p.aux, sizeof p.aux);
+    memcpy(blk + VK_PB_OPP, params->op_params, VK_PB_N_OPP * 4);
+    memcpy(blk + VK_PB_AUX, p->aux, sizeof p->aux);
 
-    bool hazard = overlaps(b->writes, b->n_writes, &wr) || overlaps(b->reads, b->n_reads, &wr);
+    bool hazard = false;
+    for (size_t i = 0; i < n_wr && !hazard; i++)
+        hazard = overlaps(b->writes, b->n_writes, &wr[i]) || overlaps(b->reads, b->n_reads, &wr[i]);
     for (size_t i = 0; i < n_reads && !hazard; i++)
         hazard = overlaps(b->writes, b->n_writes, &reads[i]);
     if (hazard) {
@@ -452,10 +457,10 @@ static bp_status record_node(struct vk_backend *b, const struct bp_tensor *node,
         b->n_reads = b->n_writes = 0;
     }
     for (size_t i = 0; i < n_reads; i++) b->reads[b->n_reads++] = reads[i];
-    b->writes[b->n_writes++] = wr;
+    for (size_t i = 0; i < n_wr; i++) b->writes[b->n_writes++] = wr[i];
 
     VkPipeline pipe;
-    bp_status st = vk_pipeline_get(d, p.shader, p.wtype, &pipe);
+    bp_status st = vk_pipeline_get(d, p->shader, p->wtype, &pipe);
     VkDescriptorSet set;
     if (st == BP_OK) st = get_dset(b, bind, &set);
     if (st != BP_OK) return st;
@@ -463,10 +468,12 @@ static bp_status record_node(struct vk_backend *b, const struct bp_tensor *node,
     f->vkCmdBindPipeline(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     f->vkCmdBindDescriptorSets(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->layout, 0, 1, &set, 0, NULL);
     f->vkCmdPushConstants(b->cmd, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &base);
-    f->vkCmdDispatch(b->cmd, p.groups[0], p.groups[1], p.groups[2]);
+    f->vkCmdDispatch(b->cmd, p->groups[0], p->groups[1], p->groups[2]);
+    /* A fused chain's time goes to its first op (whose shader runs it). */
     vk_prof_mark(d, &b->prof, b->cmd, blk_index,
-                 (struct vk_prof_tag){ .op = node->op, .shader = (int32_t)p.shader,
-                                       .wtype = p.wtype });
+                 (struct vk_prof_tag){ .op = params->op, .shader = (int32_t)p->shader,
+                                       .wtype = p->wtype,
+                                       .fused = p->first ? node->op : BP_OP_NONE });
     return BP_OK;
 }
 
@@ -502,16 +509,31 @@ static bp_status be_graph_compute(struct bp_backend *be, struct bp_graph *g)
     if (vk_prof_wanted(d, &b->prof)) st = vk_prof_start(d, &b->prof, b->cmd, n_work);
     b->n_reads = b->n_writes = 0;
     uint32_t k = 0;
+    /* A fused chain waits for its last node (fusion.c); one at a time. */
+    struct vk_dispatch chain;
+    int32_t chain_at = -1;
     for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++) {
         const struct bp_tensor *n = g->nodes[i];
         if (bp_op_is_view((enum bp_op)n->op) || bp_nelements(n) == 0) continue;
-        st = record_node(b, n, k++);
+        if (i == chain_at) {
+            chain_at = -1;
+            st = record_node(b, &chain, n, k++);
+            continue;
+        }
+        if (b->fusion && chain_at < 0 && (chain_at = vk_fuse_plan(d, g, i, &chain)) >= 0)
+            continue;
+        struct vk_dispatch p;
+        vk_plan_node(d, n, &p);
+        st = record_node(b, &p, n, k++);
     }
     if (st != BP_OK) {
         d->pl->fn.vkEndCommandBuffer(b->cmd);
         b->prof.n = 0;
         return st;
     }
+    /* Fused chains took fewer dispatches than n_work: only the marks
+     * recorded are read back. */
+    if (b->prof.n > k) b->prof.n = k;
     b->prof.record_ns = vk_now_ns() - t_call;
     st = submit(b);
     if (st != BP_OK) b->prof.n = 0;
@@ -652,6 +674,7 @@ bp_status vk_backend_init(struct bp_device *dev, const char *params, struct bp_b
     pthread_mutex_init(&b->mu, NULL);
     b->be = (struct bp_backend){ .iface = &vk_backend_iface, .device = dev, .context = b };
     vk_prof_init(d, &b->prof);
+    b->fusion = vk_fusion_enabled(d->pl);
     VkCommandPoolCreateInfo pci = { .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                     .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                     .queueFamilyIndex = d->queue_family };

@@ -128,6 +128,11 @@ static void grid(uint64_t n, uint32_t local, uint32_t g[3])
     g[2] = 1;
 }
 
+void vk_grid(uint64_t n, uint32_t local, uint32_t g[3])
+{
+    grid(n, local, g);
+}
+
 /* ---- how each op is dispatched ---- */
 
 static void plan_binary(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
@@ -140,7 +145,7 @@ static void plan_elementwise(const struct bp_tensor *t, uint32_t mode, struct vk
     p->aux[0] = mode;
     p->aux[1] = t->op == BP_OP_CPY && !bp_shape_same(t, t->src[0]);
     if (t->op == BP_OP_CPY) p->slot[1] = NULL; /* the node itself is the view of src[1] */
-    grid((uint64_t)bp_nelements(t), 128, p->groups);
+    grid((uint64_t)bp_nelements(t), VK_EW_LOCAL, p->groups);
 }
 static void plan_per_element(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {

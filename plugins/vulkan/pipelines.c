@@ -16,7 +16,7 @@
 #include "vk_spirv.h"
 
 const char *const vk_shader_names[VK_SH_COUNT] = {
-    [VK_SH_BINARY] = "binary", [VK_SH_ELEMENTWISE] = "elementwise",
+    [VK_SH_BINARY] = "binary", [VK_SH_ELEMENTWISE] = "elementwise", [VK_SH_SILU_MUL] = "silu_mul",
     [VK_SH_RMS_NORM] = "rms_norm", [VK_SH_SOFT_MAX] = "soft_max", [VK_SH_ROPE] = "rope",
     [VK_SH_GET_ROWS] = "get_rows", [VK_SH_SET_ROWS] = "set_rows",
     [VK_SH_MUL_MAT_VEC] = "mul_mat_vec", [VK_SH_MUL_MAT] = "mul_mat",
@@ -192,4 +192,5 @@ void vk_pipelines_warm(struct vk_dev *d, const struct bp_tensor *node)
         VkPipeline unused;
         (void)vk_pipeline_get(d, sh[i], wtype, &unused);
     }
+    vk_fuse_warm(d, node);
 }

@@ -78,7 +78,7 @@ bool vk_loader_device(struct vk_fns *f, VkInstance inst, char *why, size_t cap);
 /* ---- shaders and pipelines (pipelines.c) ---- */
 
 enum vk_shader {
-    VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
+    VK_SH_BINARY, VK_SH_ELEMENTWISE, VK_SH_SILU_MUL, VK_SH_RMS_NORM, VK_SH_SOFT_MAX, VK_SH_ROPE,
     VK_SH_GET_ROWS, VK_SH_SET_ROWS, VK_SH_MUL_MAT_VEC, VK_SH_MUL_MAT, VK_SH_FLASH_ATTN,
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
     VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1, VK_SH_FLASH_ATTN_CPU,
@@ -271,6 +271,9 @@ struct vk_dispatch {
     bool int_dot;                      /* MUL_MAT: the device's use_int_dot */
     uint32_t mmq_max_blocks;           /* MUL_MAT: its mmq_max_blocks */
     bool coopmat;                      /* MUL_MAT: the device's use_coopmat */
+    const struct bp_tensor *first;     /* a fused chain's first node (fusion.c), whose
+                                        * op_params fill the block and whose output, in
+                                        * slot VK_PB_FUSED, is written too; else NULL */
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */
@@ -281,11 +284,28 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *node, struct v
 int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *node, enum vk_shader sh[2],
                     int *wtype);
 
+/* n invocations in workgroups of `local`, as an (x, y) grid of workgroups. */
+void vk_grid(uint64_t n, uint32_t local, uint32_t g[3]);
+
+/* ---- fusion.c: the fusion table ---- */
+/* When nodes[i] of g starts a chain of the fusion table whose conditions
+ * hold, plans the chain's one dispatch into p and returns the index of the
+ * chain's last node, whose output it writes and in whose place it runs
+ * (nodes[i] then has no dispatch of its own); else -1. */
+int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                     struct vk_dispatch *p);
+/* BACKPLANE_VULKAN_FUSION: anything but 0 (or unset) fuses. */
+bool vk_fusion_enabled(const struct vk_plugin *pl);
+/* Makes the pipelines of the chains that start with node's op (supports_op
+ * warms them with the node's own). */
+void vk_fuse_warm(struct vk_dev *d, const struct bp_tensor *node);
+
 /* ---- profile.c: per-dispatch time from timestamp queries ---- */
 struct vk_prof_tag {
     int32_t op;                        /* enum bp_op */
     int32_t shader;                    /* enum vk_shader */
     int32_t wtype;                     /* the MUL_MAT weight type, else 0 */
+    int32_t fused;                     /* a fused chain's second op (BP_OP_NONE: none) */
 };
 struct vk_prof_row {
     struct vk_prof_tag tag;

@@ -9,7 +9,7 @@ void main()
     if (i >= nel(OUT)) return;
     uvec4 c = unflat(OUT, i);
     float x = ld(0u, at(0u, c.x, c.y, c.z, c.w), ttype(0u));
-    float y = ld(1u, at(1u, c.x % tne(1u, 0u), c.y % tne(1u, 1u), c.z % tne(1u, 2u), c.w % tne(1u, 3u)), ttype(1u));
+    float y = ld(1u, at_rep(1u, c), ttype(1u));
     precise float r;
     uint mode = aux(0u);
     if (mode == VK_BINARY_ADD) r = x + y;

@@ -124,6 +124,9 @@ void st(uint byte, uint type, float v)
     st_u16(byte, type == T_F16 ? packHalf2x16(vec2(v, 0.0)) : bf16_bits(v));
 }
 
+// The F32 output of a fused chain's first node, bound to slot VK_PB_FUSED (2).
+void st_fused(uint byte, float v) { b2.d[byte >> 2] = floatBitsToUint(v); }
+
 // Store raw bits of a value of `type` (no conversion).
 void st_bits(uint byte, uint type, uint bits)
 {
@@ -154,3 +157,17 @@ uvec4 unflat(uint s, uint i)
     return r;
 }
 uint nel(uint s) { return tne(s, 0u) * tne(s, 1u) * tne(s, 2u) * tne(s, 3u); }
+// The byte of slot s's element at c, s repeated over a larger shape (a
+// broadcast operand: each index modulo s's extent).
+uint at_rep(uint s, uvec4 c)
+{
+    return at(s, c.x % tne(s, 0u), c.y % tne(s, 1u), c.z % tne(s, 2u), c.w % tne(s, 3u));
+}
+// SILU; one definition for SILU and the fused SILU -> MUL, and precise in
+// both, so that no compiler reshapes it with the fused multiply that follows
+// (the two round alike).
+float silu(float v)
+{
+    precise float r = v / (1.0 + exp(-v));
+    return r;
+}

@@ -1,6 +1,10 @@
 #version 450
 // One workgroup per row: sum of squares reduced in shared memory; with aux0
 // VK_ROWS_SUM (SUM_ROWS) the plain sum, written as the row's one element.
+// VK_ROWS_RMS_NORM_MUL is RMS_NORM -> MUL in one dispatch (fusion.c): the
+// normalised row goes to the RMS_NORM node's own output (slot VK_PB_FUSED)
+// and, times the weight (slot 1, repeated over the row's shape), to the
+// MUL's output; each is rounded as the two ops alone round it.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 shared float red[64];
@@ -30,6 +34,17 @@ void main()
         return;
     }
     float inv = inversesqrt(red[0] / float(n) + pf(0u));
+    if (aux(0u) == VK_ROWS_RMS_NORM_MUL) {
+        uint fs = at(VK_PB_FUSED, 0u, c.y, c.z, c.w), fb = tnb(VK_PB_FUSED, 0u);
+        uint ws = at_rep(1u, uvec4(0u, c.yzw)), wn = tne(1u, 0u), wb = tnb(1u, 0u), wt = ttype(1u);
+        for (uint i = t; i < n; i += 64u) {
+            precise float v = ld(0u, xs + i * nb, ty) * inv;
+            st_fused(fs + i * fb, v);
+            precise float r = v * ld(1u, ws + (i % wn) * wb, wt);
+            st(ds + i * ob, ttype(OUT), r);
+        }
+        return;
+    }
     for (uint i = t; i < n; i += 64u)
         st(ds + i * ob, ttype(OUT), ld(0u, xs + i * nb, ty) * inv);
 }

@@ -34,6 +34,8 @@
 #define VK_BINARY_MUL 1u
 #define VK_BINARY_DIV 2u
 
+/* Invocations per workgroup of the elementwise shader. */
+#define VK_EW_LOCAL 128u
 /* aux[0] of the elementwise shader */
 #define VK_EW_COPY 0u
 #define VK_EW_SCALE 1u
@@ -42,10 +44,21 @@
 #define VK_EW_SQR 4u
 #define VK_EW_TANH 5u
 #define VK_EW_CLAMP 6u /* op params 0 and 1: lo, hi */
+/* aux[2] of the silu_mul shader (elementwise.comp's fused SILU -> MUL
+ * build): 0, one element per invocation; else the chain stride s of a
+ * dispatch whose output overlaps its source shifted by s elements:
+ * invocation r computes elements r, r + s, ..., upwards, or downwards when
+ * aux[3] = 1 (fusion.c). */
 
 /* aux[0] of the rms_norm shader: a row reduction */
 #define VK_ROWS_RMS_NORM 0u
 #define VK_ROWS_SUM 1u /* SUM_ROWS: the sum alone */
+#define VK_ROWS_RMS_NORM_MUL 2u /* fused RMS_NORM -> MUL (fusion.c): the row times slot 1 */
+
+/* A fused chain (fusion.c) binds its first node's output, an F32 tensor the
+ * shader writes besides the output, to this source slot; the second op's
+ * other operand, repeated over the output's shape, is slot 1. */
+#define VK_PB_FUSED 2u
 
 /* aux words of the rope shader: aux[0] VK_ROPE_PLAIN or VK_ROPE_EXT; for
  * ROPE_EXT aux[1] = 1 when slot 2 holds the frequency factors, and the

@@ -1,0 +1,202 @@
+/*
+ * fusion.c — THE FUSION TABLE: chains of two nodes computed by one dispatch
+ * (one row per chain: the two ops, and the shader and mode that compute
+ * both). A chain saves a dispatch, with its fixed cost (on lavapipe every
+ * thread woken and waited for), and the second op's read of the first's
+ * output.
+ *
+ * A chain is node i and a later node j, the first within VK_FUSE_WINDOW
+ * nodes that reads node i's output, where j is an elementwise op of two
+ * operands, one of them exactly node i's output (the same bytes, shape and
+ * strides) and the other an F32 tensor repeated over it. The chain's
+ * dispatch takes node j's place: j's operands are all computed by then,
+ * and node i's work only moves past nodes that neither read nor write its
+ * output nor write its source (SwiGLU's up projection sits between the
+ * SILU and the MUL). The first op's plan (op_rules) sizes the dispatch
+ * (the same workgroups: rms_norm.comp's rows, elementwise.comp's elements);
+ * its output is bound to slot VK_PB_FUSED and the other operand to slot 1.
+ *
+ * The fused shader writes node i's output as well as node j's, so no
+ * consumer analysis is needed: a reader of node i's output may sit in this
+ * graph, in a later graph of the scheduler's split (another device, a copy)
+ * or on the host (a graph output or a debugging read), and only the first
+ * of these is visible here. The extra store is one F32 per element.
+ */
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* How far ahead of a chain's first node its second may be: SwiGLU's MUL is
+ * two nodes after the SILU; the bound keeps the search short. */
+#define VK_FUSE_WINDOW 8
+
+/* The most elements one chain of a shifted elementwise dispatch may take
+ * (see shifted): longer chains would leave few invocations to spread over
+ * a GPU's cores or lavapipe's threads. */
+#define VK_FUSE_MAX_CHAIN 16u
+
+struct vk_fusion {
+    int32_t first, second; /* enum bp_op */
+    enum vk_shader shader; /* computes both */
+    uint32_t mode;         /* its aux[0] */
+    bool chains;           /* silu_mul: may run as shifted chains */
+};
+
+static const struct vk_fusion fusions[] = {
+    /* the norm's weight */
+    { BP_OP_RMS_NORM, BP_OP_MUL, VK_SH_RMS_NORM, VK_ROWS_RMS_NORM_MUL, false },
+    /* SwiGLU: silu(gate) * up */
+    { BP_OP_SILU, BP_OP_MUL, VK_SH_SILU_MUL, 0, true },
+};
+enum { N_FUSIONS = sizeof fusions / sizeof fusions[0] };
+
+bool vk_fusion_enabled(const struct vk_plugin *pl)
+{
+    const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_FUSION");
+    return !env || strcmp(env, "0") != 0;
+}
+
+void vk_fuse_warm(struct vk_dev *d, const struct bp_tensor *node)
+{
+    for (int r = 0; r < N_FUSIONS; r++)
+        if (fusions[r].first == node->op && vk_fusion_enabled(d->pl)) {
+            VkPipeline unused;
+            (void)vk_pipeline_get(d, fusions[r].shader, 0, &unused);
+        }
+}
+
+/* Where t's bytes are: buffer and [lo, hi). */
+struct span {
+    VkBuffer buf;
+    size_t lo, hi;
+};
+
+static bool span_of(const struct vk_dev *d, const struct bp_tensor *t, struct span *s)
+{
+    size_t off;
+    if (!vk_tensor_loc(d, t, &s->buf, &off, NULL)) return false;
+    s->lo = off;
+    s->hi = off + bp_nbytes(t);
+    return true;
+}
+
+static bool same_layout(const struct bp_tensor *a, const struct bp_tensor *b)
+{
+    return a->type == b->type && memcmp(a->ne, b->ne, sizeof a->ne) == 0 &&
+           memcmp(a->nb, b->nb, sizeof a->nb) == 0;
+}
+
+/* The same bytes read the same way: b is a (or a view of it that changes
+ * nothing). */
+static bool same_tensor(const struct vk_dev *d, const struct bp_tensor *a,
+                        const struct bp_tensor *b)
+{
+    struct span x, y;
+    if (a == b) return true;
+    return same_layout(a, b) && span_of(d, a, &x) && span_of(d, b, &y) && x.buf == y.buf &&
+           x.lo == y.lo;
+}
+
+static bool disjoint(const struct vk_dev *d, const struct bp_tensor *a, const struct bp_tensor *b)
+{
+    struct span x, y;
+    if (!span_of(d, a, &x) || !span_of(d, b, &y)) return false;
+    return x.buf != y.buf || x.hi <= y.lo || y.hi <= x.lo;
+}
+
+/* Two tensors one fused dispatch touches, at least one of them written:
+ * apart, or the same elements in the same places, so that each element is
+ * read and written by one invocation in program order (as the shaders'
+ * in-place cases already are). Separate dispatches had a barrier between
+ * them; one dispatch has none. */
+static bool no_race(const struct vk_dev *d, const struct bp_tensor *a, const struct bp_tensor *b)
+{
+    return same_tensor(d, a, b) || disjoint(d, a, b);
+}
+
+/* The graph allocator may give the second node's output b bytes of the
+ * first node's source x, which the first node was the last to read (SwiGLU:
+ * the MUL's output over the gate). Two dispatches are safe; one is safe when
+ * b and x are packed F32 of one shape whose bytes are shifted by s
+ * elements, run as s chains of at most VK_FUSE_MAX_CHAIN elements
+ * (elementwise.comp, aux[2] and aux[3]). The chain stride and direction,
+ * or false. */
+static bool shifted(const struct vk_dev *d, const struct bp_tensor *b, const struct bp_tensor *x,
+                    uint32_t *stride, bool *down)
+{
+    struct span bs, xs;
+    if (x->type != BP_TYPE_F32 || b->type != BP_TYPE_F32 || !bp_is_contiguous(x) ||
+        !bp_is_contiguous(b) || memcmp(x->ne, b->ne, sizeof x->ne) != 0 || !span_of(d, b, &bs) ||
+        !span_of(d, x, &xs) || bs.buf != xs.buf)
+        return false;
+    const size_t shift = bs.lo > xs.lo ? bs.lo - xs.lo : xs.lo - bs.lo;
+    if (shift % 4 != 0 || (uint64_t)bp_nelements(b) > (uint64_t)VK_FUSE_MAX_CHAIN * (shift / 4))
+        return false;
+    *stride = (uint32_t)(shift / 4);
+    *down = bs.lo > xs.lo; /* b[e] over x[e + s]: the later element goes first */
+    return true;
+}
+
+/* Whether node k reads bytes of s (through a source) or writes some. */
+static bool reads_span(const struct vk_dev *d, const struct bp_tensor *k, const struct span *s)
+{
+    for (int i = 0; i < BP_MAX_SRC; i++) {
+        struct span t;
+        if (k->src[i] && span_of(d, k->src[i], &t) && t.buf == s->buf && t.lo < s->hi &&
+            s->lo < t.hi)
+            return true;
+    }
+    return false;
+}
+static bool writes_span(const struct vk_dev *d, const struct bp_tensor *k, const struct span *s)
+{
+    struct span t;
+    return span_of(d, k, &t) && t.buf == s->buf && t.lo < s->hi && s->lo < t.hi;
+}
+
+int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                     struct vk_dispatch *p)
+{
+    const struct bp_tensor *a = g->nodes[i], *x = a->src[0];
+    bool starts = false;
+    for (int r = 0; r < N_FUSIONS; r++) starts |= fusions[r].first == a->op;
+    struct span as, xs;
+    if (!starts || !x || !span_of(d, a, &as) || !span_of(d, x, &xs)) return -1;
+    int32_t j = i + 1;
+    for (; j < g->n_nodes && j <= i + VK_FUSE_WINDOW; j++) {
+        const struct bp_tensor *k = g->nodes[j];
+        if (bp_op_is_view((enum bp_op)k->op)) continue;
+        if (reads_span(d, k, &as)) break;
+        if (writes_span(d, k, &as) || writes_span(d, k, &xs)) return -1;
+    }
+    if (j >= g->n_nodes || j > i + VK_FUSE_WINDOW) return -1;
+    const struct bp_tensor *b = g->nodes[j];
+    const struct vk_fusion *row = NULL;
+    for (int r = 0; r < N_FUSIONS && !row; r++)
+        if (fusions[r].first == a->op && fusions[r].second == b->op) row = &fusions[r];
+    if (!row || !b->src[0] || !b->src[1]) return -1;
+    const bool a0 = same_tensor(d, b->src[0], a), a1 = same_tensor(d, b->src[1], a);
+    if (a0 == a1) return -1; /* a is not an operand, or both */
+    const struct bp_tensor *w = a0 ? b->src[1] : b->src[0];
+    /* The shaders keep a's values in F32 between the two ops, as a's F32
+     * output does; w is read while a is written, so it must not be a. */
+    if (a->type != BP_TYPE_F32 || b->type != BP_TYPE_F32 || w->type != BP_TYPE_F32 ||
+        memcmp(a->ne, b->ne, sizeof a->ne) != 0 || bp_nelements(a) == 0 || !disjoint(d, w, a) ||
+        !no_race(d, b, a))
+        return -1;
+    uint32_t stride = 0;
+    bool down = false;
+    if (!no_race(d, b, x) && !(row->chains && shifted(d, b, x, &stride, &down))) return -1;
+    vk_plan_node(d, a, p);
+    p->shader = row->shader;
+    p->aux[0] = row->mode;
+    p->slot[1] = w;
+    p->slot[VK_PB_FUSED] = a;
+    p->first = a;
+    if (stride) {
+        p->aux[2] = stride;
+        p->aux[3] = down;
+        vk_grid(stride, VK_EW_LOCAL, p->groups);
+    }
+    return j;
+}
