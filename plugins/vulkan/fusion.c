@@ -59,7 +59,7 @@ bool vk_fusion_enabled(const struct vk_plugin *pl)
 void vk_fuse_warm(struct vk_dev *d, const struct bp_tensor *node)
 {
     for (int r = 0; r < N_FUSIONS; r++)
-        if (fusions[r].first == node->op && vk_fusion_enabled(d->pl)) {
+        if ((!node || fusions[r].first == node->op) && vk_fusion_enabled(d->pl)) {
             VkPipeline unused;
             (void)vk_pipeline_get(d, fusions[r].shader, 0, &unused);
         }

@@ -188,9 +188,24 @@ void vk_pipelines_warm(struct vk_dev *d, const struct bp_tensor *node)
     enum vk_shader sh[2];
     int wtype;
     const int n = vk_node_shaders(d, node, sh, &wtype);
-    for (int i = 0; i < n; i++) {
-        VkPipeline unused;
-        (void)vk_pipeline_get(d, sh[i], wtype, &unused);
+    if (wtype < 0 || wtype >= BP_TYPE_COUNT) return;
+    bool mem = node->data != NULL;
+    for (int s = 0; s < BP_MAX_SRC; s++) mem |= node->src[s] && node->src[s]->data;
+    pthread_mutex_lock(&d->pipe_mu);
+    const bool arm_now = mem && !d->warm_armed;
+    const bool armed = d->warm_armed |= mem;
+    if (!armed)
+        for (int i = 0; i < n; i++) d->warm_pending[sh[i]][wtype] = true;
+    pthread_mutex_unlock(&d->pipe_mu);
+    if (!armed) return;
+    VkPipeline unused;
+    /* warm_pending is written only before arming, under the lock above */
+    if (arm_now) {
+        for (int s = 0; s < VK_SH_COUNT; s++)
+            for (int t = 0; t < BP_TYPE_COUNT; t++)
+                if (d->warm_pending[s][t]) (void)vk_pipeline_get(d, (enum vk_shader)s, t, &unused);
+        vk_fuse_warm(d, NULL);
     }
+    for (int i = 0; i < n; i++) (void)vk_pipeline_get(d, sh[i], wtype, &unused);
     vk_fuse_warm(d, node);
 }

@@ -148,6 +148,13 @@ struct vk_dev {
     VkPipelineLayout layout;
     pthread_mutex_t pipe_mu;
     VkPipeline pipes[VK_SH_COUNT][BP_TYPE_COUNT]; /* by shader and weight type */
+    /* supports_op builds a node's pipelines once some node it was asked
+     * about had memory (a graph being planned to run: a model's weights
+     * are loaded before its graphs are planned); until then it only notes
+     * them, so `backplane info`, which asks about every op and type of bare
+     * nodes, waits for no compiler. */
+    bool warm_armed;
+    bool warm_pending[VK_SH_COUNT][BP_TYPE_COUNT];
     VkPipelineCache pcache;            /* pipeline_cache.c; VK_NULL_HANDLE: none */
     bool pcache_dirty;                 /* pipelines were made since it was loaded */
     VkBuffer dummy;                    /* bound to unused slots */
@@ -296,8 +303,8 @@ int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i
                      struct vk_dispatch *p);
 /* BACKPLANE_VULKAN_FUSION: anything but 0 (or unset) fuses. */
 bool vk_fusion_enabled(const struct vk_plugin *pl);
-/* Makes the pipelines of the chains that start with node's op (supports_op
- * warms them with the node's own). */
+/* Makes the pipelines of the chains that start with node's op, or of every
+ * chain when node is NULL (supports_op warms them with the node's own). */
 void vk_fuse_warm(struct vk_dev *d, const struct bp_tensor *node);
 
 /* ---- profile.c: per-dispatch time from timestamp queries ---- */
