@@ -100,6 +100,20 @@ static unsigned char *make_weights(enum bp_type t, int64_t K, int64_t N, float *
     return w;
 }
 
+/* Computes the graph of y on dev. */
+static void compute(struct bp_device *dev, struct bp_tensor *y)
+{
+    struct bp_backend *be;
+    struct bp_graph *g;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
+    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
+    ck_assert_int_eq(bp_backend_graph_compute(be, g), BP_OK);
+    ck_assert_int_eq(bp_backend_synchronize(be), BP_OK);
+    bp_graph_free(g);
+    bp_backend_free(be);
+}
+
 static const char *feature(struct bp_device *dev, const char *key)
 {
     bp_get_features_fn get =
@@ -132,15 +146,7 @@ static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const st
     ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
     ck_assert_int_eq(bp_tensor_set(w, wq, 0, bp_row_size(t, K) * (size_t)N), BP_OK);
     ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * M)), BP_OK);
-    struct bp_backend *be;
-    struct bp_graph *g;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
-    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
-    ck_assert_int_eq(bp_backend_graph_compute(be, g), BP_OK);
-    ck_assert_int_eq(bp_backend_synchronize(be), BP_OK);
-    bp_graph_free(g);
-    bp_backend_free(be);
+    compute(dev, y);
     ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(N * M)), BP_OK);
 
     for (int64_t m = 0; m < M; m++)
@@ -222,15 +228,7 @@ static void check_int_dot(struct bp_device *dev, enum bp_type t, int64_t K, int6
     ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
     ck_assert_int_eq(bp_tensor_set(w, wq, 0, bp_row_size(t, K) * (size_t)N), BP_OK);
     ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * B)), BP_OK);
-    struct bp_backend *be;
-    struct bp_graph *g;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
-    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
-    ck_assert_int_eq(bp_backend_graph_compute(be, g), BP_OK);
-    ck_assert_int_eq(bp_backend_synchronize(be), BP_OK);
-    bp_graph_free(g);
-    bp_backend_free(be);
+    compute(dev, y);
     ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(NS * B)), BP_OK);
 
     const size_t row = bp_row_size(t, K), bsz = bp_type_size(t);
