@@ -191,13 +191,6 @@ static bool mm_cpu_fits(const struct bp_tensor *t)
             w->nb[0] == (size_t)bp_type_size((enum bp_type)w->type));
 }
 
-/* On a CPU device with mul_mat_cpu, that kernel: VK_MMC_ROWS rows x one
- * column (mul_mat_cpu1) or VK_MMC_COLS columns per workgroup. Otherwise
- * few columns go to mul_mat_vec (VK_MMV_ROWS rows x VK_MMV_COLS columns
- * per workgroup), more to mul_mat.comp's tiles: the largest the device
- * takes that the product fills at least half of in both directions (a
- * larger tile reads each weight for more columns, a smaller one leaves
- * fewer invocations idle and makes more workgroups). */
 /* mul_mat_vec_q8 takes one column of contiguous F32 X against Q4_0 or
  * Q8_0 rows whose K / 32 blocks fit its shared memory. */
 static bool mmq_fits(const struct bp_tensor *t, uint32_t max_blocks)
@@ -208,6 +201,16 @@ static bool mmq_fits(const struct bp_tensor *t, uint32_t max_blocks)
            w->ne[0] / 32 <= (int64_t)max_blocks;
 }
 
+/* With integer dots in use, one column that mmq_fits goes to
+ * mul_mat_vec_q8 (VK_MMQ_ROWS rows per workgroup). On a CPU device with
+ * mul_mat_cpu, that kernel: VK_MMC_ROWS rows x one column (mul_mat_cpu1)
+ * or VK_MMC_COLS columns per workgroup. Otherwise few columns go to
+ * mul_mat_vec (VK_MMV_ROWS rows x VK_MMV_COLS columns per workgroup), more
+ * to mul_mat_cm's 64 x 64 tiles where cooperative matrices are in use, else
+ * to mul_mat.comp's tiles: the largest the device takes that the product
+ * fills at least half of in both directions (a larger tile reads each
+ * weight for more columns, a smaller one leaves fewer invocations idle and
+ * makes more workgroups). */
 static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
