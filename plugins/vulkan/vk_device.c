@@ -355,20 +355,24 @@ static bp_status create_logical(struct vk_plugin *pl, struct vk_dev *d, char *wh
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                     .queueFamilyIndex = d->queue_family, .queueCount = 1,
                                     .pQueuePriorities = &prio };
+    /* Only the feature structures of what is used go in the chain: one
+     * that names a feature or extension the device lacks fails creation. */
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
         .cooperativeMatrix = VK_TRUE };
     VkPhysicalDeviceShaderIntegerDotProductFeatures idp = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
-        .pNext = d->use_coopmat ? &cm : NULL,
         .shaderIntegerDotProduct = VK_TRUE };
     VkPhysicalDeviceShaderFloat16Int8Features fi = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-        .pNext = d->use_int_dot || d->use_coopmat ? &idp : NULL,
-        .shaderFloat16 = d->use_f16_tiles };
+        .shaderFloat16 = VK_TRUE };
+    void *chain = NULL;
+    if (d->use_coopmat) cm.pNext = chain, chain = &cm;
+    if (d->use_int_dot) idp.pNext = chain, chain = &idp;
+    if (d->use_f16_tiles) fi.pNext = chain, chain = &fi;
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
-        .pNext = &fi,
+        .pNext = chain,
         .storageBuffer16BitAccess = d->use_f16_storage };
     const char *ext[2];
     uint32_t n_ext = 0;
