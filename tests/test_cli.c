@@ -473,6 +473,43 @@ START_TEST(test_a_plugin_init_warning_is_printed_once)
 }
 END_TEST
 
+/* BACKPLANE_CPU_PREFETCH: two or three distances are taken as given (the
+ * third, for the 32-weight-block types, defaults to the second); anything
+ * else warns once and leaves the CPU's own row in use. */
+START_TEST(test_cpu_prefetch_setting_is_parsed_or_refused)
+{
+    static const struct {
+        const char *env, *shown; /* shown: NULL when it must be refused */
+    } cases[] = {
+        { "8192,1024", "L2 8192, L1 1024 (32-weight blocks 1024) bytes ahead (BACKPLANE_CPU_PREFETCH)" },
+        { "8192,1024,0", "L2 8192, L1 1024 (32-weight blocks 0) bytes ahead (BACKPLANE_CPU_PREFETCH)" },
+        { "8192,1024,64,64", NULL },
+        { "8192,1024x", NULL },
+        { "8192,100", NULL },
+        { "8192", NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "BACKPLANE_CPU_PREFETCH='%s' '" CLI "' info cpu", cases[i].env);
+        struct run r;
+        r.rc = cli_run_all(cmd, CLI_OUT_AND_ERR, &r.out);
+        ck_assert_ptr_nonnull(r.out);
+        ck_assert_int_eq(r.rc, 0);
+        char warn[128];
+        snprintf(warn, sizeof warn, "BACKPLANE_CPU_PREFETCH='%s' is not", cases[i].env);
+        if (cases[i].shown) {
+            ck_assert_msg(strstr(r.out, cases[i].shown) != NULL, "%s: %s", cases[i].env, r.out);
+            ck_assert_msg(strstr(r.out, warn) == NULL, "%s: %s", cases[i].env, r.out);
+        } else {
+            ck_assert_msg(strstr(r.out, warn) != NULL, "%s: %s", cases[i].env, r.out);
+            ck_assert_msg(strstr(r.out, "(BACKPLANE_CPU_PREFETCH)") == NULL, "%s: %s",
+                          cases[i].env, r.out);
+        }
+        free(r.out);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -497,6 +534,7 @@ int main(void)
     tcase_add_test(tc, test_usage_errors_exit_2);
     tcase_add_test(tc, test_version_prints_library_and_abi_versions);
     tcase_add_test(tc, test_a_plugin_init_warning_is_printed_once);
+    tcase_add_test(tc, test_cpu_prefetch_setting_is_parsed_or_refused);
     tcase_add_test(tc, test_bench_mul_mat_reports_rounds_and_bandwidth_ratio);
     tcase_add_test(tc, test_bench_mul_mat_scaling_times_one_thread_too);
     suite_add_tcase(s, tc);

@@ -391,8 +391,8 @@ static void fill_features(struct cpu_plugin *pl)
     f[i++] = (struct bp_feature){ "huge_pages", pl->huge_pages_str };
     const char *pf = cpu_getenv(pl, "BACKPLANE_CPU_PREFETCH");
     if (!cpu_x8_prefetch_choose(pf, pl->prefetch_str, sizeof pl->prefetch_str))
-        cpu_log(pl, BP_LOG_WARN, "BACKPLANE_CPU_PREFETCH='%s' is not 'L2,L1' in bytes (multiples "
-                "of 64 up to 65536); using this CPU's distances.", pf);
+        cpu_log(pl, BP_LOG_WARN, "BACKPLANE_CPU_PREFETCH='%s' is not 'L2,L1[,L1_32]' in bytes "
+                "(multiples of 64 up to 65536); using this CPU's distances.", pf);
     f[i++] = (struct bp_feature){ "prefetch", pl->prefetch_str };
 #define ISA(name, flag) f[i++] = (struct bp_feature){ name, (flag) ? "1" : "0" }
 #if defined(__x86_64__) || defined(__i386__)

@@ -92,7 +92,7 @@ q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
             }
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
-        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, CPU_REPACK_ROWS * sizeof(struct bp_block_q4_0));
         const __m256i v0a = load256(xb + 16), v0b = load256(xb + 48);
         const __m256i v1a = load256(xb + 80), v1b = load256(xb + 112);
         const __m256i l0a = _mm256_and_si256(v0a, m4), l0b = _mm256_and_si256(v0b, m4);
@@ -138,7 +138,7 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
         cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
-        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
         const __m256 dw = row_scales(xb);
         const int8_t *q[CPU_GEMM_MAX_COLS];
         __m256i pa[CPU_GEMM_MAX_COLS], pb[CPU_GEMM_MAX_COLS];

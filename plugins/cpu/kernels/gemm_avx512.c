@@ -217,16 +217,16 @@ x8_0_walk(int64_t nb, size_t xs, const int shift, const x8_0_block_fn block, flo
             /* one block's prefetches before each block: the 5 (Q4_0) or 9
              * of a pair at once streamed 3-8% slower from memory */
             cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
-            cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, xs);
             block(xb, dw0, yr, nb, b, off, acc, ncols, gfni);
             cpu_x8_prefetch(xb + xs + CPU_X8_L2_PREFETCH_BYTES, xs);
-            cpu_x8_prefetch_l1(xb + xs + CPU_X8_L1_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch_l1(xb + xs + CPU_X8_L1_PREFETCH_BYTES_32, xs);
             block(xb + xs, dw1, yr, nb, b + 1, off, acc, ncols, gfni);
         }
         if (b < e) {
             const uint8_t *xb = x + (size_t)b * xs;
             cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
-            cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, xs);
+            cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, xs);
             block(xb, row_scales(xb), yr, nb, b, off, acc, ncols, gfni);
         }
     }

@@ -11,7 +11,7 @@
 #include "../cpu_features.h"
 #include "repack.h"
 
-struct cpu_x8_prefetch cpu_x8_prefetch_bytes = { 4096, 2048 };
+struct cpu_x8_prefetch cpu_x8_prefetch_bytes = { 4096, 2048, 2048 };
 
 /* First match wins; family 0 matches any family of the vendor, an empty
  * vendor any CPU. The Intel figures are in repack.h. AMD family 1Ah: on a
@@ -28,25 +28,36 @@ struct cpu_x8_prefetch cpu_x8_prefetch_bytes = { 4096, 2048 };
  * read, ranges 0.50-0.95 each); only an L1 distance of 8 KiB (16384 / 8192)
  * came last for all four types (median 0.61). So 16384 / 4096 stays, as
  * fitted on Q4_0 above, and the L1 distance stays at 4 KiB or less. Zen 3/4
- * keep the Intel distances: not measured here. */
+ * keep the Intel distances: not measured here.
+ * The 32-weight-block walks (Q4_0, Q5_0, Q8_0) on the same VM, quiet (load
+ * 1.0-1.4, read probe 27-35 GB/s), one thread: an L1 request at 4 KiB cost
+ * them what it gains the K-quants. `bench mul_mat` K = 2048 N = 5632,
+ * alternating builds, L1 4096 -> 0 (a request for the line being read,
+ * which the demand load then meets in flight): Q4_0 0.75-0.76 -> 0.81-0.85
+ * of the read (22.6-23.0 -> 25.2-26.4 GB/s, 3 of 3 pairs), Q5_0 0.74-0.80
+ * -> 0.85, Q8_0 0.68-0.80 -> 0.73-0.84 (2 of 2 each); whole decodes of the
+ * 1B Q4_0 file 0.70-0.77 -> 0.82-0.92 (3 of 3). L1 at 512-1024 bytes was
+ * worse than either (0.60-0.74). Q4_K_M decodes, the other way: L1 0
+ * against 4096 lost 3 of 3 (0.71-0.77 against 0.78-0.84). */
 static const struct {
     const char *vendor;
     unsigned family;
     const char *name;
     struct cpu_x8_prefetch d;
 } table[] = {
-    { "AuthenticAMD", 0x1A, "AMD family 1Ah (Zen 5)", { 16384, 4096 } },
-    { "AuthenticAMD", 0x19, "AMD family 19h (Zen 3/4)", { 4096, 2048 } },
-    { "GenuineIntel", 0, "Intel", { 4096, 2048 } },
-    { "", 0, "default", { 4096, 2048 } },
+    { "AuthenticAMD", 0x1A, "AMD family 1Ah (Zen 5)", { 16384, 4096, 0 } },
+    { "AuthenticAMD", 0x19, "AMD family 19h (Zen 3/4)", { 4096, 2048, 2048 } },
+    { "GenuineIntel", 0, "Intel", { 4096, 2048, 2048 } },
+    { "", 0, "default", { 4096, 2048, 2048 } },
 };
 
-/* A distance from the environment: a multiple of 64 from 0 to 64 KiB. */
+/* A distance from the environment: a multiple of 64 from 0 to 64 KiB,
+ * ending at a comma or at the end. */
 static bool parse_bytes(const char *s, int *out)
 {
     char *end;
     const long v = strtol(s, &end, 10);
-    if (end == s || v < 0 || v > 65536 || v % 64)
+    if (end == s || (*end && *end != ',') || v < 0 || v > 65536 || v % 64)
         return false;
     *out = (int)v;
     return true;
@@ -63,15 +74,18 @@ bool cpu_x8_prefetch_choose(const char *env, char *desc, size_t cap)
     struct cpu_x8_prefetch d = table[i].d;
     bool ok = true;
     if (env && *env) {
-        /* "L2,L1" in bytes */
+        /* "L2,L1[,L1_32]" in bytes */
         struct cpu_x8_prefetch e;
-        const char *comma = strchr(env, ',');
-        ok = comma && parse_bytes(env, &e.l2) && parse_bytes(comma + 1, &e.l1);
+        const char *c1 = strchr(env, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        ok = c1 && parse_bytes(env, &e.l2) && parse_bytes(c1 + 1, &e.l1) &&
+             (!c2 || (parse_bytes(c2 + 1, &e.l1_32) && !strchr(c2 + 1, ',')));
+        if (!c2)
+            e.l1_32 = e.l1;
         if (ok)
             d = e;
     }
     cpu_x8_prefetch_bytes = d;
-    snprintf(desc, cap, "L2 %d, L1 %d bytes ahead (%s)", d.l2, d.l1,
+    snprintf(desc, cap, "L2 %d, L1 %d (32-weight blocks %d) bytes ahead (%s)", d.l2, d.l1, d.l1_32,
              env && *env && ok ? "BACKPLANE_CPU_PREFETCH" : table[i].name);
     return ok;
 }

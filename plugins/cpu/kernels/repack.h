@@ -149,13 +149,17 @@ typedef void (*cpu_gemm_x8_fn)(CPU_GEMM_X8_PARAMS);
  * quarter.) */
 struct cpu_x8_prefetch {
     int l2, l1; /* bytes ahead */
+    int l1_32;  /* the L1 distance of the 32-weight-block walks (Q4_0, Q5_0,
+                 * Q8_0): they read a block in a third of a K-quant's time
+                 * and want their own (prefetch.c) */
 };
 /* The distances in use (prefetch.c: per CPU family, 4096 and 2048 until
  * cpu_x8_prefetch_choose runs). */
 extern struct cpu_x8_prefetch cpu_x8_prefetch_bytes;
 /* Set cpu_x8_prefetch_bytes from the running CPU's vendor and family, or
- * from env ("L2,L1" in bytes, multiples of 64 up to 65536; the
- * BACKPLANE_CPU_PREFETCH variable) when given; desc gets one line saying
+ * from env ("L2,L1[,L1_32]" in bytes, multiples of 64 up to 65536, L1_32
+ * defaulting to L1; the BACKPLANE_CPU_PREFETCH variable) when given; desc
+ * gets one line saying
  * which. False when env is given but malformed (the CPU's row is used). */
 bool cpu_x8_prefetch_choose(const char *env, char *desc, size_t cap);
 #ifndef CPU_X8_L2_PREFETCH_BYTES
@@ -163,6 +167,9 @@ bool cpu_x8_prefetch_choose(const char *env, char *desc, size_t cap);
 #endif
 #ifndef CPU_X8_L1_PREFETCH_BYTES
 #define CPU_X8_L1_PREFETCH_BYTES ((size_t)cpu_x8_prefetch_bytes.l1)
+#endif
+#ifndef CPU_X8_L1_PREFETCH_BYTES_32
+#define CPU_X8_L1_PREFETCH_BYTES_32 ((size_t)cpu_x8_prefetch_bytes.l1_32)
 #endif
 
 /* True for the weight types this build repacks (every type with an x8
