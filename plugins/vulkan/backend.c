@@ -33,11 +33,6 @@ struct dset_entry {
     VkDescriptorSet set;
 };
 
-struct range {
-    VkBuffer buf;
-    size_t lo, hi;
-};
-
 struct vk_backend {
     struct bp_backend be;
     struct vk_dev *d;
@@ -55,7 +50,7 @@ struct vk_backend {
     VkDeviceMemory pmem;
     uint32_t *pmap;
     size_t pcap;                       /* parameter blocks */
-    struct range *reads, *writes;
+    struct vk_range *reads, *writes;
     size_t n_reads, n_writes, range_cap;
     struct vk_prof prof;              /* profile.c; timestamps of the pending graph */
     bool fusion;                      /* fusion.c's chains (BACKPLANE_VULKAN_FUSION=0: off) */
@@ -171,19 +166,19 @@ static bp_status be_copy_async(struct bp_backend *src_be, struct bp_backend *dst
 
 /* ---- graph compute ---- */
 
-static bool overlaps(const struct range *list, size_t n, const struct range *r)
+static bool overlaps(const struct vk_range *list, size_t n, const struct vk_range *r)
 {
     for (size_t i = 0; i < n; i++)
-        if (list[i].buf == r->buf && list[i].lo < r->hi && r->lo < list[i].hi) return true;
+        if (vk_ranges_meet(&list[i], r)) return true;
     return false;
 }
 
 static bp_status ensure_ranges(struct vk_backend *b, size_t n)
 {
     if (n <= b->range_cap) return BP_OK;
-    struct range *r = realloc(b->reads, n * sizeof *r);
+    struct vk_range *r = realloc(b->reads, n * sizeof *r);
     if (r) b->reads = r;
-    struct range *w = r ? realloc(b->writes, n * sizeof *w) : NULL;
+    struct vk_range *w = r ? realloc(b->writes, n * sizeof *w) : NULL;
     if (w) b->writes = w;
     if (!r || !w) {
         vk_log(b->d->pl, BP_LOG_ERROR, "could not allocate hazard tracking for a graph; free memory.");
@@ -423,7 +418,7 @@ static bp_status record_node(struct vk_backend *b, const struct vk_dispatch *p,
     uint32_t *blk = b->pmap + (size_t)blk_index * VK_PARAM_WORDS;
     memset(blk, 0, VK_PARAM_WORDS * 4);
     struct vk_binding bind[VK_SLOTS];
-    struct range reads[VK_SLOTS], wr[2];
+    struct vk_range reads[VK_SLOTS], wr[2];
     size_t n_reads = 0, n_wr = 0;
     for (int s = 0; s < VK_SLOTS; s++) {
         const struct bp_tensor *t = s < VK_SLOTS - 1 ? p->slot[s] : node;
@@ -435,7 +430,7 @@ static bp_status record_node(struct vk_backend *b, const struct vk_dispatch *p,
             if (st != BP_OK) return st;
         }
         put_tensor(blk, s, t, bind[s].rel);
-        struct range r = { bind[s].buf, bind[s].abs, bind[s].abs + bp_nbytes(t) };
+        struct vk_range r = { bind[s].buf, bind[s].abs, bind[s].abs + bp_nbytes(t) };
         if (s == VK_PB_OUT || (p->first && s == VK_PB_FUSED)) wr[n_wr++] = r;
         else reads[n_reads++] = r;
     }

@@ -65,13 +65,8 @@ void vk_fuse_warm(struct vk_dev *d, const struct bp_tensor *node)
         }
 }
 
-/* Where t's bytes are: buffer and [lo, hi). */
-struct span {
-    VkBuffer buf;
-    size_t lo, hi;
-};
-
-static bool span_of(const struct vk_dev *d, const struct bp_tensor *t, struct span *s)
+/* Where t's bytes are. */
+static bool span_of(const struct vk_dev *d, const struct bp_tensor *t, struct vk_range *s)
 {
     size_t off;
     if (!vk_tensor_loc(d, t, &s->buf, &off, NULL)) return false;
@@ -91,7 +86,7 @@ static bool same_layout(const struct bp_tensor *a, const struct bp_tensor *b)
 static bool same_tensor(const struct vk_dev *d, const struct bp_tensor *a,
                         const struct bp_tensor *b)
 {
-    struct span x, y;
+    struct vk_range x, y;
     if (a == b) return true;
     return same_layout(a, b) && span_of(d, a, &x) && span_of(d, b, &y) && x.buf == y.buf &&
            x.lo == y.lo;
@@ -99,9 +94,8 @@ static bool same_tensor(const struct vk_dev *d, const struct bp_tensor *a,
 
 static bool disjoint(const struct vk_dev *d, const struct bp_tensor *a, const struct bp_tensor *b)
 {
-    struct span x, y;
-    if (!span_of(d, a, &x) || !span_of(d, b, &y)) return false;
-    return x.buf != y.buf || x.hi <= y.lo || y.hi <= x.lo;
+    struct vk_range x, y;
+    return span_of(d, a, &x) && span_of(d, b, &y) && !vk_ranges_meet(&x, &y);
 }
 
 /* Two tensors one fused dispatch touches, at least one of them written:
@@ -124,7 +118,7 @@ static bool no_race(const struct vk_dev *d, const struct bp_tensor *a, const str
 static bool shifted(const struct vk_dev *d, const struct bp_tensor *b, const struct bp_tensor *x,
                     uint32_t *stride, bool *down)
 {
-    struct span bs, xs;
+    struct vk_range bs, xs;
     if (x->type != BP_TYPE_F32 || b->type != BP_TYPE_F32 || !bp_is_contiguous(x) ||
         !bp_is_contiguous(b) || memcmp(x->ne, b->ne, sizeof x->ne) != 0 || !span_of(d, b, &bs) ||
         !span_of(d, x, &xs) || bs.buf != xs.buf)
@@ -138,20 +132,19 @@ static bool shifted(const struct vk_dev *d, const struct bp_tensor *b, const str
 }
 
 /* Whether node k reads bytes of s (through a source) or writes some. */
-static bool reads_span(const struct vk_dev *d, const struct bp_tensor *k, const struct span *s)
+static bool reads_span(const struct vk_dev *d, const struct bp_tensor *k, const struct vk_range *s)
 {
     for (int i = 0; i < BP_MAX_SRC; i++) {
-        struct span t;
-        if (k->src[i] && span_of(d, k->src[i], &t) && t.buf == s->buf && t.lo < s->hi &&
-            s->lo < t.hi)
+        struct vk_range t;
+        if (k->src[i] && span_of(d, k->src[i], &t) && vk_ranges_meet(&t, s))
             return true;
     }
     return false;
 }
-static bool writes_span(const struct vk_dev *d, const struct bp_tensor *k, const struct span *s)
+static bool writes_span(const struct vk_dev *d, const struct bp_tensor *k, const struct vk_range *s)
 {
-    struct span t;
-    return span_of(d, k, &t) && t.buf == s->buf && t.lo < s->hi && s->lo < t.hi;
+    struct vk_range t;
+    return span_of(d, k, &t) && vk_ranges_meet(&t, s);
 }
 
 int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
@@ -160,7 +153,7 @@ int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i
     const struct bp_tensor *a = g->nodes[i], *x = a->src[0];
     bool starts = false;
     for (int r = 0; r < N_FUSIONS; r++) starts |= fusions[r].first == a->op;
-    struct span as, xs;
+    struct vk_range as, xs;
     if (!starts || !x || !span_of(d, a, &as) || !span_of(d, x, &xs)) return -1;
     int32_t j = i + 1;
     for (; j < g->n_nodes && j <= i + VK_FUSE_WINDOW; j++) {

@@ -294,6 +294,17 @@ int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *node, enum v
 /* n invocations in workgroups of `local`, as an (x, y) grid of workgroups. */
 void vk_grid(uint64_t n, uint32_t local, uint32_t g[3]);
 
+/* The bytes [lo, hi) of one buffer: what a dispatch reads or writes, for
+ * the barriers between dispatches (backend.c) and fusion's checks. */
+struct vk_range {
+    VkBuffer buf;
+    size_t lo, hi;
+};
+static inline bool vk_ranges_meet(const struct vk_range *a, const struct vk_range *b)
+{
+    return a->buf == b->buf && a->lo < b->hi && b->lo < a->hi;
+}
+
 /* ---- fusion.c: the fusion table ---- */
 /* When nodes[i] of g starts a chain of the fusion table whose conditions
  * hold, plans the chain's one dispatch into p and returns the index of the
