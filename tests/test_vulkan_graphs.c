@@ -579,6 +579,234 @@ START_TEST(test_vulkan_fused_chains_match_scalar_reference_and_unfused_bits)
 }
 END_TEST
 
+/* ADD -> RMS_NORM -> MUL (a residual sum, the next norm and its weight) as
+ * one dispatch, the sum read again by a later ADD: fused only when nothing
+ * but the MUL reads the norm's output (kind 0); a norm output flagged
+ * BP_TENSOR_FLAG_OUTPUT (kind 1) or read by another node (kind 2) keeps the
+ * ADD apart and fuses RMS_NORM -> MUL alone. */
+struct add_norm_case {
+    int kind;
+    int64_t n, rows, planes;
+};
+static const struct add_norm_case add_norm_cases[] = {
+    { 0, 77, 3, 2 }, { 0, 1, 5, 1 }, { 0, 300, 2, 1 }, { 1, 77, 3, 2 }, { 2, 77, 3, 2 },
+};
+
+struct add_norm_out {
+    float *sum, *norm, *mul, *out;
+    uint64_t adds, norms, muls, graphs;
+};
+
+static void add_norm_run(struct bp_device *dev, const struct add_norm_case *ac, const float *av,
+                         const float *bv, const float *wv, struct add_norm_out *o)
+{
+    const int64_t ne = ac->n * ac->rows * ac->planes;
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(16, &ctx), BP_OK);
+    struct bp_tensor *a = bp_tensor_new_3d(ctx, BP_TYPE_F32, ac->n, ac->rows, ac->planes);
+    struct bp_tensor *b = bp_tensor_new_3d(ctx, BP_TYPE_F32, ac->n, ac->rows, ac->planes);
+    struct bp_tensor *w = bp_tensor_new_1d(ctx, BP_TYPE_F32, ac->n);
+    struct bp_tensor *sum = bp_add(ctx, a, b);
+    struct bp_tensor *h = bp_rms_norm(ctx, sum, 1e-5f);
+    struct bp_tensor *y = bp_mul(ctx, h, w);
+    if (ac->kind == 1) h->flags |= BP_TENSOR_FLAG_OUTPUT;
+    struct bp_tensor *z = bp_add(ctx, ac->kind == 2 ? bp_add(ctx, y, h) : y, sum);
+    ck_assert_msg(z != NULL, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(a, av, 0, sizeof(float) * (size_t)ne), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(b, bv, 0, sizeof(float) * (size_t)ne), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(w, wv, 0, sizeof(float) * (size_t)ac->n), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
+    ck_assert_ptr_nonnull(set_profile);
+    struct bp_profile_op ops[BP_OP_COUNT];
+    memset(ops, 0, sizeof ops);
+    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
+    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
+    compute(be, z);
+    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    float **dst[4] = { &o->sum, &o->norm, &o->mul, &o->out };
+    struct bp_tensor *src[4] = { sum, h, y, z };
+    for (int i = 0; i < 4; i++) {
+        *dst[i] = malloc(sizeof(float) * (size_t)ne);
+        ck_assert_int_eq(bp_tensor_get(src[i], *dst[i], 0, sizeof(float) * (size_t)ne), BP_OK);
+    }
+    o->adds = ops[BP_OP_ADD].count;
+    o->norms = ops[BP_OP_RMS_NORM].count;
+    o->muls = ops[BP_OP_MUL].count;
+    o->graphs = prof.graphs;
+    bp_backend_free(be);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+
+START_TEST(test_vulkan_fused_add_rms_norm_mul_matches_reference_and_unfused_bits)
+{
+    const struct add_norm_case *ac = &add_norm_cases[_i];
+    bp_load_plugins(NULL);
+    struct bp_device *dev = vk0();
+    const int64_t ne = ac->n * ac->rows * ac->planes;
+    float *av = malloc(sizeof(float) * (size_t)ne), *bv = malloc(sizeof(float) * (size_t)ne);
+    float *wv = malloc(sizeof(float) * (size_t)ac->n);
+    unsigned seed = 4321u + (unsigned)_i;
+    for (int64_t i = 0; i < ne; i++) av[i] = 4.0f * frand(&seed);
+    for (int64_t i = 0; i < ne; i++) bv[i] = 2.0f * frand(&seed);
+    for (int64_t i = 0; i < ac->n; i++) wv[i] = 1.0f + frand(&seed);
+
+    struct add_norm_out fused, plain;
+    unsetenv("BACKPLANE_VULKAN_FUSION");
+    add_norm_run(dev, ac, av, bv, wv, &fused);
+    setenv("BACKPLANE_VULKAN_FUSION", "0", 1);
+    add_norm_run(dev, ac, av, bv, wv, &plain);
+    unsetenv("BACKPLANE_VULKAN_FUSION");
+
+    /* The chain is charged to the norm, whose shader runs it. */
+    if (fused.graphs > 0) {
+        ck_assert_uint_eq(fused.adds, ac->kind == 0 ? 1 : ac->kind == 1 ? 2 : 3);
+        ck_assert_uint_eq(fused.norms, 1);
+        ck_assert_uint_eq(fused.muls, 0);
+        ck_assert_uint_eq(plain.adds, ac->kind == 2 ? 3 : 2);
+        ck_assert_uint_eq(plain.muls, 1);
+    }
+    const size_t bytes = sizeof(float) * (size_t)ne;
+    ck_assert_msg(memcmp(fused.sum, plain.sum, bytes) == 0, "the sum differs fused");
+    ck_assert_msg(memcmp(fused.mul, plain.mul, bytes) == 0, "MUL's output differs fused");
+    ck_assert_msg(memcmp(fused.out, plain.out, bytes) == 0, "the last ADD differs fused");
+    if (ac->kind != 0) ck_assert_msg(memcmp(fused.norm, plain.norm, bytes) == 0, "the norm differs");
+
+    for (int64_t r = 0; r < ac->rows * ac->planes; r++) {
+        double ss = 0.0;
+        for (int64_t i = 0; i < ac->n; i++) {
+            const float sv = av[i + ac->n * r] + bv[i + ac->n * r];
+            ss += (double)sv * sv;
+        }
+        const double inv = 1.0 / sqrt(ss / (double)ac->n + 1e-5);
+        for (int64_t i = 0; i < ac->n; i++) {
+            const int64_t k = i + ac->n * r;
+            const float sv = av[k] + bv[k];
+            const double hv = sv * inv, yv = hv * wv[i];
+            const double zv = yv + (ac->kind == 2 ? hv : 0.0) + sv;
+            ck_assert_msg(fused.sum[k] == sv, "case %d element %" PRId64 ": sum %.9g, want %.9g", _i, k,
+                          (double)fused.sum[k], (double)sv);
+            ck_assert_msg(fabs(fused.mul[k] - yv) <= 2e-5 * (1.0 + fabs(yv)),
+                          "case %d element %" PRId64 ": MUL %.7g, want %.7g", _i, k,
+                          (double)fused.mul[k], yv);
+            ck_assert_msg(fabs(fused.out[k] - zv) <= 3e-5 * (1.0 + fabs(zv)),
+                          "case %d element %" PRId64 ": last ADD %.7g, want %.7g", _i, k,
+                          (double)fused.out[k], zv);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        struct add_norm_out *o = i ? &plain : &fused;
+        free(o->sum);
+        free(o->norm);
+        free(o->mul);
+        free(o->out);
+    }
+    free(av);
+    free(bv);
+    free(wv);
+    bp_unload();
+}
+END_TEST
+
+/* A chain of ADDs over the slots of one tensor's dimension 1 (a mixture of
+ * experts' weighted outputs: e[:, 0] + e[:, 1] + ... for k experts a
+ * token) as one dispatch: k = 3, 4 and 8, odd rows, one token and several.
+ * Kept apart where a partial sum is read by another node (kind 1) or
+ * flagged BP_TENSOR_FLAG_OUTPUT (kind 2). */
+struct add_slots_case {
+    int kind;
+    int64_t d, k, n;
+};
+static const struct add_slots_case add_slots_cases[] = {
+    { 0, 77, 3, 1 }, { 0, 64, 4, 5 }, { 0, 33, 8, 3 }, { 1, 33, 4, 3 }, { 2, 33, 4, 3 },
+};
+
+static void add_slots_run(struct bp_device *dev, const struct add_slots_case *ac, const float *ev,
+                          float *out, float *part, uint64_t *adds, uint64_t *graphs)
+{
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(32, &ctx), BP_OK);
+    struct bp_tensor *e = bp_tensor_new_3d(ctx, BP_TYPE_F32, ac->d, ac->k, ac->n);
+    struct bp_tensor *sum = NULL, *first = NULL;
+    for (int64_t j = 0; j < ac->k; j++) {
+        struct bp_tensor *v = bp_view(ctx, e, 2, (int64_t[]){ ac->d, ac->n },
+                                      (size_t[]){ e->nb[0], e->nb[2] }, (size_t)j * e->nb[1]);
+        sum = sum ? bp_add(ctx, sum, v) : v;
+        if (j == 1) first = sum;
+    }
+    if (ac->kind == 2) first->flags |= BP_TENSOR_FLAG_OUTPUT;
+    struct bp_tensor *z = ac->kind == 1 ? bp_mul(ctx, sum, first) : sum;
+    ck_assert_msg(z != NULL, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    const size_t ne = (size_t)(ac->d * ac->k * ac->n), no = (size_t)(ac->d * ac->n);
+    ck_assert_int_eq(bp_tensor_set(e, ev, 0, sizeof(float) * ne), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
+    ck_assert_ptr_nonnull(set_profile);
+    struct bp_profile_op ops[BP_OP_COUNT];
+    memset(ops, 0, sizeof ops);
+    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
+    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
+    compute(be, z);
+    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(sum, out, 0, sizeof(float) * no), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(first, part, 0, sizeof(float) * no), BP_OK);
+    *adds = ops[BP_OP_ADD].count;
+    *graphs = prof.graphs;
+    bp_backend_free(be);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+
+START_TEST(test_vulkan_fused_add_chain_over_slots_matches_sequential_sum)
+{
+    const struct add_slots_case *ac = &add_slots_cases[_i];
+    bp_load_plugins(NULL);
+    struct bp_device *dev = vk0();
+    const int64_t ne = ac->d * ac->k * ac->n, no = ac->d * ac->n;
+    float *ev = malloc(sizeof(float) * (size_t)ne);
+    float *out[2], *part[2];
+    uint64_t adds[2], graphs[2];
+    unsigned seed = 99u + (unsigned)_i;
+    for (int64_t i = 0; i < ne; i++) ev[i] = 8.0f * frand(&seed);
+    for (int f = 0; f < 2; f++) {
+        out[f] = malloc(sizeof(float) * (size_t)no);
+        part[f] = malloc(sizeof(float) * (size_t)no);
+        if (f == 1) setenv("BACKPLANE_VULKAN_FUSION", "0", 1);
+        add_slots_run(dev, ac, ev, out[f], part[f], &adds[f], &graphs[f]);
+        unsetenv("BACKPLANE_VULKAN_FUSION");
+    }
+    if (graphs[0] > 0) {
+        ck_assert_uint_eq(adds[0], ac->kind == 0 ? 1 : (uint64_t)(ac->k - 1));
+        ck_assert_uint_eq(adds[1], (uint64_t)(ac->k - 1));
+    }
+    ck_assert_msg(memcmp(out[0], out[1], sizeof(float) * (size_t)no) == 0, "the sum differs fused");
+    if (ac->kind != 0)
+        ck_assert_msg(memcmp(part[0], part[1], sizeof(float) * (size_t)no) == 0, "e0 + e1 differs");
+    /* The chain's order, in float: every partial sum rounded. */
+    for (int64_t t = 0; t < ac->n; t++)
+        for (int64_t i = 0; i < ac->d; i++) {
+            float want = ev[i + ac->d * ac->k * t];
+            for (int64_t j = 1; j < ac->k; j++) want = want + ev[i + ac->d * (j + ac->k * t)];
+            const float got = out[0][i + ac->d * t];
+            ck_assert_msg(got == want, "case %d token %" PRId64 " element %" PRId64 ": %.9g, want %.9g",
+                          _i, t, i, (double)got, (double)want);
+        }
+    for (int f = 0; f < 2; f++) {
+        free(out[f]);
+        free(part[f]);
+    }
+    free(ev);
+    bp_unload();
+}
+END_TEST
+
 /* The graph allocator may give a MUL's output the bytes of the SILU's
  * source, which the SILU was the last to read, at a shift (SwiGLU: the MUL's
  * output over the gate). Placed here by hand, below and above the source:
@@ -682,6 +910,10 @@ int main(void)
     tcase_add_test(tc, test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_reference);
     tcase_add_loop_test(tc, test_vulkan_fused_chains_match_scalar_reference_and_unfused_bits, 0,
                         N_CHAIN_CASES);
+    tcase_add_loop_test(tc, test_vulkan_fused_add_rms_norm_mul_matches_reference_and_unfused_bits, 0,
+                        (int)(sizeof add_norm_cases / sizeof add_norm_cases[0]));
+    tcase_add_loop_test(tc, test_vulkan_fused_add_chain_over_slots_matches_sequential_sum, 0,
+                        (int)(sizeof add_slots_cases / sizeof add_slots_cases[0]));
     tcase_add_loop_test(tc, test_vulkan_fused_silu_mul_over_its_shifted_source_matches_reference, 0,
                         (int)(sizeof shifts / sizeof shifts[0]));
     suite_add_tcase(s, tc);

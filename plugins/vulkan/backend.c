@@ -464,11 +464,12 @@ static bp_status record_node(struct vk_backend *b, const struct vk_dispatch *p,
     f->vkCmdBindDescriptorSets(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->layout, 0, 1, &set, 0, NULL);
     f->vkCmdPushConstants(b->cmd, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &base);
     f->vkCmdDispatch(b->cmd, p->groups[0], p->groups[1], p->groups[2]);
-    /* A fused chain's time goes to its first op (whose shader runs it). */
+    /* A fused chain's time goes to the op whose shader runs it (p->first). */
     vk_prof_mark(d, &b->prof, b->cmd, blk_index,
                  (struct vk_prof_tag){ .op = params->op, .shader = (int32_t)p->shader,
                                        .wtype = p->wtype,
-                                       .fused = p->first ? node->op : BP_OP_NONE });
+                                       .fused = p->first ? node->op : BP_OP_NONE,
+                                       .lead = p->lead });
     return BP_OK;
 }
 
@@ -506,16 +507,18 @@ static bp_status be_graph_compute(struct bp_backend *be, struct bp_graph *g)
     uint32_t k = 0;
     /* A fused chain waits for its last node (fusion.c); one at a time. */
     struct vk_dispatch chain;
-    int32_t chain_at = -1;
+    int32_t chain_at = -1, skip[2] = { 0, -1 }; /* nodes the pending chain computes */
     for (int32_t i = 0; i < g->n_nodes && st == BP_OK; i++) {
         const struct bp_tensor *n = g->nodes[i];
-        if (bp_op_is_view((enum bp_op)n->op) || bp_nelements(n) == 0) continue;
+        if (bp_op_is_view((enum bp_op)n->op) || bp_nelements(n) == 0 ||
+            (i >= skip[0] && i <= skip[1]))
+            continue;
         if (i == chain_at) {
             chain_at = -1;
             st = record_node(b, &chain, n, k++);
             continue;
         }
-        if (b->fusion && chain_at < 0 && (chain_at = vk_fuse_plan(d, g, i, &chain)) >= 0)
+        if (b->fusion && chain_at < 0 && (chain_at = vk_fuse_plan(d, g, i, &chain, skip)) >= 0)
             continue;
         struct vk_dispatch p;
         vk_plan_node(d, n, &p);

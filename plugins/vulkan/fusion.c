@@ -21,6 +21,22 @@
  * graph, in a later graph of the scheduler's split (another device, a copy)
  * or on the host (a graph output or a debugging read), and only the first
  * of these is visible here. The extra store is one F32 per element.
+ *
+ * One chain of three, outside the table: ADD -> RMS_NORM -> MUL, a
+ * residual sum followed by the next norm and its weight (every layer of a
+ * decoder, twice). rms_norm.comp computes the sum, writes it (slot
+ * VK_PB_FUSED: a later residual ADD reads it) and normalises and weighs
+ * it; its four source slots are then full, so the norm's own output is not
+ * stored, and the chain is taken only where nothing can read it: not
+ * flagged BP_TENSOR_FLAG_OUTPUT (the application's reads, and the
+ * scheduler's for another device or graph) and read by no other node of
+ * the graph.
+ *
+ * And a chain of ADDs summing every slot of one tensor's dimension 1 (a
+ * mixture of experts' weighted outputs, k - 1 ADDs for k experts a token):
+ * one binary.comp dispatch reads the tensor once and writes the last sum,
+ * each partial sum rounded as its ADD rounds it; the partial sums are not
+ * stored, under the same conditions as the norm's output above.
  */
 #include <string.h>
 
@@ -147,8 +163,8 @@ static bool writes_span(const struct vk_dev *d, const struct bp_tensor *k, const
     return span_of(d, k, &t) && vk_ranges_meet(&t, s);
 }
 
-int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
-                     struct vk_dispatch *p)
+static int32_t plan_pair(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                         struct vk_dispatch *p)
 {
     const struct bp_tensor *a = g->nodes[i], *x = a->src[0];
     bool starts = false;
@@ -192,4 +208,140 @@ int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i
         vk_grid(stride, VK_EW_LOCAL, p->groups);
     }
     return j;
+}
+
+/* Whether t is n or a view of it (through any chain of views). */
+static bool views_of(const struct bp_tensor *t, const struct bp_tensor *n)
+{
+    for (; t; t = t->view_src)
+        if (t == n) return true;
+    return false;
+}
+
+/* Whether any node after `after` other than `skip` reads n's output. By
+ * tensor, not by bytes: the graph allocator hands n's bytes to later
+ * tensors once n is dead. */
+static bool read_later(const struct bp_graph *g, int32_t after, int32_t skip,
+                       const struct bp_tensor *n)
+{
+    for (int32_t k = after + 1; k < g->n_nodes; k++) {
+        const struct bp_tensor *kn = g->nodes[k];
+        if (k == skip || bp_op_is_view((enum bp_op)kn->op)) continue;
+        for (int s = 0; s < BP_MAX_SRC; s++)
+            if (kn->src[s] && views_of(kn->src[s], n)) return true;
+    }
+    return false;
+}
+
+/* ADD -> RMS_NORM -> MUL (a residual sum, then the next norm and its
+ * weight): one dispatch of rms_norm.comp that also writes the sum. Taken
+ * only where the norm's output is not a graph output
+ * (BP_TENSOR_FLAG_OUTPUT, which the scheduler also sets on what another
+ * device reads) and no other node reads it: the dispatch has no slot left
+ * to store it. The ADD's operands are F32 of its own shape. */
+static int32_t plan_add_norm(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                             struct vk_dispatch *p, int32_t skip[2])
+{
+    const struct bp_tensor *a = g->nodes[i], *x = a->src[0], *y = a->src[1];
+    struct vk_range as, xs, ys;
+    if (a->op != BP_OP_ADD || !x || !y || a->type != BP_TYPE_F32 || x->type != BP_TYPE_F32 ||
+        y->type != BP_TYPE_F32 || memcmp(x->ne, a->ne, sizeof a->ne) != 0 ||
+        memcmp(y->ne, a->ne, sizeof a->ne) != 0 || !span_of(d, a, &as) || !span_of(d, x, &xs) ||
+        !span_of(d, y, &ys))
+        return -1;
+    int32_t j = i + 1;
+    for (; j < g->n_nodes && j <= i + VK_FUSE_WINDOW; j++) {
+        const struct bp_tensor *k = g->nodes[j];
+        if (bp_op_is_view((enum bp_op)k->op)) continue;
+        if (reads_span(d, k, &as)) break;
+        if (writes_span(d, k, &as) || writes_span(d, k, &xs) || writes_span(d, k, &ys)) return -1;
+    }
+    if (j >= g->n_nodes || j > i + VK_FUSE_WINDOW) return -1;
+    const struct bp_tensor *n = g->nodes[j];
+    struct vk_dispatch pair;
+    if (n->op != BP_OP_RMS_NORM || !same_tensor(d, n->src[0], a) || (n->flags & BP_TENSOR_FLAG_OUTPUT))
+        return -1;
+    const int32_t m = plan_pair(d, g, j, &pair);
+    if (m < 0 || pair.aux[0] != VK_ROWS_RMS_NORM_MUL) return -1;
+    /* The sum moves from node i to node m: nothing between may touch it or
+     * write its operands (plan_pair checked the nodes after j). */
+    for (int32_t k = j + 1; k < m; k++) {
+        const struct bp_tensor *kn = g->nodes[k];
+        if (bp_op_is_view((enum bp_op)kn->op)) continue;
+        if (reads_span(d, kn, &as) || writes_span(d, kn, &as) || writes_span(d, kn, &xs) ||
+            writes_span(d, kn, &ys))
+            return -1;
+    }
+    const struct bp_tensor *b = g->nodes[m], *w = pair.slot[1];
+    if (read_later(g, j, m, n) || reads_span(d, b, &as) ||
+        !disjoint(d, w, a) || !no_race(d, b, w) || !no_race(d, b, a) || !no_race(d, b, x) ||
+        !no_race(d, b, y) ||
+        !no_race(d, a, x) || !no_race(d, a, y))
+        return -1;
+    *p = pair;
+    p->aux[0] = VK_ROWS_ADD_RMS_NORM_MUL;
+    p->slot[0] = x;
+    p->slot[3] = y;
+    p->slot[VK_PB_FUSED] = a;
+    p->lead = BP_OP_ADD;
+    skip[0] = skip[1] = j;
+    return m;
+}
+
+/* v is slot j of e's dimension 1: e's dimensions 0, 2 and 3 at e's strides. */
+static bool is_slot(const struct bp_tensor *v, const struct bp_tensor *e, int64_t j)
+{
+    return v && v->view_src == e && v->view_offs == (size_t)j * e->nb[1] && v->type == e->type &&
+           v->ne[0] == e->ne[0] && v->ne[1] == e->ne[2] && v->ne[2] == e->ne[3] && v->ne[3] == 1 &&
+           v->nb[0] == e->nb[0] && v->nb[1] == e->nb[2] && v->nb[2] == e->nb[3];
+}
+
+/* A chain of ADDs summing every slot of a tensor's dimension 1 in order,
+ * ((e[:, 0] + e[:, 1]) + e[:, 2]) + ...: a mixture of experts' weighted
+ * outputs, k - 1 ADDs for k experts a token. One dispatch of binary.comp
+ * reads e once and writes the last sum; the partial sums are not stored,
+ * so each must be unflagged and read by the next ADD alone. Every node
+ * between the first ADD and the last is one of the chain. */
+static int32_t plan_add_slots(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                              struct vk_dispatch *p, int32_t skip[2])
+{
+    const struct bp_tensor *a = g->nodes[i];
+    if (a->op != BP_OP_ADD || !a->src[0] || !a->src[1]) return -1;
+    const struct bp_tensor *e = a->src[0]->view_src;
+    if (!e || e->type != BP_TYPE_F32 || a->type != BP_TYPE_F32 || e->ne[1] < 3 ||
+        !is_slot(a->src[0], e, 0) || !is_slot(a->src[1], e, 1))
+        return -1;
+    const struct bp_tensor *prev = a;
+    int32_t last = i, k = i + 1;
+    for (int64_t j = 2; j < e->ne[1]; j++) {
+        while (k < g->n_nodes && bp_op_is_view((enum bp_op)g->nodes[k]->op)) k++;
+        if (k >= g->n_nodes) return -1;
+        const struct bp_tensor *n = g->nodes[k];
+        if (n->op != BP_OP_ADD || n->type != BP_TYPE_F32 || n->src[0] != prev ||
+            !is_slot(n->src[1], e, j) || (prev->flags & BP_TENSOR_FLAG_OUTPUT) ||
+            read_later(g, last, k, prev))
+            return -1;
+        prev = n;
+        last = k++;
+    }
+    if (!disjoint(d, prev, e)) return -1;
+    vk_plan_node(d, prev, p);
+    p->aux[0] = VK_BINARY_ADD_SLOTS;
+    p->aux[1] = (uint32_t)e->ne[1];
+    p->slot[0] = e;
+    p->slot[1] = NULL;
+    p->lead = BP_OP_ADD;
+    skip[0] = i + 1;
+    skip[1] = last - 1;
+    return last;
+}
+
+int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                     struct vk_dispatch *p, int32_t skip[2])
+{
+    skip[0] = 0;
+    skip[1] = -1;
+    int32_t m = plan_add_norm(d, g, i, p, skip);
+    if (m < 0) m = plan_add_slots(d, g, i, p, skip);
+    return m >= 0 ? m : plan_pair(d, g, i, p);
 }

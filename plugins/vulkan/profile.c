@@ -10,8 +10,8 @@
  * graph_ns is the recording time plus the device span; and
  * BACKPLANE_VULKAN_PROFILE=1, a finer table (op, shader, weight type)
  * printed to stderr when the stream is freed. A fused chain (fusion.c) is
- * one dispatch, charged to its first op; the finer table names the chain
- * ("RMS_NORM+MUL").
+ * one dispatch, charged to the op whose shader runs it; the finer table
+ * names the chain ("RMS_NORM+MUL", "ADD+RMS_NORM+MUL").
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -154,12 +154,12 @@ static void print_table(struct vk_dev *d, struct vk_prof *p)
         const char *sh = (unsigned)r->tag.shader < VK_SH_COUNT ? vk_shader_names[r->tag.shader] : "?";
         const bool mm = r->tag.op == BP_OP_MUL_MAT || r->tag.op == BP_OP_MUL_MAT_ID ||
                         r->tag.op == BP_OP_GET_ROWS;
-        char op[40];
-        if (r->tag.fused != BP_OP_NONE)
-            snprintf(op, sizeof op, "%s+%s", bp_op_name((enum bp_op)r->tag.op),
-                     bp_op_name((enum bp_op)r->tag.fused));
-        else
-            snprintf(op, sizeof op, "%s", bp_op_name((enum bp_op)r->tag.op));
+        char op[48];
+        snprintf(op, sizeof op, "%s%s%s%s%s",
+                 r->tag.lead != BP_OP_NONE ? bp_op_name((enum bp_op)r->tag.lead) : "",
+                 r->tag.lead != BP_OP_NONE ? "+" : "", bp_op_name((enum bp_op)r->tag.op),
+                 r->tag.fused != BP_OP_NONE ? "+" : "",
+                 r->tag.fused != BP_OP_NONE ? bp_op_name((enum bp_op)r->tag.fused) : "");
         fprintf(stderr, "  %-16s %-18s %-7s %10" PRIu64 " %12.3f %6.1f%%\n", op, sh,
                 mm ? bp_type_name((enum bp_type)r->tag.wtype) : "", r->count, (double)r->ns / 1e6,
                 sum ? 100.0 * (double)r->ns / (double)sum : 0.0);

@@ -281,6 +281,8 @@ struct vk_dispatch {
     const struct bp_tensor *first;     /* a fused chain's first node (fusion.c), whose
                                         * op_params fill the block and whose output, in
                                         * slot VK_PB_FUSED, is written too; else NULL */
+    int32_t lead;                      /* an op the chain runs in front of first's (its
+                                        * output then takes slot VK_PB_FUSED); else 0 */
 };
 bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node);
 /* How to dispatch a supported, non-view node. */
@@ -306,12 +308,14 @@ static inline bool vk_ranges_meet(const struct vk_range *a, const struct vk_rang
 }
 
 /* ---- fusion.c: the fusion table ---- */
-/* When nodes[i] of g starts a chain of the fusion table whose conditions
- * hold, plans the chain's one dispatch into p and returns the index of the
- * chain's last node, whose output it writes and in whose place it runs
- * (nodes[i] then has no dispatch of its own); else -1. */
+/* When nodes[i] of g starts a chain whose conditions hold (the fusion
+ * table's, or one of the longer chains), plans the chain's one dispatch
+ * into p and returns the index of the chain's last node, whose output it
+ * writes and in whose place it runs; nodes[i] and the nodes skip[0] ..
+ * skip[1] (an empty range for chains of two) then have no dispatch of
+ * their own. Else -1. */
 int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
-                     struct vk_dispatch *p);
+                     struct vk_dispatch *p, int32_t skip[2]);
 /* BACKPLANE_VULKAN_FUSION: anything but 0 (or unset) fuses. */
 bool vk_fusion_enabled(const struct vk_plugin *pl);
 /* Makes the pipelines of the chains that start with node's op, or of every
@@ -324,6 +328,7 @@ struct vk_prof_tag {
     int32_t shader;                    /* enum vk_shader */
     int32_t wtype;                     /* the MUL_MAT weight type, else 0 */
     int32_t fused;                     /* a fused chain's second op (BP_OP_NONE: none) */
+    int32_t lead;                      /* an op in front of the chain's first (ADD) */
 };
 struct vk_prof_row {
     struct vk_prof_tag tag;

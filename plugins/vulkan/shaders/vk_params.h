@@ -33,6 +33,7 @@
 #define VK_BINARY_ADD 0u
 #define VK_BINARY_MUL 1u
 #define VK_BINARY_DIV 2u
+#define VK_BINARY_ADD_SLOTS 3u /* fused ADD chain (fusion.c): slot 0's aux1 slots of dim 1 summed */
 
 /* Invocations per workgroup of the elementwise shader. */
 #define VK_EW_LOCAL 128u
@@ -54,6 +55,7 @@
 #define VK_ROWS_RMS_NORM 0u
 #define VK_ROWS_SUM 1u /* SUM_ROWS: the sum alone */
 #define VK_ROWS_RMS_NORM_MUL 2u /* fused RMS_NORM -> MUL (fusion.c): the row times slot 1 */
+#define VK_ROWS_ADD_RMS_NORM_MUL 3u /* fused ADD -> RMS_NORM -> MUL (fusion.c): slot 0 + slot 3 first */
 
 /* A fused chain (fusion.c) binds its first node's output, an F32 tensor the
  * shader writes besides the output, to this source slot; the second op's
