@@ -807,6 +807,123 @@ START_TEST(test_vulkan_fused_add_chain_over_slots_matches_sequential_sum)
 }
 END_TEST
 
+/* ROPE -> SET_ROWS of one token (decode's K into an F16 cache) as one
+ * dispatch: rows per head (the ROPE's output permuted) and one packed row
+ * (reshaped), ROPE and ROPE_EXT with frequency factors and YaRN. The cache
+ * rows other than the one written keep their values. Kept apart for two
+ * tokens (kind 1: SET_ROWS keeps the last of repeated ids) and where the
+ * ROPE's output is flagged BP_TENSOR_FLAG_OUTPUT (kind 2). */
+struct rope_store_case {
+    int kind;
+    bool heads, ext;
+};
+static const struct rope_store_case rope_store_cases[] = {
+    { 0, true, false }, { 0, true, true }, { 0, false, true }, { 1, true, true }, { 2, true, false },
+};
+enum { RS_D = 32, RS_H = 3, RS_CTX = 9 };
+
+static void rope_store_run(struct bp_device *dev, const struct rope_store_case *rc, const float *xv,
+                           const float *ffv, uint16_t *cache_out, uint64_t *ropes, uint64_t *stores,
+                           uint64_t *graphs)
+{
+    const int T = rc->kind == 1 ? 2 : 1;
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(32, &ctx), BP_OK);
+    struct bp_tensor *x = bp_tensor_new_3d(ctx, BP_TYPE_F32, RS_D, RS_H, T);
+    struct bp_tensor *pos = bp_tensor_new_1d(ctx, BP_TYPE_I32, T);
+    struct bp_tensor *ids = bp_tensor_new_1d(ctx, BP_TYPE_I32, T);
+    struct bp_tensor *ff = bp_tensor_new_1d(ctx, BP_TYPE_F32, RS_D / 2);
+    struct bp_tensor *cache = rc->heads ? bp_tensor_new_3d(ctx, BP_TYPE_F16, RS_D, RS_CTX, RS_H)
+                                        : bp_tensor_new_2d(ctx, BP_TYPE_F16, RS_D * RS_H, RS_CTX);
+    const struct bp_rope_ext_params rp = { .n_dims = RS_D, .mode = BP_ROPE_MODE_NEOX, .freq_base = 10000.0f,
+                                           .freq_scale = 0.25f, .n_ctx_orig = 64, .ext_factor = 1.0f,
+                                           .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f };
+    struct bp_tensor *k = rc->ext ? bp_rope_ext(ctx, x, pos, ff, &rp)
+                                  : bp_rope(ctx, x, pos, RS_D, BP_ROPE_MODE_NORMAL, 10000.0f, 1.0f);
+    struct bp_tensor *rows = rc->heads ? bp_permute(ctx, k, 0, 2, 1, 3)
+                                       : bp_reshape(ctx, k, 2, (int64_t[]){ RS_D * RS_H, T });
+    struct bp_tensor *z = bp_set_rows(ctx, cache, rows, ids);
+    if (rc->kind == 2) k->flags |= BP_TENSOR_FLAG_OUTPUT;
+    ck_assert_msg(z != NULL, "%s", bp_last_error());
+    struct bp_buffer *buf;
+    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    uint16_t init[RS_D * RS_H * RS_CTX];
+    for (int i = 0; i < RS_D * RS_H * RS_CTX; i++) init[i] = bp_f32_to_f16(0.001f * (float)i);
+    const int32_t pv[2] = { 37, 38 }, iv[2] = { 5, 2 };
+    ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof(float) * RS_D * RS_H * (size_t)T), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(pos, pv, 0, sizeof(int32_t) * (size_t)T), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(ids, iv, 0, sizeof(int32_t) * (size_t)T), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(ff, ffv, 0, sizeof(float) * RS_D / 2), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(cache, init, 0, sizeof init), BP_OK);
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
+    ck_assert_ptr_nonnull(set_profile);
+    struct bp_profile_op ops[BP_OP_COUNT];
+    memset(ops, 0, sizeof ops);
+    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
+    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
+    compute(be, z);
+    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(cache, cache_out, 0, sizeof init), BP_OK);
+    *ropes = ops[k->op].count;
+    *stores = ops[BP_OP_SET_ROWS].count;
+    *graphs = prof.graphs;
+    bp_backend_free(be);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+}
+
+START_TEST(test_vulkan_fused_rope_into_kv_rows_matches_unfused_bits)
+{
+    const struct rope_store_case *rc = &rope_store_cases[_i];
+    bp_load_plugins(NULL);
+    struct bp_device *dev = vk0();
+    float xv[RS_D * RS_H * 2], ffv[RS_D / 2];
+    unsigned seed = 555u + (unsigned)_i;
+    for (int i = 0; i < RS_D * RS_H * 2; i++) xv[i] = 2.0f * frand(&seed);
+    for (int i = 0; i < RS_D / 2; i++) ffv[i] = 1.0f + 0.25f * (float)i;
+    uint16_t got[2][RS_D * RS_H * RS_CTX];
+    uint64_t ropes[2], stores[2], graphs[2];
+    for (int f = 0; f < 2; f++) {
+        if (f == 1) setenv("BACKPLANE_VULKAN_FUSION", "0", 1);
+        rope_store_run(dev, rc, xv, ffv, got[f], &ropes[f], &stores[f], &graphs[f]);
+        unsetenv("BACKPLANE_VULKAN_FUSION");
+    }
+    if (graphs[0] > 0) {
+        ck_assert_uint_eq(ropes[0], 1);
+        ck_assert_uint_eq(stores[0], rc->kind == 0 ? 0 : 1);
+        ck_assert_uint_eq(stores[1], 1);
+    }
+    ck_assert_msg(memcmp(got[0], got[1], sizeof got[0]) == 0, "the cache differs fused");
+    /* Row 5 written (every head's), every other row as it was. */
+    int changed = 0;
+    for (int i = 0; i < RS_D * RS_H * RS_CTX; i++) {
+        const int row = rc->heads ? (i / RS_D) % RS_CTX : i / (RS_D * RS_H);
+        const bool written = row == 5 || (rc->kind == 1 && row == 2);
+        if (!written)
+            ck_assert_msg(got[0][i] == bp_f32_to_f16(0.001f * (float)i), "element %d of row %d changed", i, row);
+        else
+            changed += got[0][i] != bp_f32_to_f16(0.001f * (float)i);
+    }
+    ck_assert_int_gt(changed, RS_D * RS_H / 2);
+    if (rc->kind == 0 && !rc->ext) {
+        /* ROPE NORMAL at position 37, pairs (2i, 2i + 1), base 10000 */
+        for (int h = 0; h < RS_H; h++)
+            for (int d = 0; d < RS_D; d++) {
+                const int pr = d / 2;
+                const double th = 37.0 * pow(10000.0, -2.0 * pr / RS_D);
+                const double a = xv[2 * pr + RS_D * h], b = xv[2 * pr + 1 + RS_D * h];
+                const double want = d % 2 ? a * sin(th) + b * cos(th) : a * cos(th) - b * sin(th);
+                const float g = bp_f16_to_f32(got[0][d + RS_D * (5 + RS_CTX * h)]);
+                ck_assert_msg(fabs(g - want) <= 2e-3 * (1.0 + fabs(want)), "head %d d %d: %.6g, want %.6g",
+                              h, d, (double)g, want);
+            }
+    }
+    bp_unload();
+}
+END_TEST
+
 /* The graph allocator may give a MUL's output the bytes of the SILU's
  * source, which the SILU was the last to read, at a shift (SwiGLU: the MUL's
  * output over the gate). Placed here by hand, below and above the source:
@@ -914,6 +1031,8 @@ int main(void)
                         (int)(sizeof add_norm_cases / sizeof add_norm_cases[0]));
     tcase_add_loop_test(tc, test_vulkan_fused_add_chain_over_slots_matches_sequential_sum, 0,
                         (int)(sizeof add_slots_cases / sizeof add_slots_cases[0]));
+    tcase_add_loop_test(tc, test_vulkan_fused_rope_into_kv_rows_matches_unfused_bits, 0,
+                        (int)(sizeof rope_store_cases / sizeof rope_store_cases[0]));
     tcase_add_loop_test(tc, test_vulkan_fused_silu_mul_over_its_shifted_source_matches_reference, 0,
                         (int)(sizeof shifts / sizeof shifts[0]));
     suite_add_tcase(s, tc);

@@ -431,7 +431,7 @@ static bp_status record_node(struct vk_backend *b, const struct vk_dispatch *p,
         }
         put_tensor(blk, s, t, bind[s].rel);
         struct vk_range r = { bind[s].buf, bind[s].abs, bind[s].abs + bp_nbytes(t) };
-        if (s == VK_PB_OUT || (p->first && s == VK_PB_FUSED)) wr[n_wr++] = r;
+        if (s == VK_PB_OUT || (p->writes_fused && s == VK_PB_FUSED)) wr[n_wr++] = r;
         else reads[n_reads++] = r;
     }
     static_assert(sizeof node->op_params >= VK_PB_N_OPP * 4, "op_params fill the block's region");

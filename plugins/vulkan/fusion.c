@@ -37,6 +37,11 @@
  * one binary.comp dispatch reads the tensor once and writes the last sum,
  * each partial sum rounded as its ADD rounds it; the partial sums are not
  * stored, under the same conditions as the norm's output above.
+ *
+ * And ROPE -> SET_ROWS of one token (decode's K into the KV cache): the
+ * rotated elements go straight to their cache row, converted to the
+ * cache's type; the ROPE's own output is not stored, under the same
+ * conditions again.
  */
 #include <string.h>
 
@@ -202,6 +207,7 @@ static int32_t plan_pair(const struct vk_dev *d, const struct bp_graph *g, int32
     p->slot[1] = w;
     p->slot[VK_PB_FUSED] = a;
     p->first = a;
+    p->writes_fused = true;
     if (stride) {
         p->aux[2] = stride;
         p->aux[3] = down;
@@ -336,6 +342,60 @@ static int32_t plan_add_slots(const struct vk_dev *d, const struct bp_graph *g, 
     return last;
 }
 
+/* ROPE -> SET_ROWS of one row (decode's K into the KV cache): the rotated
+ * elements go straight to the cache row, converted to its type, and the
+ * ROPE's output is not stored (rope.comp's slots are full where frequency
+ * factors are used), so it must be unflagged and read by nothing but the
+ * SET_ROWS, through a packed reshape of it. One row only: SET_ROWS with
+ * repeated ids keeps the last row, which parallel stores would not. */
+static int32_t plan_rope_store(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
+                               struct vk_dispatch *p)
+{
+    const struct bp_tensor *r = g->nodes[i], *x = r->src[0];
+    if ((r->op != BP_OP_ROPE && r->op != BP_OP_ROPE_EXT) || !x || r->type != BP_TYPE_F32 ||
+        !bp_is_contiguous(r) || memcmp(r->ne, x->ne, sizeof r->ne) != 0 ||
+        (r->flags & BP_TENSOR_FLAG_OUTPUT))
+        return -1;
+    struct vk_range rs;
+    if (!span_of(d, r, &rs)) return -1;
+    int32_t j = i + 1;
+    for (; j < g->n_nodes && j <= i + VK_FUSE_WINDOW; j++) {
+        const struct bp_tensor *k = g->nodes[j];
+        if (bp_op_is_view((enum bp_op)k->op)) continue;
+        if (reads_span(d, k, &rs)) break;
+        for (int s = 0; s < BP_MAX_SRC; s++) {
+            struct vk_range ss;
+            if (r->src[s] && span_of(d, r->src[s], &ss) && writes_span(d, k, &ss)) return -1;
+        }
+    }
+    if (j >= g->n_nodes || j > i + VK_FUSE_WINDOW) return -1;
+    const struct bp_tensor *st = g->nodes[j], *v = st->src[1], *ids = st->src[2];
+    if (st->op != BP_OP_SET_ROWS || !v || !ids || !views_of(v, r) || v->view_offs != 0 ||
+        v->type != BP_TYPE_F32 || bp_nelements(v) != bp_nelements(r) || v->ne[1] != 1 ||
+        read_later(g, i, j, r))
+        return -1;
+    /* The row as SET_ROWS reads it: r reshaped to one packed row, or r's
+     * [D, heads, 1 token] with dimensions 1 and 2 swapped (rows per head,
+     * the KV cache's layout), each head its own plane. */
+    uint32_t how;
+    if (bp_is_contiguous(v) && v->ne[2] == 1 && v->ne[3] == 1 && st->ne[0] == v->ne[0])
+        how = VK_ROPE_STORE_ROW;
+    else if (r->ne[2] == 1 && r->ne[3] == 1 && v->ne[0] == r->ne[0] && v->ne[2] == r->ne[1] &&
+             v->ne[3] == 1 && v->nb[0] == r->nb[0] && v->nb[2] == r->nb[1] &&
+             st->ne[0] == r->ne[0] && st->ne[2] == r->ne[1])
+        how = VK_ROPE_STORE_HEADS;
+    else
+        return -1;
+    for (int s = 0; s < BP_MAX_SRC; s++)
+        if (r->src[s] && !disjoint(d, st, r->src[s])) return -1;
+    if (!disjoint(d, st, ids)) return -1;
+    vk_plan_node(d, r, p);
+    p->aux[5] = how;
+    p->slot[3] = ids;
+    p->first = r;
+    return j;
+}
+
 int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i,
                      struct vk_dispatch *p, int32_t skip[2])
 {
@@ -343,5 +403,6 @@ int32_t vk_fuse_plan(const struct vk_dev *d, const struct bp_graph *g, int32_t i
     skip[1] = -1;
     int32_t m = plan_add_norm(d, g, i, p, skip);
     if (m < 0) m = plan_add_slots(d, g, i, p, skip);
+    if (m < 0) m = plan_rope_store(d, g, i, p);
     return m >= 0 ? m : plan_pair(d, g, i, p);
 }

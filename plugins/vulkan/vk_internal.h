@@ -279,8 +279,8 @@ struct vk_dispatch {
     uint32_t mmq_max_blocks;           /* MUL_MAT: its mmq_max_blocks */
     bool coopmat;                      /* MUL_MAT: the device's use_coopmat */
     const struct bp_tensor *first;     /* a fused chain's first node (fusion.c), whose
-                                        * op_params fill the block and whose output, in
-                                        * slot VK_PB_FUSED, is written too; else NULL */
+                                        * op_params fill the block; else NULL */
+    bool writes_fused;                 /* the chain also writes slot VK_PB_FUSED */
     int32_t lead;                      /* an op the chain runs in front of first's (its
                                         * output then takes slot VK_PB_FUSED); else 0 */
 };

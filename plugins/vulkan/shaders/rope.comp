@@ -1,5 +1,6 @@
 #version 450
 // ROPE and ROPE_EXT, one output element per invocation; pos (I32) in slot 1,
+// (aux5 = 1: fused with the SET_ROWS that stores it, vk_params.h)
 // ROPE_EXT's frequency factors (F32, one per pair) in slot 2 when aux1 = 1.
 // op params: n_dims, mode, freq_base, freq_scale; ROPE_EXT also n_ctx_orig,
 // ext_factor, attn_factor, beta_fast, beta_slow, of which the shader reads
@@ -11,12 +12,21 @@ layout(local_size_x = 128) in;
 void main()
 {
     uint i = gidx();
-    if (i >= nel(OUT)) return;
-    uvec4 c = unflat(OUT, i);
+    uint kv = aux(5u);
+    uint shape = kv != 0u ? 0u : OUT;
+    if (i >= nel(shape)) return;
+    uvec4 c = unflat(shape, i);
     uint n_dims = uint(pi(0u));
     bool neox = pi(1u) == 2;
     uint xr = at(0u, 0u, c.y, c.z, c.w), nb = tnb(0u, 0u), ty = ttype(0u);
     uint o = at(OUT, c.x, c.y, c.z, c.w);
+    if (kv != 0u) {
+        // the destination row's id, as SET_ROWS reads it for row 0 of plane h
+        uint h = kv == VK_ROPE_STORE_HEADS ? c.y : 0u;
+        int id = ld_i32(3u, at(3u, 0u, h % tne(3u, 1u), 0u, 0u));
+        if (id < 0 || uint(id) >= tne(OUT, 1u)) return;
+        o = kv == VK_ROPE_STORE_HEADS ? at(OUT, c.x, uint(id), h, 0u) : at(OUT, i, uint(id), 0u, 0u);
+    }
     if (c.x >= n_dims) {
         st(o, ttype(OUT), ld(0u, xr + c.x * nb, ty));
         return;

@@ -65,7 +65,14 @@
 /* aux words of the rope shader: aux[0] VK_ROPE_PLAIN or VK_ROPE_EXT; for
  * ROPE_EXT aux[1] = 1 when slot 2 holds the frequency factors, and the
  * float bits of YaRN's correction range (aux[2] lo, aux[3] hi) and of the
- * magnitude (aux[4]), which the plugin works out once per node. */
+ * magnitude (aux[4]), which the plugin works out once per node. aux[5]
+ * non-zero: ROPE -> SET_ROWS of one row in one dispatch (fusion.c): each
+ * rotated element goes to the SET_ROWS destination (the output) in the row
+ * the ids (slot 3) give, the ROPE's output itself is not stored, and slot 0
+ * gives the shape. VK_ROPE_STORE_ROW: the ROPE's output is the row;
+ * VK_ROPE_STORE_HEADS: head h of [D, heads, 1] is plane h's row. */
+#define VK_ROPE_STORE_ROW 1u
+#define VK_ROPE_STORE_HEADS 2u
 #define VK_ROPE_PLAIN 0u
 #define VK_ROPE_EXT 1u
 
