@@ -100,8 +100,8 @@ void wstep(uint row, uint p, out uvec4 q, out uvec4 q2, out vec4 s)
     q = uvec4(0u);
     q2 = uvec4(0u);
     s = vec4(0.0);
-    // The 32-element blocks: the step's 8 nibble bytes at `qs` + 8 (p % 2)
-    // (Q8_0: 16 bytes at qs + 16 (p % 2)),
+    // The 32-element blocks (bytes each in blk32's table): the step's 8
+    // nibble bytes at qs + 8 (p % 2) (Q8_0: 16 bytes at qs + 16 (p % 2)),
     // the block's f16 scale (and min) in s, the fifth bits (Q5_0, Q5_1) of
     // the step's elements from bit 0 of q.z.
     uint blk32 = row + (p >> 1) * (WTYPE == T_Q4_1 ? 20u : WTYPE == T_Q5_0 ? 22u :
