@@ -1,11 +1,16 @@
 /*
  * test_vulkan_quant.c — the ABI 1.2 weight types (Q4_1, Q5_0, Q5_1, Q2_K,
- * Q3_K, Q5_K, IQ4_NL, IQ4_XS) on the Vulkan plugin: MUL_MAT through both
- * shaders (matrix-vector for M = 1, 16x16 tiles for M = 13) at K = 256 and
- * 512 with an odd N, and GET_ROWS. Weights are random bytes with finite
- * per-block scales, so every bit pattern of quants and packed sub-block
- * scales occurs; the expectation is bp_quant_ref.h's dequantizer, summed in
- * double. Exits 77 (skipped) when there is no Vulkan device.
+ * Q3_K, Q5_K, IQ4_NL, IQ4_XS) on the Vulkan plugin: MUL_MAT and GET_ROWS.
+ * MUL_MAT runs at shapes that reach each kernel a device picks: one column
+ * (one column per workgroup on a CPU device, the matrix-vector shader
+ * elsewhere), 13 and 20 columns (a CPU device's eight-column lane kernel,
+ * the tiles elsewhere), 7 and 70 rows (inside one 64-row workgroup and
+ * past it, neither a multiple), K of one and of three 256-element blocks,
+ * and a batch of 4 X slices over 2 W slices (each W slice read by two).
+ * Weights are random bytes with finite per-block scales, so every bit
+ * pattern of quants and packed sub-block scales occurs; the expectation is
+ * bp_quant_ref.h's dequantizer, summed in double. Exits 77 (skipped) when
+ * there is no Vulkan device.
  */
 #include <check.h>
 #include <math.h>
@@ -104,54 +109,60 @@ static void compute(struct bp_device *dev, struct bp_tensor *out)
 
 /* ------------------------------------------------------------- MUL_MAT */
 
-/* W [K, N] of type q times X (f32 [K, M]). Each output is held to the
- * float rounding a K-term sum can make: a relative 1e-5 of the sum of
- * |w * x|, where one misread element moves it by about 1 / K. */
-static void check_mul_mat(const struct quant_type *q, int64_t K, int64_t N, int64_t M)
+/* W [K, N, B] of type q times X (f32 [K, M, 2B]): X slice i reads W slice
+ * i / 2. Each output is held to the float rounding a K-term sum can make:
+ * a relative 1e-5 of the sum of |w * x|, where one misread element moves
+ * it by about 1 / K. */
+static void check_mul_mat(const struct quant_type *q, int64_t K, int64_t N, int64_t M, int64_t B)
 {
     const size_t row = bp_row_size(q->type, K);
-    unsigned char *wq = random_rows(q, K, N, 77u + (unsigned)q->type * 31u + (unsigned)K);
-    float *wf = malloc(sizeof(float) * (size_t)(K * N));
-    float *x = malloc(sizeof(float) * (size_t)(K * M));
-    float *got = malloc(sizeof(float) * (size_t)(N * M));
+    const int64_t XB = B > 1 ? 2 * B : 1;
+    unsigned char *wq = random_rows(q, K, N * B, 77u + (unsigned)q->type * 31u + (unsigned)K);
+    float *wf = malloc(sizeof(float) * (size_t)(K * N * B));
+    float *x = malloc(sizeof(float) * (size_t)(K * M * XB));
+    float *got = malloc(sizeof(float) * (size_t)(N * M * XB));
     ck_assert(wf && x && got);
-    for (int64_t n = 0; n < N; n++) ref_row(q->type, wq + (size_t)n * row, wf + n * K, K);
+    for (int64_t n = 0; n < N * B; n++) ref_row(q->type, wq + (size_t)n * row, wf + n * K, K);
     unsigned seed = 5u + (unsigned)M;
-    for (int64_t i = 0; i < K * M; i++)
+    for (int64_t i = 0; i < K * M * XB; i++)
         x[i] = (float)(next(&seed) & 0xffff) / 32768.0f - 1.0f;
 
     struct bp_device *dev = vk0();
     struct bp_context *ctx;
     ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
-    struct bp_tensor *w = bp_tensor_new_2d(ctx, q->type, K, N);
-    struct bp_tensor *xt = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
+    struct bp_tensor *w = bp_tensor_new_3d(ctx, q->type, K, N, B);
+    struct bp_tensor *xt = bp_tensor_new_3d(ctx, BP_TYPE_F32, K, M, XB);
     struct bp_tensor *y = bp_mul_mat(ctx, w, xt);
     ck_assert_ptr_nonnull(y);
     ck_assert_msg(bp_device_supports_op(dev, y), "vulkan0 declines MUL_MAT with %s weights",
                   bp_type_name(q->type));
     struct bp_buffer *buf;
     ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(w, wq, 0, row * (size_t)N), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * M)), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(w, wq, 0, row * (size_t)(N * B)), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * M * XB)), BP_OK);
     compute(dev, y);
-    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(N * M)), BP_OK);
+    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(N * M * XB)), BP_OK);
 
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++) {
-            double s = 0.0, mag = 0.0;
-            for (int64_t k = 0; k < K; k++) {
-                const double p = (double)wf[n * K + k] * (double)x[m * K + k];
-                s += p;
-                mag += fabs(p);
+    for (int64_t b = 0; b < XB; b++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                const float *wr = wf + ((b * B / XB) * N + n) * K, *xc = x + (b * M + m) * K;
+                double s = 0.0, mag = 0.0;
+                for (int64_t k = 0; k < K; k++) {
+                    const double p = (double)wr[k] * (double)xc[k];
+                    s += p;
+                    mag += fabs(p);
+                }
+                ck_assert_msg(mag > 0.0, "%s: row %lld of W dequantizes to zeros",
+                              bp_type_name(q->type), (long long)n);
+                const float g = got[(b * M + m) * N + n];
+                const double e = fabs((double)g - s);
+                ck_assert_msg(e <= 1e-5 * mag, "%s K=%lld N=%lld M=%lld B=%lld: y[%lld,%lld,%lld] "
+                              "= %.9g, want %.9g (|error| %.3g, sum |w*x| %.3g)",
+                              bp_type_name(q->type), (long long)K, (long long)N, (long long)M,
+                              (long long)B, (long long)n, (long long)m, (long long)b, (double)g,
+                              s, e, mag);
             }
-            ck_assert_msg(mag > 0.0, "%s: row %lld of W dequantizes to zeros",
-                          bp_type_name(q->type), (long long)n);
-            const double e = fabs((double)got[n + N * m] - s);
-            ck_assert_msg(e <= 1e-5 * mag, "%s K=%lld N=%lld M=%lld: y[%lld,%lld] = %.9g, want "
-                          "%.9g (|error| %.3g, sum |w*x| %.3g)", bp_type_name(q->type),
-                          (long long)K, (long long)N, (long long)M, (long long)n, (long long)m,
-                          (double)got[n + N * m], s, e, mag);
-        }
     bp_buffer_free(buf);
     bp_context_free(ctx);
     free(got);
@@ -164,11 +175,13 @@ START_TEST(test_vulkan_mul_mat_of_abi_1_2_weight_type_matches_double_reference)
 {
     const struct quant_type *q = &types[_i];
     bp_load_plugins(NULL);
-    const int64_t Ks[] = {256, 512};
+    const int64_t Ks[] = {256, 768};
     for (int i = 0; i < 2; i++) {
-        check_mul_mat(q, Ks[i], 7, 1);  /* matrix-vector shader */
-        check_mul_mat(q, Ks[i], 7, 13); /* tiled shader: N * M >= 64 */
+        check_mul_mat(q, Ks[i], 7, 1, 1);
+        check_mul_mat(q, Ks[i], 7, 13, 1);
+        check_mul_mat(q, Ks[i], 70, 20, 1);
     }
+    check_mul_mat(q, 256, 70, 9, 2);
     bp_unload();
 }
 END_TEST

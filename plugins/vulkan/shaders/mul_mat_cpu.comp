@@ -20,8 +20,10 @@
 //   rows (64 multiply-adds per lane per element).
 // K goes in steps of 16 elements made of two groups of 8 that share the
 // step's packed words (a byte's two nibbles, say): `groups` gives their
-// offsets, `wstep` loads a row's words, `wdec` decodes one group. Types
-// without a decoder here read each element through dequant.glsl.
+// offsets, `wstep` loads a row's words, `wdec` decodes one group. Every
+// weight type ops.c sends has a decoder here; `welem` (each element
+// through dequant.glsl, several scattered loads apiece) is the fallback
+// that keeps a type without one correct.
 // The host sends only contiguous F32 X, K a multiple of 16 and W rows
 // with packed elements (ops.c); rows past N and columns past M are loaded
 // clamped and not stored. W in slot 0, X in slot 1.
@@ -42,6 +44,12 @@ uvec2 rd8(uint byte)
     uint w0 = rd(0u, i), w1 = rd(0u, i + 1u), w2 = rd(0u, odd ? i + 2u : i + 1u);
     return odd ? uvec2((w0 >> 16) | (w1 << 16), (w1 >> 16) | (w2 << 16)) : uvec2(w0, w1);
 }
+uint rd4(uint byte)
+{
+    uint i = byte >> 2;
+    uint w0 = rd(0u, i), w1 = rd(0u, (byte & 2u) != 0u ? i + 1u : i);
+    return (byte & 2u) != 0u ? (w0 >> 16) | (w1 << 16) : w0;
+}
 uvec4 rd16(uint byte)
 {
     uint i = byte >> 2;
@@ -57,14 +65,16 @@ uvec4 rd16(uint byte)
 uvec2 groups(uint p)
 {
     if (WTYPE == T_Q4_0 || WTYPE == T_Q4_1 || WTYPE == T_Q5_0 || WTYPE == T_Q5_1 ||
-        WTYPE == T_IQ4_NL) {
-        // Bytes 8s .. 8s + 7 of a block's nibbles: low elements 8s + i,
-        // high 16 + 8s + i.
+        WTYPE == T_IQ4_NL || WTYPE == T_IQ4_XS) {
+        // Bytes 8s .. 8s + 7 of 32 elements' nibbles (a block, or an
+        // IQ4_XS sub-block): low elements 8s + i, high 16 + 8s + i.
         uint e = (p >> 1) * 32u + (p & 1u) * 8u;
         return uvec2(e, e + 16u);
     }
-    if (WTYPE == T_Q4_K || WTYPE == T_Q5_K) {
-        // Chunk c of 64 (qs bytes 32c ..): low nibbles 64c + l, high 64c + 32 + l.
+    if (WTYPE == T_Q4_K || WTYPE == T_Q5_K || WTYPE == T_Q2_K || WTYPE == T_Q3_K) {
+        // Chunk c of 64 (qs bytes 32c ..): low nibbles 64c + l, high
+        // 64c + 32 + l. Q2_K and Q3_K: half c / 2 (qs bytes 32 (c / 2) ..),
+        // 2-bit fields 2 (c % 2) and 2 (c % 2) + 1 of each byte.
         uint e = (p >> 4) * 256u + ((p >> 2) & 3u) * 64u + (p & 3u) * 8u;
         return uvec2(e, e + 32u);
     }
@@ -90,20 +100,43 @@ void wstep(uint row, uint p, out uvec4 q, out uvec4 q2, out vec4 s)
     q = uvec4(0u);
     q2 = uvec4(0u);
     s = vec4(0.0);
-    if (WTYPE == T_Q4_0) {
-        uint blk = row + (p >> 1) * 18u;
-        q.xy = rd8(blk + 2u + (p & 1u) * 8u);
-        s.x = f16(rd_u16(0u, blk));
+    // The 32-element blocks (bytes each in blk32's table): the step's 8
+    // nibble bytes at qs + 8 (p % 2) (Q8_0: 16 bytes at qs + 16 (p % 2)),
+    // the block's f16 scale (and min) in s, the fifth bits (Q5_0, Q5_1) of
+    // the step's elements from bit 0 of q.z.
+    uint blk32 = row + (p >> 1) * (WTYPE == T_Q4_1 ? 20u : WTYPE == T_Q5_0 ? 22u :
+                                   WTYPE == T_Q5_1 ? 24u : WTYPE == T_Q8_0 ? 34u : 18u),
+         h8 = (p & 1u) * 8u;
+    if (WTYPE == T_Q4_0 || WTYPE == T_IQ4_NL) {
+        q.xy = rd8(blk32 + 2u + h8);
+        s.x = f16(rd_u16(0u, blk32));
+    } else if (WTYPE == T_Q4_1) {
+        q.xy = rd8(blk32 + 4u + h8);
+        s.xy = unpackHalf2x16(rd4(blk32));
+    } else if (WTYPE == T_Q5_0) {
+        // d, qh[4], qs[16].
+        uvec2 h = rd8(blk32);
+        q.xy = rd8(blk32 + 6u + h8);
+        q.z = ((h.x >> 16) | (h.y << 16)) >> h8;
+        s.x = unpackHalf2x16(h.x).x;
+    } else if (WTYPE == T_Q5_1) {
+        // d, m, qh[4], qs[16].
+        uvec2 h = rd8(blk32);
+        q.xy = rd8(blk32 + 8u + h8);
+        q.z = h.y >> h8;
+        s.xy = unpackHalf2x16(h.x);
     } else if (WTYPE == T_Q8_0) {
-        uint blk = row + (p >> 1) * 34u;
-        q = rd16(blk + 2u + (p & 1u) * 16u);
-        s.x = f16(rd_u16(0u, blk));
-    } else if (WTYPE == T_Q4_K) {
-        // d, dmin, 12 scale bytes, then qs: sub-blocks 2c (low nibbles)
-        // and 2c + 1 (high).
-        uint blk = row + (p >> 4) * 144u, c = (p >> 2) & 3u;
+        q = rd16(blk32 + 2u + (p & 1u) * 16u);
+        s.x = f16(rd_u16(0u, blk32));
+    } else if (WTYPE == T_Q4_K || WTYPE == T_Q5_K) {
+        // d, dmin, 12 scale bytes, (Q5_K: qh[32],) then qs: sub-blocks 2c
+        // (low nibbles) and 2c + 1 (high); Q5_K's fifth bits are bits 2c and
+        // 2c + 1 of qh[l], in q.zw.
+        bool k5 = WTYPE == T_Q5_K;
+        uint blk = row + (p >> 4) * (k5 ? 176u : 144u), c = (p >> 2) & 3u, l8 = (p & 3u) * 8u;
         uvec4 h = rd16(blk);
-        q.xy = rd8(blk + 16u + c * 32u + (p & 3u) * 8u);
+        q.xy = rd8(blk + (k5 ? 48u : 16u) + c * 32u + l8);
+        if (k5) q.zw = rd8(blk + 16u + l8);
         vec2 dm = unpackHalf2x16(h.x);
         uint j0 = 2u * c, j1 = j0 + 1u;
         // Scale byte x of the 12 at h.y .. h.w.
@@ -120,6 +153,30 @@ void wstep(uint row, uint p, out uvec4 q, out uvec4 q2, out vec4 s)
         }
 #undef SB
         s = vec4(dm.x * sc0, dm.y * m0, dm.x * sc1, dm.y * m1);
+    } else if (WTYPE == T_Q2_K) {
+        // scales[16], qs[64], d, dmin. The step's elements 64c + l8 .. and
+        // 64c + 32 + l8 .. lie in sub-blocks 4c + l8 / 16 and that + 2: two
+        // of the scale bytes 4c .. 4c + 3 (low nibble: scale, high: min).
+        uint blk = row + (p >> 4) * 84u, c = (p >> 2) & 3u, l8 = (p & 3u) * 8u;
+        q.xy = rd8(blk + 16u + (c >> 1) * 32u + l8);
+        uint sw = rd4(blk + 4u * c) >> ((l8 >> 4) * 8u);
+        vec2 dm = unpackHalf2x16(rd4(blk + 80u));
+        s = vec4(dm.x * float(sw & 15u), dm.y * float((sw >> 4) & 15u),
+                 dm.x * float((sw >> 16) & 15u), dm.y * float((sw >> 20) & 15u));
+    } else if (WTYPE == T_Q3_K) {
+        // hmask[32], qs[64], scales[12], d. Low bits as in Q2_K; the step's
+        // hmask bytes l8 .. l8 + 7 in q.zw. Sub-block i (4c + l8 / 16, and
+        // i + 2) has its low 4 bits in nibble i / 8 (= c / 2) of
+        // scales[i % 8], its top 2 at bit 2 (i / 4) (= 2c) of scales[8 + i % 4].
+        uint blk = row + (p >> 4) * 110u, c = (p >> 2) & 3u, l8 = (p & 3u) * 8u;
+        q.xy = rd8(blk + 32u + (c >> 1) * 32u + l8);
+        q.zw = rd8(blk + l8);
+        uint t = (l8 >> 4) * 8u; // bit offset of byte l8 / 16
+        uint lw = rd4(blk + 96u + (c & 1u) * 4u) >> (t + 4u * (c >> 1));
+        uint hw = rd4(blk + 104u) >> (t + 2u * c);
+        float d = f16(rd_u16(0u, blk + 108u));
+        s.x = d * float(int((lw & 15u) | ((hw & 3u) << 4)) - 32);
+        s.y = d * float(int(((lw >> 16) & 15u) | (((hw >> 16) & 3u) << 4)) - 32);
     } else if (WTYPE == T_Q6_K) {
         // ql[128] qh[64] scales[16] d.
         uint blk = row + (p >> 4) * 210u, hf = (p >> 3) & 1u, qp = (p >> 2) & 1u, l8 = (p & 3u) * 8u;
@@ -129,30 +186,83 @@ void wstep(uint row, uint p, out uvec4 q, out uvec4 q2, out vec4 s)
         float d = f16(rd_u16(0u, blk + 208u));
         s.x = d * float(rd_i8(0u, si));
         s.y = d * float(rd_i8(0u, si + 4u));
-    } else if (WTYPE == T_F16) {
+    } else if (WTYPE == T_IQ4_XS) {
+        // d, scales_h, scales_l[4], qs[128]: sub-block b's indices at
+        // qs[16b ..], its 6-bit scale nibble b % 2 of scales_l[b / 2] (bit
+        // 4b of h.y) | bits 2b, 2b + 1 of scales_h << 4.
+        uint blk = row + (p >> 4) * 136u, b = (p >> 1) & 7u;
+        uvec2 h = rd8(blk);
+        q.xy = rd8(blk + 8u + 16u * b + (p & 1u) * 8u);
+        uint ls = ((h.y >> (4u * b)) & 15u) | (((h.x >> (16u + 2u * b)) & 3u) << 4);
+        s.x = unpackHalf2x16(h.x).x * float(int(ls) - 32);
+    } else if (WTYPE == T_F16 || WTYPE == T_BF16) {
         q = rd16(row + p * 32u);
         q2 = rd16(row + p * 32u + 16u);
     }
 }
 
+// Field (w >> sh) & m of each of the four bytes of w.
+uvec4 bytef(uint w, uint sh, uint m) { return (uvec4(w) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & m; }
 // Nibbles at shift sh of the four bytes of w, as floats.
-vec4 nib4(uint w, uint sh) { return vec4((uvec4(w) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u); }
+vec4 nib4(uint w, uint sh) { return vec4(bytef(w, sh, 15u)); }
+// Bits sh .. sh + 3 of w, as floats.
+vec4 bits4(uint w, uint sh) { return vec4((uvec4(w) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u); }
 // The four signed bytes of w.
 vec4 i8x4(uint w) { return vec4((ivec4(w) << ivec4(24, 16, 8, 0)) >> 24); }
+// IQ4_NL's levels of the nibbles at shift sh of the four bytes of w.
+vec4 iq4x4(uint w, uint sh)
+{
+    uvec4 i = bytef(w, sh, 15u);
+    return vec4(iq4nl_value(i.x), iq4nl_value(i.y), iq4nl_value(i.z), iq4nl_value(i.w));
+}
+// The two bf16 halves of each of two words.
+vec4 bf16x4(uint a, uint b)
+{
+    return uintBitsToFloat(uvec4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u));
+}
 
 // Group g (0, 1) of step p: elements e .. e + 7 (e = groups(p)[g]) of the row.
 void wdec(uvec4 q, uvec4 q2, vec4 s, uint g, uint p, uint row, uint e, out vec4 lo, out vec4 hi)
 {
+    // 256 blocks: sub-block 2c + g (Q5_K's qh bit, Q3_K's hmask bit) and
+    // the shift of 2-bit field 2 (c % 2) + g (Q2_K, Q3_K).
+    uint kb = 2u * ((p >> 2) & 3u) + g, f2 = 2u * (2u * ((p >> 2) & 1u) + g);
     if (WTYPE == T_Q4_0) {
         lo = (nib4(q.x, 4u * g) - 8.0) * s.x;
         hi = (nib4(q.y, 4u * g) - 8.0) * s.x;
+    } else if (WTYPE == T_Q4_1) {
+        lo = nib4(q.x, 4u * g) * s.x + s.y;
+        hi = nib4(q.y, 4u * g) * s.x + s.y;
+    } else if (WTYPE == T_Q5_0) {
+        lo = (nib4(q.x, 4u * g) + 16.0 * bits4(q.z, 16u * g) - 16.0) * s.x;
+        hi = (nib4(q.y, 4u * g) + 16.0 * bits4(q.z, 16u * g + 4u) - 16.0) * s.x;
+    } else if (WTYPE == T_Q5_1) {
+        lo = (nib4(q.x, 4u * g) + 16.0 * bits4(q.z, 16u * g)) * s.x + s.y;
+        hi = (nib4(q.y, 4u * g) + 16.0 * bits4(q.z, 16u * g + 4u)) * s.x + s.y;
+    } else if (WTYPE == T_IQ4_NL || WTYPE == T_IQ4_XS) {
+        lo = iq4x4(q.x, 4u * g) * s.x;
+        hi = iq4x4(q.y, 4u * g) * s.x;
     } else if (WTYPE == T_Q8_0) {
         lo = i8x4(g == 0u ? q.x : q.z) * s.x;
         hi = i8x4(g == 0u ? q.y : q.w) * s.x;
-    } else if (WTYPE == T_Q4_K) {
+    } else if (WTYPE == T_Q4_K || WTYPE == T_Q5_K) {
         float a = g == 0u ? s.x : s.z, b = g == 0u ? s.y : s.w;
-        lo = nib4(q.x, 4u * g) * a - b;
-        hi = nib4(q.y, 4u * g) * a - b;
+        vec4 l = nib4(q.x, 4u * g), h = nib4(q.y, 4u * g);
+        if (WTYPE == T_Q5_K) {
+            l += 16.0 * vec4(bytef(q.z, kb, 1u));
+            h += 16.0 * vec4(bytef(q.w, kb, 1u));
+        }
+        lo = l * a - b;
+        hi = h * a - b;
+    } else if (WTYPE == T_Q2_K) {
+        float a = g == 0u ? s.x : s.z, b = g == 0u ? s.y : s.w;
+        lo = vec4(bytef(q.x, f2, 3u)) * a - b;
+        hi = vec4(bytef(q.y, f2, 3u)) * a - b;
+    } else if (WTYPE == T_Q3_K) {
+        // A clear hmask bit subtracts 4.
+        float a = g == 0u ? s.x : s.y;
+        lo = (vec4(bytef(q.x, f2, 3u)) + 4.0 * vec4(bytef(q.z, kb, 1u)) - 4.0) * a;
+        hi = (vec4(bytef(q.y, f2, 3u)) + 4.0 * vec4(bytef(q.w, kb, 1u)) - 4.0) * a;
     } else if (WTYPE == T_Q6_K) {
         uint hs = 2u * ((p >> 2) & 1u) + 4u * g;
         float a = g == 0u ? s.x : s.y;
@@ -165,6 +275,15 @@ void wdec(uvec4 q, uvec4 q2, vec4 s, uint g, uint p, uint row, uint e, out vec4 
         uvec4 w = g == 0u ? q : q2;
         lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
         hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+    } else if (WTYPE == T_BF16) {
+        uvec4 w = g == 0u ? q : q2;
+        lo = bf16x4(w.x, w.y);
+        hi = bf16x4(w.z, w.w);
+    } else if (WTYPE == T_F32) {
+        // Rows of F32 are word-aligned: the group's 8 words directly.
+        uint w = (row >> 2) + e;
+        lo = uintBitsToFloat(uvec4(rd(0u, w), rd(0u, w + 1u), rd(0u, w + 2u), rd(0u, w + 3u)));
+        hi = uintBitsToFloat(uvec4(rd(0u, w + 4u), rd(0u, w + 5u), rd(0u, w + 6u), rd(0u, w + 7u)));
     } else {
         lo = vec4(welem(row, e), welem(row, e + 1u), welem(row, e + 2u), welem(row, e + 3u));
         hi = vec4(welem(row, e + 4u), welem(row, e + 5u), welem(row, e + 6u), welem(row, e + 7u));
