@@ -45,6 +45,24 @@ static void compute(struct bp_backend *be, struct bp_tensor *out)
     bp_graph_free(g);
 }
 
+/* Computes out's graph on a fresh backend of dev under a bp_profile: the
+ * dispatches per op land in ops (BP_OP_COUNT entries); returns how many
+ * graphs the profile timed (0 where the device has no timestamps). */
+static uint64_t compute_profiled(struct bp_device *dev, struct bp_tensor *out, struct bp_profile_op *ops)
+{
+    struct bp_backend *be;
+    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
+    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
+    ck_assert_ptr_nonnull(set_profile);
+    memset(ops, 0, sizeof *ops * BP_OP_COUNT);
+    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
+    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
+    compute(be, out);
+    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    bp_backend_free(be);
+    return prof.graphs;
+}
+
 /* ------------------------------------------- buffers come and go per step */
 
 /* One backend, many steps, each with its own buffer freed at the end: the
@@ -487,16 +505,8 @@ static void chain_run(struct bp_device *dev, const struct chain_case *cc, const 
     ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
     ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof *xv * (size_t)ne), BP_OK);
     ck_assert_int_eq(bp_tensor_set(w, wv, 0, sizeof *wv * (size_t)wne), BP_OK);
-    struct bp_backend *be;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
-    ck_assert_ptr_nonnull(set_profile);
     struct bp_profile_op ops[BP_OP_COUNT];
-    memset(ops, 0, sizeof ops);
-    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
-    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
-    compute(be, z);
-    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    const uint64_t timed = compute_profiled(dev, z, ops);
     o->first = malloc(sizeof(float) * (size_t)ne);
     o->mul = malloc(sizeof(float) * (size_t)ne);
     o->add = malloc(sizeof(float) * (size_t)ne);
@@ -505,8 +515,7 @@ static void chain_run(struct bp_device *dev, const struct chain_case *cc, const 
     if (cc->shared) ck_assert_int_eq(bp_tensor_get(z, o->add, 0, sizeof(float) * (size_t)ne), BP_OK);
     o->first_count = ops[h->op].count;
     o->mul_count = ops[BP_OP_MUL].count;
-    o->graphs = prof.graphs;
-    bp_backend_free(be);
+    o->graphs = timed;
     bp_buffer_free(buf);
     bp_context_free(ctx);
 }
@@ -617,16 +626,8 @@ static void add_norm_run(struct bp_device *dev, const struct add_norm_case *ac, 
     ck_assert_int_eq(bp_tensor_set(a, av, 0, sizeof(float) * (size_t)ne), BP_OK);
     ck_assert_int_eq(bp_tensor_set(b, bv, 0, sizeof(float) * (size_t)ne), BP_OK);
     ck_assert_int_eq(bp_tensor_set(w, wv, 0, sizeof(float) * (size_t)ac->n), BP_OK);
-    struct bp_backend *be;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
-    ck_assert_ptr_nonnull(set_profile);
     struct bp_profile_op ops[BP_OP_COUNT];
-    memset(ops, 0, sizeof ops);
-    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
-    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
-    compute(be, z);
-    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    const uint64_t timed = compute_profiled(dev, z, ops);
     float **dst[4] = { &o->sum, &o->norm, &o->mul, &o->out };
     struct bp_tensor *src[4] = { sum, h, y, z };
     for (int i = 0; i < 4; i++) {
@@ -636,8 +637,7 @@ static void add_norm_run(struct bp_device *dev, const struct add_norm_case *ac, 
     o->adds = ops[BP_OP_ADD].count;
     o->norms = ops[BP_OP_RMS_NORM].count;
     o->muls = ops[BP_OP_MUL].count;
-    o->graphs = prof.graphs;
-    bp_backend_free(be);
+    o->graphs = timed;
     bp_buffer_free(buf);
     bp_context_free(ctx);
 }
@@ -745,21 +745,12 @@ static void add_slots_run(struct bp_device *dev, const struct add_slots_case *ac
     ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
     const size_t ne = (size_t)(ac->d * ac->k * ac->n), no = (size_t)(ac->d * ac->n);
     ck_assert_int_eq(bp_tensor_set(e, ev, 0, sizeof(float) * ne), BP_OK);
-    struct bp_backend *be;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
-    ck_assert_ptr_nonnull(set_profile);
     struct bp_profile_op ops[BP_OP_COUNT];
-    memset(ops, 0, sizeof ops);
-    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
-    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
-    compute(be, z);
-    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    const uint64_t timed = compute_profiled(dev, z, ops);
     ck_assert_int_eq(bp_tensor_get(sum, out, 0, sizeof(float) * no), BP_OK);
     ck_assert_int_eq(bp_tensor_get(first, part, 0, sizeof(float) * no), BP_OK);
     *adds = ops[BP_OP_ADD].count;
-    *graphs = prof.graphs;
-    bp_backend_free(be);
+    *graphs = timed;
     bp_buffer_free(buf);
     bp_context_free(ctx);
 }
@@ -855,21 +846,12 @@ static void rope_store_run(struct bp_device *dev, const struct rope_store_case *
     ck_assert_int_eq(bp_tensor_set(ids, iv, 0, sizeof(int32_t) * (size_t)T), BP_OK);
     ck_assert_int_eq(bp_tensor_set(ff, ffv, 0, sizeof(float) * RS_D / 2), BP_OK);
     ck_assert_int_eq(bp_tensor_set(cache, init, 0, sizeof init), BP_OK);
-    struct bp_backend *be;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
-    ck_assert_ptr_nonnull(set_profile);
     struct bp_profile_op ops[BP_OP_COUNT];
-    memset(ops, 0, sizeof ops);
-    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
-    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
-    compute(be, z);
-    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    const uint64_t timed = compute_profiled(dev, z, ops);
     ck_assert_int_eq(bp_tensor_get(cache, cache_out, 0, sizeof init), BP_OK);
     *ropes = ops[k->op].count;
     *stores = ops[BP_OP_SET_ROWS].count;
-    *graphs = prof.graphs;
-    bp_backend_free(be);
+    *graphs = timed;
     bp_buffer_free(buf);
     bp_context_free(ctx);
 }
@@ -951,20 +933,12 @@ static void shifted_run(struct bp_device *dev, int64_t shift, const float *xv, c
     b->data = (char *)arena->data + 4 * (SH_AT - shift);
     ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof *xv * (size_t)n), BP_OK);
     ck_assert_int_eq(bp_tensor_set(u, uv, 0, sizeof *uv * SH_N0), BP_OK);
-    struct bp_backend *be;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    bp_set_profile_fn set_profile = (bp_set_profile_fn)bp_device_proc_address(dev, BP_PROC_SET_PROFILE);
     struct bp_profile_op ops[BP_OP_COUNT];
-    memset(ops, 0, sizeof ops);
-    struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
-    ck_assert_int_eq(set_profile(be, &prof), BP_OK);
-    compute(be, b);
-    ck_assert_int_eq(set_profile(be, NULL), BP_OK);
+    const uint64_t timed = compute_profiled(dev, b, ops);
     ck_assert_int_eq(bp_tensor_get(a, aout, 0, sizeof *aout * (size_t)n), BP_OK);
     ck_assert_int_eq(bp_tensor_get(b, bout, 0, sizeof *bout * (size_t)n), BP_OK);
     *mul_count = ops[BP_OP_MUL].count;
-    *graphs = prof.graphs;
-    bp_backend_free(be);
+    *graphs = timed;
     bp_buffer_free(buf);
     bp_context_free(ctx);
 }
