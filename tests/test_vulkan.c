@@ -17,6 +17,7 @@
 #include <backplane/bp_quant.h>
 
 #include "log_capture.h"
+#include "vk_test_util.h"
 
 static size_t vulkan_device_count(void)
 {
@@ -110,7 +111,7 @@ END_TEST
 START_TEST(test_vulkan_set_get_round_trips_odd_sizes_and_offsets)
 {
     reload();
-    struct bp_device *dev = bp_device_by_name("vulkan0");
+    struct bp_device *dev = vk0();
     struct bp_context *ctx;
     ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
     struct bp_tensor *a = bp_tensor_new_1d(ctx, BP_TYPE_I32, 1001);
@@ -215,10 +216,7 @@ static void check_quant_mul_mat(enum bp_type t, int64_t M)
     const size_t row = (size_t)K / bs * ts;
     unsigned char *wq = malloc(row * (size_t)N);
     unsigned seed = 1234u + (unsigned)t;
-    for (size_t i = 0; i < row * (size_t)N; i++) {
-        seed = seed * 1103515245u + 12345u;
-        wq[i] = (unsigned char)(seed >> 16);
-    }
+    for (size_t i = 0; i < row * (size_t)N; i++) wq[i] = (unsigned char)(vk_next(&seed) >> 8);
     /* Scales small and finite: f16 0.01 (0x211f) / 0.005 (0x1d1f). */
     for (int64_t n = 0; n < N; n++)
         for (size_t b = 0; b < (size_t)K / bs; b++) {
@@ -229,33 +227,9 @@ static void check_quant_mul_mat(enum bp_type t, int64_t M)
             if (t == BP_TYPE_Q4_K) memcpy(blk + 2, dm, 2);
         }
     float *x = malloc(sizeof(float) * (size_t)(K * M));
-    for (int64_t i = 0; i < K * M; i++) {
-        seed = seed * 1103515245u + 12345u;
-        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-
-    struct bp_device *dev = bp_device_by_name("vulkan0");
-    struct bp_context *ctx;
-    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
-    struct bp_tensor *w = bp_tensor_new_2d(ctx, t, K, N);
-    struct bp_tensor *xt = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
-    struct bp_tensor *y = bp_mul_mat(ctx, w, xt);
-    ck_assert_ptr_nonnull(y);
-    ck_assert_msg(bp_device_supports_op(dev, y), "vulkan0 declines MUL_MAT with %s weights",
-                  bp_type_name(t));
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(w, wq, 0, row * (size_t)N), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * M)), BP_OK);
-    struct bp_backend *be;
-    struct bp_graph *g;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
-    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
-    ck_assert_int_eq(bp_backend_graph_compute(be, g), BP_OK);
-    ck_assert_int_eq(bp_backend_synchronize(be), BP_OK);
+    for (int64_t i = 0; i < K * M; i++) x[i] = vk_frand(&seed);
     float *got = malloc(sizeof(float) * (size_t)(N * M));
-    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(N * M)), BP_OK);
+    vk_mul_mat(vk0(), t, wq, x, K, N, M, 1, 1, got);
 
     double err = 0.0, ref = 0.0;
     for (int64_t m = 0; m < M; m++)
@@ -272,10 +246,6 @@ static void check_quant_mul_mat(enum bp_type t, int64_t M)
     ck_assert_msg(ref > 0.0, "the reference is all zeros");
     ck_assert_msg(err / ref < 1e-8, "%s M=%lld: nmse %g", bp_type_name(t), (long long)M, err / ref);
     free(got); free(x); free(wq);
-    bp_graph_free(g);
-    bp_backend_free(be);
-    bp_buffer_free(buf);
-    bp_context_free(ctx);
 }
 
 START_TEST(test_vulkan_quantized_mul_mat_matches_scalar_dequant)

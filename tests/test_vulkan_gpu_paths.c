@@ -18,17 +18,14 @@
  */
 #include <check.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <backplane/backplane.h>
-#include <backplane/bp_plugin.h>
 #include <backplane/bp_quant_ref.h>
 
-#include "device_gate.h"
-#include "suite_main.h"
+#include "vk_test_util.h"
 
 static const struct config {
     const char *tile, *f16;   /* the two variables */
@@ -47,81 +44,13 @@ enum { N_CONFIGS = sizeof configs / sizeof configs[0] };
 
 static const enum bp_type wtypes[] = { BP_TYPE_F16, BP_TYPE_Q4_0, BP_TYPE_Q4_K };
 
-static unsigned next(unsigned *seed)
-{
-    *seed = *seed * 1103515245u + 12345u;
-    return *seed >> 8;
-}
-
-/* N rows of K weights of type t: F16 from values in [-1, 1); the
- * quantized types (Q4_0, Q8_0, Q4_K) random bytes with each block's f16 scale (and min) set
- * finite and different from block to block, so every quant pattern occurs
- * and a misread neighbour block shows. wf gets what they dequantize to. */
+/* N rows of K weights of type t (vk_random_weights); wf gets what they
+ * dequantize to. */
 static unsigned char *make_weights(enum bp_type t, int64_t K, int64_t N, float *wf)
 {
-    unsigned seed = 11u + (unsigned)t;
-    const size_t row = bp_row_size(t, K);
-    unsigned char *w = malloc(row * (size_t)N);
-    ck_assert_ptr_nonnull(w);
-    for (size_t i = 0; i < row * (size_t)N; i++) w[i] = (unsigned char)next(&seed);
-    const size_t bsz = bp_type_size(t);
-    const int64_t nblk = (int64_t)(row * (size_t)N / bsz);
-    for (int64_t b = 0; b < nblk; b++) {
-        unsigned char *blk = w + (size_t)b * bsz;
-        if (t == BP_TYPE_F16) {
-            const uint16_t h = bp_f32_to_f16((float)(next(&seed) & 0xffff) / 32768.0f - 1.0f);
-            memcpy(blk, &h, 2);
-            continue;
-        }
-        const uint16_t d = bp_f32_to_f16(0.01f * (1.0f + (float)(b % 5) / 4.0f));
-        memcpy(blk, &d, 2); /* d leads both block layouts */
-        if (t == BP_TYPE_Q4_K) {
-            const uint16_t m = bp_f32_to_f16(0.02f * (float)(b % 7) - 0.06f);
-            memcpy(blk + offsetof(struct bp_block_q4_K, dmin), &m, 2);
-        }
-    }
-    for (int64_t n = 0; n < N; n++) {
-        const unsigned char *r = w + row * (size_t)n;
-        float *f = wf + n * K;
-        if (t == BP_TYPE_F16) {
-            for (int64_t k = 0; k < K; k++) {
-                uint16_t h;
-                memcpy(&h, r + 2 * k, 2);
-                f[k] = bp_f16_to_f32(h);
-            }
-        } else if (t == BP_TYPE_Q4_0) {
-            bp_dequantize_q4_0_ref((const struct bp_block_q4_0 *)(const void *)r, f, K);
-        } else if (t == BP_TYPE_Q8_0) {
-            bp_dequantize_q8_0_ref((const struct bp_block_q8_0 *)(const void *)r, f, K);
-        } else {
-            bp_dequantize_q4_K_ref((const struct bp_block_q4_K *)(const void *)r, f, K);
-        }
-    }
+    unsigned char *w = vk_random_weights(t, K, N, 11u + (unsigned)t);
+    vk_dequant(t, w, K, N, wf);
     return w;
-}
-
-/* Computes the graph of y on dev. */
-static void compute(struct bp_device *dev, struct bp_tensor *y)
-{
-    struct bp_backend *be;
-    struct bp_graph *g;
-    ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    ck_assert_int_eq(bp_graph_new(8, &g), BP_OK);
-    ck_assert_int_eq(bp_graph_build(g, y), BP_OK);
-    ck_assert_int_eq(bp_backend_graph_compute(be, g), BP_OK);
-    ck_assert_int_eq(bp_backend_synchronize(be), BP_OK);
-    bp_graph_free(g);
-    bp_backend_free(be);
-}
-
-static const char *feature(struct bp_device *dev, const char *key)
-{
-    bp_get_features_fn get =
-        (bp_get_features_fn)bp_device_proc_address(dev, BP_PROC_GET_FEATURES);
-    const struct bp_feature *f = get ? get(dev->reg) : NULL;
-    for (; f && f->name; f++)
-        if (strcmp(f->name, key) == 0) return f->value;
-    return NULL;
 }
 
 static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const struct config *c)
@@ -133,21 +62,8 @@ static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const st
     ck_assert(wf && x && got);
     unsigned char *wq = make_weights(t, K, N, wf);
     unsigned seed = 5u + (unsigned)M;
-    for (int64_t i = 0; i < K * M; i++) x[i] = (float)(next(&seed) & 0xffff) / 32768.0f - 1.0f;
-
-    struct bp_context *ctx;
-    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
-    struct bp_tensor *w = bp_tensor_new_2d(ctx, t, K, N);
-    struct bp_tensor *xt = bp_tensor_new_2d(ctx, BP_TYPE_F32, K, M);
-    struct bp_tensor *y = bp_mul_mat(ctx, w, xt);
-    ck_assert_ptr_nonnull(y);
-    ck_assert(bp_device_supports_op(dev, y));
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(w, wq, 0, bp_row_size(t, K) * (size_t)N), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * M)), BP_OK);
-    compute(dev, y);
-    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(N * M)), BP_OK);
+    for (int64_t i = 0; i < K * M; i++) x[i] = vk_frand(&seed);
+    vk_mul_mat(dev, t, wq, x, K, N, M, 1, 1, got);
 
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -164,8 +80,6 @@ static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const st
                           (long long)M, (long long)n, (long long)m, (double)got[n + N * m], s, e,
                           mag);
         }
-    bp_buffer_free(buf);
-    bp_context_free(ctx);
     free(wq);
     free(got);
     free(x);
@@ -178,10 +92,8 @@ START_TEST(test_vulkan_mul_mat_tile_matches_double_reference_past_every_edge)
     setenv("BACKPLANE_VULKAN_SUBGROUPS", "0", 1);
     setenv("BACKPLANE_VULKAN_MM_TILE", c->tile, 1);
     setenv("BACKPLANE_VULKAN_F16_TILES", c->f16, 1);
-    bp_load_plugins(NULL);
-    struct bp_device *dev = bp_device_by_name("vulkan0");
-    ck_assert_msg(dev != NULL, "vulkan0 disappeared: %s", bp_last_error());
-    const char *tiles = feature(dev, "vulkan0.mul_mat_tiles");
+    struct bp_device *dev = vk_load();
+    const char *tiles = vk_feature(dev, "vulkan0.mul_mat_tiles");
     ck_assert_msg(tiles != NULL, "vulkan0 publishes no mul_mat_tiles feature");
     if (strncmp(tiles, c->want, strlen(c->want)) != 0) {
         /* the device's limits (or no shaderFloat16) refuse this set */
@@ -213,23 +125,10 @@ static void check_int_dot(struct bp_device *dev, enum bp_type t, int64_t K, int6
     unsigned char *wq = make_weights(t, K, N, wf);
     unsigned seed = 29u;
     /* a few large values, so blocks' scales differ widely */
-    for (int64_t i = 0; i < K * B; i++)
-        x[i] = ((float)(next(&seed) & 0xffff) / 32768.0f - 1.0f) * (i % 37 == 0 ? 9.0f : 1.0f);
+    for (int64_t i = 0; i < K * B; i++) x[i] = vk_frand(&seed) * (i % 37 == 0 ? 9.0f : 1.0f);
     bp_quantize_q8_0_ref(x, xq, K * B);
-
-    struct bp_context *ctx;
-    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
     const int64_t NS = N / BW; /* rows per slice */
-    struct bp_tensor *w = bp_tensor_new_3d(ctx, t, K, NS, BW);
-    struct bp_tensor *xt = bp_tensor_new_3d(ctx, BP_TYPE_F32, K, 1, B);
-    struct bp_tensor *y = bp_mul_mat(ctx, w, xt);
-    ck_assert_ptr_nonnull(y);
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(w, wq, 0, bp_row_size(t, K) * (size_t)N), BP_OK);
-    ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * B)), BP_OK);
-    compute(dev, y);
-    ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof(float) * (size_t)(NS * B)), BP_OK);
+    vk_mul_mat(dev, t, wq, x, K, NS, 1, BW, B, got);
 
     const size_t row = bp_row_size(t, K), bsz = bp_type_size(t);
     for (int64_t o = 0; o < NS * B; o++) {
@@ -255,8 +154,6 @@ static void check_int_dot(struct bp_device *dev, enum bp_type t, int64_t K, int6
                       "%.9g, want %.9g (|error| %.3g)", bp_type_name(t), (long long)K,
                       (long long)NS, (long long)B, (long long)o, (double)got[o], s, e);
     }
-    bp_buffer_free(buf);
-    bp_context_free(ctx);
     free(wq);
     free(xq);
     free(got);
@@ -268,10 +165,8 @@ START_TEST(test_vulkan_int_dot_matches_q8_0_reference)
 {
     setenv("BACKPLANE_VULKAN_SUBGROUPS", "0", 1);
     setenv("BACKPLANE_VULKAN_INT_DOT", "1", 1);
-    bp_load_plugins(NULL);
-    struct bp_device *dev = bp_device_by_name("vulkan0");
-    ck_assert_msg(dev != NULL, "vulkan0 disappeared: %s", bp_last_error());
-    const char *idp = feature(dev, "vulkan0.integer_dot_product");
+    struct bp_device *dev = vk_load();
+    const char *idp = vk_feature(dev, "vulkan0.integer_dot_product");
     ck_assert_msg(idp != NULL, "vulkan0 publishes no integer_dot_product feature");
     if (strncmp(idp, "1 (used", 7) != 0) {
         printf("SKIP integer dots: vulkan0 says '%s'\n", idp);
@@ -292,18 +187,14 @@ START_TEST(test_vulkan_int_dot_matches_q8_0_reference)
 }
 END_TEST
 
-int main(void)
+static void add_cases(TCase *tc)
 {
-    setenv("BACKPLANE_LOG", "warn", 0);
-    /* 77 without a Vulkan device (install mesa-vulkan-drivers for lavapipe). */
-    const int gate = device_gate("vulkan", "vulkan0");
-    if (gate) return gate;
-    Suite *s = suite_create("vulkan_gpu_paths");
-    TCase *tc = tcase_create("vulkan_gpu_paths");
-    tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_vulkan_mul_mat_tile_matches_double_reference_past_every_edge, 0,
                         N_CONFIGS);
     tcase_add_test(tc, test_vulkan_int_dot_matches_q8_0_reference);
-    suite_add_tcase(s, tc);
-    return run_suite(s);
+}
+
+int main(void)
+{
+    return vk_suite_main("vulkan_gpu_paths", 300, add_cases);
 }

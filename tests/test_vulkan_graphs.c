@@ -18,32 +18,8 @@
 #include <backplane/backplane.h>
 #include <backplane/bp_profile.h>
 
-#include "device_gate.h"
 #include "log_capture.h"
-#include "suite_main.h"
-
-static struct bp_device *vk0(void)
-{
-    struct bp_device *dev = bp_device_by_name("vulkan0");
-    ck_assert_msg(dev != NULL, "vulkan0 disappeared: %s", bp_last_error());
-    return dev;
-}
-
-static float frand(unsigned *seed)
-{
-    *seed = *seed * 1103515245u + 12345u;
-    return (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
-static void compute(struct bp_backend *be, struct bp_tensor *out)
-{
-    struct bp_graph *g;
-    ck_assert_int_eq(bp_graph_new(64, &g), BP_OK);
-    ck_assert_int_eq(bp_graph_build(g, out), BP_OK);
-    ck_assert_int_eq(bp_backend_graph_compute(be, g), BP_OK);
-    ck_assert_int_eq(bp_backend_synchronize(be), BP_OK);
-    bp_graph_free(g);
-}
+#include "vk_test_util.h"
 
 /* Computes out's graph on a fresh backend of dev under a bp_profile: the
  * dispatches per op land in ops (BP_OP_COUNT entries); returns how many
@@ -57,7 +33,7 @@ static uint64_t compute_profiled(struct bp_device *dev, struct bp_tensor *out, s
     memset(ops, 0, sizeof *ops * BP_OP_COUNT);
     struct bp_profile prof = { .n_ops = BP_OP_COUNT, .ops = ops };
     ck_assert_int_eq(set_profile(be, &prof), BP_OK);
-    compute(be, out);
+    vk_compute_on(be, out);
     ck_assert_int_eq(set_profile(be, NULL), BP_OK);
     bp_backend_free(be);
     return prof.graphs;
@@ -70,8 +46,7 @@ static uint64_t compute_profiled(struct bp_device *dev, struct bp_tensor *out, s
  * cached for the old buffer would read (and write) freed memory. */
 START_TEST(test_vulkan_buffers_reallocated_between_graphs_compute_fresh_data)
 {
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     struct bp_backend *be;
     ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
     enum { N = 300, STEPS = 64 };
@@ -87,12 +62,12 @@ START_TEST(test_vulkan_buffers_reallocated_between_graphs_compute_fresh_data)
                          BP_OK);
         float av[N], bv[N], got[N];
         for (int i = 0; i < N; i++) {
-            av[i] = frand(&seed) + (float)step;
-            bv[i] = frand(&seed);
+            av[i] = vk_frand(&seed) + (float)step;
+            bv[i] = vk_frand(&seed);
         }
         ck_assert_int_eq(bp_tensor_set(a, av, 0, sizeof av), BP_OK);
         ck_assert_int_eq(bp_tensor_set(b, bv, 0, sizeof bv), BP_OK);
-        compute(be, y);
+        vk_compute_on(be, y);
         ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof got), BP_OK);
         for (int i = 0; i < N; i++) {
             float want = (av[i] + bv[i]) * bv[i];
@@ -191,7 +166,7 @@ static void attn_step(struct attn_dev *a, const float *x, int64_t n_past, int64_
     ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(KDIM * n)), BP_OK);
     ck_assert_int_eq(bp_tensor_set(pos, p, 0, sizeof(int32_t) * (size_t)n), BP_OK);
     ck_assert_int_eq(bp_tensor_set(mask, m, 0, sizeof(float) * (size_t)(n * n_kv)), BP_OK);
-    compute(a->be, att);
+    vk_compute_on(a->be, att);
     ck_assert_int_eq(bp_tensor_get(att, out, 0, sizeof(float) * (size_t)(D * H * n)), BP_OK);
     bp_buffer_free(buf);
     bp_context_free(c);
@@ -205,13 +180,13 @@ static void check_fused_qkv(enum bp_type wtype, enum bp_type ctype)
     const int64_t rows = (H + 2 * HKV) * D;
     unsigned seed = 7u + (unsigned)wtype;
     float *w = malloc(sizeof *w * (size_t)(KDIM * rows));
-    for (int64_t i = 0; i < KDIM * rows; i++) w[i] = 0.25f * frand(&seed);
+    for (int64_t i = 0; i < KDIM * rows; i++) w[i] = 0.25f * vk_frand(&seed);
     struct attn_dev cpu, vk;
     attn_open(&cpu, "cpu", wtype, ctype, w);
     attn_open(&vk, "vulkan0", wtype, ctype, w);
     float x[KDIM * 3], want[D * H * 3], got[D * H * 3];
     for (int64_t n_past = 0, n = 3; n_past + n <= NCTX; n_past += n, n = 1) {
-        for (int64_t i = 0; i < KDIM * n; i++) x[i] = frand(&seed);
+        for (int64_t i = 0; i < KDIM * n; i++) x[i] = vk_frand(&seed);
         attn_step(&cpu, x, n_past, n, want);
         attn_step(&vk, x, n_past, n, got);
         for (int64_t i = 0; i < D * H * n; i++)
@@ -253,16 +228,11 @@ END_TEST
 
 /* ------------------------------------ buffers beyond one storage binding */
 
+/* vulkan0's published feature key as a byte count; 0 when not published. */
 static size_t vk0_feature(const char *key)
 {
-    struct bp_device *dev = vk0();
-    bp_get_features_fn get =
-        (bp_get_features_fn)bp_device_proc_address(dev, BP_PROC_GET_FEATURES);
-    ck_assert_ptr_nonnull(get);
-    const struct bp_feature *f = get(dev->reg);
-    for (; f && f->name; f++)
-        if (strcmp(f->name, key) == 0) return (size_t)strtoull(f->value, NULL, 10);
-    return 0;
+    const char *v = vk_feature(vk0(), key);
+    return v ? (size_t)strtoull(v, NULL, 10) : 0;
 }
 
 /* A buffer larger than maxStorageBufferRange holds a tensor at its start
@@ -271,8 +241,7 @@ static size_t vk0_feature(const char *key)
  * than the range is declined, and computing it fails with a sentence. */
 START_TEST(test_vulkan_buffer_beyond_storage_range_binds_each_tensor)
 {
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     const size_t range = vk0_feature("vulkan0.maxStorageBufferRange");
     const size_t max_buf = vk0_feature("vulkan0.max_buffer_bytes");
     ck_assert_uint_gt(range, 0);
@@ -297,13 +266,13 @@ START_TEST(test_vulkan_buffer_beyond_storage_range_binds_each_tensor)
 
     float av[N], bvals[N + 1], got[N];
     unsigned seed = 5;
-    for (int i = 0; i < N; i++) av[i] = frand(&seed);
-    for (int i = 0; i < N + 1; i++) bvals[i] = frand(&seed) * 100.0f;
+    for (int i = 0; i < N; i++) av[i] = vk_frand(&seed);
+    for (int i = 0; i < N + 1; i++) bvals[i] = vk_frand(&seed) * 100.0f;
     ck_assert_int_eq(bp_tensor_set(a, av, 0, sizeof av), BP_OK);
     ck_assert_int_eq(bp_tensor_set(b, bvals, 0, sizeof bvals), BP_OK);
     struct bp_backend *be;
     ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    compute(be, y);
+    vk_compute_on(be, y);
     ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof got), BP_OK);
     for (int i = 0; i < N; i++)
         ck_assert_msg(got[i] == av[i] + bvals[i + 1], "element %d: got %g, want %g", i, got[i],
@@ -369,8 +338,7 @@ static void yarn_rotate(double *v, int D, const struct bp_rope_ext_params *rp, c
  * output capped by SCALE, TANH, SCALE, against the same steps in double. */
 START_TEST(test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_reference)
 {
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     enum { D = 32, H = 4, HKV = 2, T = 6 };
     const float attn_cap = 2.0f, out_cap = 0.5f, scale = 0.17677669529663687f; /* 1 / sqrt(D) */
     const struct bp_rope_ext_params rp = { .n_dims = D, .mode = BP_ROPE_MODE_NEOX, .freq_base = 10000.0f,
@@ -388,18 +356,16 @@ START_TEST(test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_referenc
     struct bp_tensor *k = bp_permute(ctx, bp_rope_ext(ctx, kx, pos, ffac, &rp), 0, 2, 1, 3);
     struct bp_tensor *o = bp_flash_attn_softcap(ctx, q, k, v, mask, scale, attn_cap);
     struct bp_tensor *y = bp_scale(ctx, bp_tanh(ctx, bp_scale(ctx, o, 1.0f / out_cap, 0.0f)), out_cap, 0.0f);
-    ck_assert_msg(y != NULL, "%s", bp_last_error());
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, y);
 
     unsigned seed = 17;
     float qv[T * H * D], kv[T * HKV * D], ffv[D / 2], mv[T * T];
     uint16_t vh[HKV * T * D];
     double vd[HKV * T * D];
-    for (int i = 0; i < T * H * D; i++) qv[i] = 2.0f * frand(&seed);
-    for (int i = 0; i < T * HKV * D; i++) kv[i] = 2.0f * frand(&seed);
+    for (int i = 0; i < T * H * D; i++) qv[i] = 2.0f * vk_frand(&seed);
+    for (int i = 0; i < T * HKV * D; i++) kv[i] = 2.0f * vk_frand(&seed);
     for (int i = 0; i < HKV * T * D; i++) {
-        vh[i] = bp_f32_to_f16(frand(&seed));
+        vh[i] = bp_f32_to_f16(vk_frand(&seed));
         vd[i] = bp_f16_to_f32(vh[i]);
     }
     for (int i = 0; i < D / 2; i++) ffv[i] = 1.0f + 0.5f * (float)i;
@@ -414,7 +380,7 @@ START_TEST(test_vulkan_rope_ext_softcap_attention_and_tanh_match_scalar_referenc
     ck_assert_int_eq(bp_tensor_set(mask, mv, 0, sizeof mv), BP_OK);
     struct bp_backend *be;
     ck_assert_int_eq(bp_backend_init(dev, NULL, &be), BP_OK);
-    compute(be, y);
+    vk_compute_on(be, y);
     float got[D * H * T];
     ck_assert_int_eq(bp_tensor_get(y, got, 0, sizeof got), BP_OK);
 
@@ -500,9 +466,7 @@ static void chain_run(struct bp_device *dev, const struct chain_case *cc, const 
     struct bp_tensor *h = cc->silu ? bp_silu(ctx, x) : bp_rms_norm(ctx, x, 1e-5f);
     struct bp_tensor *y = cc->swap ? bp_mul(ctx, w, h) : bp_mul(ctx, h, w);
     struct bp_tensor *z = cc->shared ? bp_add(ctx, y, h) : y;
-    ck_assert_msg(z != NULL, "%s", bp_last_error());
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, z);
     ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof *xv * (size_t)ne), BP_OK);
     ck_assert_int_eq(bp_tensor_set(w, wv, 0, sizeof *wv * (size_t)wne), BP_OK);
     struct bp_profile_op ops[BP_OP_COUNT];
@@ -520,6 +484,14 @@ static void chain_run(struct bp_device *dev, const struct chain_case *cc, const 
     bp_context_free(ctx);
 }
 
+/* Fails the running test unless node's value got is within tol * (1 +
+ * |want|) of want; the message names case c and element k. */
+static void expect_node(int c, int64_t k, const char *node, double got, double want, double tol)
+{
+    ck_assert_msg(fabs(got - want) <= tol * (1.0 + fabs(want)), "case %d element %" PRId64 ": %s %.7g, want %.7g",
+                  c, k, node, got, want);
+}
+
 static void chain_free(struct chain_out *o)
 {
     free(o->first);
@@ -530,13 +502,12 @@ static void chain_free(struct chain_out *o)
 START_TEST(test_vulkan_fused_chains_match_scalar_reference_and_unfused_bits)
 {
     const struct chain_case *cc = &chain_cases[_i];
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     const int64_t ne = cc->n * cc->rows * cc->planes, wne = cc->wn * cc->wrows * cc->wplanes;
     float *xv = malloc(sizeof *xv * (size_t)ne), *wv = malloc(sizeof *wv * (size_t)wne);
     unsigned seed = 1234u + (unsigned)_i;
-    for (int64_t i = 0; i < ne; i++) xv[i] = 4.0f * frand(&seed);
-    for (int64_t i = 0; i < wne; i++) wv[i] = 1.0f + frand(&seed);
+    for (int64_t i = 0; i < ne; i++) xv[i] = 4.0f * vk_frand(&seed);
+    for (int64_t i = 0; i < wne; i++) wv[i] = 1.0f + vk_frand(&seed);
 
     struct chain_out fused, plain;
     unsetenv("BACKPLANE_VULKAN_FUSION");
@@ -568,16 +539,9 @@ START_TEST(test_vulkan_fused_chains_match_scalar_reference_and_unfused_bits)
                 const int64_t k = i + cc->n * (r + cc->rows * p);
                 const double hv = cc->silu ? xr[i] / (1.0 + exp(-(double)xr[i])) : xr[i] * inv;
                 const double yv = hv * wr[i % cc->wn];
-                ck_assert_msg(fabs(fused.first[k] - hv) <= 1e-5 * (1.0 + fabs(hv)),
-                              "case %d element %" PRId64 ": first node %.7g, want %.7g", _i, k,
-                              (double)fused.first[k], hv);
-                ck_assert_msg(fabs(fused.mul[k] - yv) <= 2e-5 * (1.0 + fabs(yv)),
-                              "case %d element %" PRId64 ": MUL %.7g, want %.7g", _i, k,
-                              (double)fused.mul[k], yv);
-                if (cc->shared)
-                    ck_assert_msg(fabs(fused.add[k] - (yv + hv)) <= 3e-5 * (1.0 + fabs(yv + hv)),
-                                  "case %d element %" PRId64 ": ADD %.7g, want %.7g", _i, k,
-                                  (double)fused.add[k], yv + hv);
+                expect_node(_i, k, "first node", fused.first[k], hv, 1e-5);
+                expect_node(_i, k, "MUL", fused.mul[k], yv, 2e-5);
+                if (cc->shared) expect_node(_i, k, "ADD", fused.add[k], yv + hv, 3e-5);
             }
         }
     chain_free(&fused);
@@ -620,9 +584,7 @@ static void add_norm_run(struct bp_device *dev, const struct add_norm_case *ac, 
     struct bp_tensor *y = bp_mul(ctx, h, w);
     if (ac->kind == 1) h->flags |= BP_TENSOR_FLAG_OUTPUT;
     struct bp_tensor *z = bp_add(ctx, ac->kind == 2 ? bp_add(ctx, y, h) : y, sum);
-    ck_assert_msg(z != NULL, "%s", bp_last_error());
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, z);
     ck_assert_int_eq(bp_tensor_set(a, av, 0, sizeof(float) * (size_t)ne), BP_OK);
     ck_assert_int_eq(bp_tensor_set(b, bv, 0, sizeof(float) * (size_t)ne), BP_OK);
     ck_assert_int_eq(bp_tensor_set(w, wv, 0, sizeof(float) * (size_t)ac->n), BP_OK);
@@ -645,15 +607,14 @@ static void add_norm_run(struct bp_device *dev, const struct add_norm_case *ac, 
 START_TEST(test_vulkan_fused_add_rms_norm_mul_matches_reference_and_unfused_bits)
 {
     const struct add_norm_case *ac = &add_norm_cases[_i];
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     const int64_t ne = ac->n * ac->rows * ac->planes;
     float *av = malloc(sizeof(float) * (size_t)ne), *bv = malloc(sizeof(float) * (size_t)ne);
     float *wv = malloc(sizeof(float) * (size_t)ac->n);
     unsigned seed = 4321u + (unsigned)_i;
-    for (int64_t i = 0; i < ne; i++) av[i] = 4.0f * frand(&seed);
-    for (int64_t i = 0; i < ne; i++) bv[i] = 2.0f * frand(&seed);
-    for (int64_t i = 0; i < ac->n; i++) wv[i] = 1.0f + frand(&seed);
+    for (int64_t i = 0; i < ne; i++) av[i] = 4.0f * vk_frand(&seed);
+    for (int64_t i = 0; i < ne; i++) bv[i] = 2.0f * vk_frand(&seed);
+    for (int64_t i = 0; i < ac->n; i++) wv[i] = 1.0f + vk_frand(&seed);
 
     struct add_norm_out fused, plain;
     unsetenv("BACKPLANE_VULKAN_FUSION");
@@ -690,12 +651,8 @@ START_TEST(test_vulkan_fused_add_rms_norm_mul_matches_reference_and_unfused_bits
             const double zv = yv + (ac->kind == 2 ? hv : 0.0) + sv;
             ck_assert_msg(fused.sum[k] == sv, "case %d element %" PRId64 ": sum %.9g, want %.9g", _i, k,
                           (double)fused.sum[k], (double)sv);
-            ck_assert_msg(fabs(fused.mul[k] - yv) <= 2e-5 * (1.0 + fabs(yv)),
-                          "case %d element %" PRId64 ": MUL %.7g, want %.7g", _i, k,
-                          (double)fused.mul[k], yv);
-            ck_assert_msg(fabs(fused.out[k] - zv) <= 3e-5 * (1.0 + fabs(zv)),
-                          "case %d element %" PRId64 ": last ADD %.7g, want %.7g", _i, k,
-                          (double)fused.out[k], zv);
+            expect_node(_i, k, "MUL", fused.mul[k], yv, 2e-5);
+            expect_node(_i, k, "last ADD", fused.out[k], zv, 3e-5);
         }
     }
     for (int i = 0; i < 2; i++) {
@@ -740,9 +697,7 @@ static void add_slots_run(struct bp_device *dev, const struct add_slots_case *ac
     }
     if (ac->kind == 2) first->flags |= BP_TENSOR_FLAG_OUTPUT;
     struct bp_tensor *z = ac->kind == 1 ? bp_mul(ctx, sum, first) : sum;
-    ck_assert_msg(z != NULL, "%s", bp_last_error());
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, z);
     const size_t ne = (size_t)(ac->d * ac->k * ac->n), no = (size_t)(ac->d * ac->n);
     ck_assert_int_eq(bp_tensor_set(e, ev, 0, sizeof(float) * ne), BP_OK);
     struct bp_profile_op ops[BP_OP_COUNT];
@@ -758,14 +713,13 @@ static void add_slots_run(struct bp_device *dev, const struct add_slots_case *ac
 START_TEST(test_vulkan_fused_add_chain_over_slots_matches_sequential_sum)
 {
     const struct add_slots_case *ac = &add_slots_cases[_i];
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     const int64_t ne = ac->d * ac->k * ac->n, no = ac->d * ac->n;
     float *ev = malloc(sizeof(float) * (size_t)ne);
     float *out[2], *part[2];
     uint64_t adds[2], graphs[2];
     unsigned seed = 99u + (unsigned)_i;
-    for (int64_t i = 0; i < ne; i++) ev[i] = 8.0f * frand(&seed);
+    for (int64_t i = 0; i < ne; i++) ev[i] = 8.0f * vk_frand(&seed);
     for (int f = 0; f < 2; f++) {
         out[f] = malloc(sizeof(float) * (size_t)no);
         part[f] = malloc(sizeof(float) * (size_t)no);
@@ -835,9 +789,7 @@ static void rope_store_run(struct bp_device *dev, const struct rope_store_case *
                                        : bp_reshape(ctx, k, 2, (int64_t[]){ RS_D * RS_H, T });
     struct bp_tensor *z = bp_set_rows(ctx, cache, rows, ids);
     if (rc->kind == 2) k->flags |= BP_TENSOR_FLAG_OUTPUT;
-    ck_assert_msg(z != NULL, "%s", bp_last_error());
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, z);
     uint16_t init[RS_D * RS_H * RS_CTX];
     for (int i = 0; i < RS_D * RS_H * RS_CTX; i++) init[i] = bp_f32_to_f16(0.001f * (float)i);
     const int32_t pv[2] = { 37, 38 }, iv[2] = { 5, 2 };
@@ -859,11 +811,10 @@ static void rope_store_run(struct bp_device *dev, const struct rope_store_case *
 START_TEST(test_vulkan_fused_rope_into_kv_rows_matches_unfused_bits)
 {
     const struct rope_store_case *rc = &rope_store_cases[_i];
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     float xv[RS_D * RS_H * 2], ffv[RS_D / 2];
     unsigned seed = 555u + (unsigned)_i;
-    for (int i = 0; i < RS_D * RS_H * 2; i++) xv[i] = 2.0f * frand(&seed);
+    for (int i = 0; i < RS_D * RS_H * 2; i++) xv[i] = 2.0f * vk_frand(&seed);
     for (int i = 0; i < RS_D / 2; i++) ffv[i] = 1.0f + 0.25f * (float)i;
     uint16_t got[2][RS_D * RS_H * RS_CTX];
     uint64_t ropes[2], stores[2], graphs[2];
@@ -927,9 +878,7 @@ static void shifted_run(struct bp_device *dev, int64_t shift, const float *xv, c
     struct bp_tensor *u = bp_tensor_new_1d(ctx, BP_TYPE_F32, SH_N0);
     struct bp_tensor *a = bp_silu(ctx, x);
     struct bp_tensor *b = bp_mul(ctx, a, u);
-    ck_assert_msg(b != NULL, "%s", bp_last_error());
-    struct bp_buffer *buf;
-    ck_assert_int_eq(bp_context_alloc_tensors(ctx, bp_device_buffer_type(dev), NULL, &buf), BP_OK);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, b);
     b->data = (char *)arena->data + 4 * (SH_AT - shift);
     ck_assert_int_eq(bp_tensor_set(x, xv, 0, sizeof *xv * (size_t)n), BP_OK);
     ck_assert_int_eq(bp_tensor_set(u, uv, 0, sizeof *uv * SH_N0), BP_OK);
@@ -946,14 +895,13 @@ static void shifted_run(struct bp_device *dev, int64_t shift, const float *xv, c
 START_TEST(test_vulkan_fused_silu_mul_over_its_shifted_source_matches_reference)
 {
     const int64_t n = SH_N0 * SH_N1, shift = shifts[_i];
-    bp_load_plugins(NULL);
-    struct bp_device *dev = vk0();
+    struct bp_device *dev = vk_load();
     float *xv = malloc(sizeof *xv * (size_t)n), uv[SH_N0];
     float *a[2], *b[2];
     uint64_t muls[2], graphs[2];
     unsigned seed = 77u + (unsigned)_i;
-    for (int64_t i = 0; i < n; i++) xv[i] = 4.0f * frand(&seed);
-    for (int i = 0; i < SH_N0; i++) uv[i] = 1.0f + frand(&seed);
+    for (int64_t i = 0; i < n; i++) xv[i] = 4.0f * vk_frand(&seed);
+    for (int i = 0; i < SH_N0; i++) uv[i] = 1.0f + vk_frand(&seed);
     for (int f = 0; f < 2; f++) {
         a[f] = malloc(sizeof(float) * (size_t)n);
         b[f] = malloc(sizeof(float) * (size_t)n);
@@ -984,15 +932,8 @@ END_TEST
 
 /* --------------------------------------------------------------- main */
 
-int main(void)
+static void add_cases(TCase *tc)
 {
-    setenv("BACKPLANE_LOG", "warn", 0);
-    /* 77 without a Vulkan device (install mesa-vulkan-drivers for lavapipe). */
-    const int gate = device_gate("vulkan", "vulkan0");
-    if (gate) return gate;
-    Suite *s = suite_create("vulkan_graphs");
-    TCase *tc = tcase_create("vulkan_graphs");
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_vulkan_buffers_reallocated_between_graphs_compute_fresh_data);
     tcase_add_test(tc, test_vulkan_fused_qkv_views_with_f16_weights_match_cpu_every_step);
     tcase_add_test(tc, test_vulkan_fused_qkv_views_with_bf16_weights_match_cpu_every_step);
@@ -1009,6 +950,9 @@ int main(void)
                         (int)(sizeof rope_store_cases / sizeof rope_store_cases[0]));
     tcase_add_loop_test(tc, test_vulkan_fused_silu_mul_over_its_shifted_source_matches_reference, 0,
                         (int)(sizeof shifts / sizeof shifts[0]));
-    suite_add_tcase(s, tc);
-    return run_suite(s);
+}
+
+int main(void)
+{
+    return vk_suite_main("vulkan_graphs", 120, add_cases);
 }
