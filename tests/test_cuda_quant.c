@@ -26,6 +26,7 @@
 #include <backplane/bp_quant_ref.h>
 #include <backplane/bp_quantize.h>
 
+#include "quant_test_util.h"
 #include "suite_main.h"
 #include "tools/quant_host.h"
 
@@ -53,55 +54,6 @@ static float rng_sym(void) /* [-1, 1) */
     return (float)((double)(rng_next() >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
 
-#define REF(name)                                                                                  \
-    static void ref_##name(const void *x, float *y, int64_t k)                                     \
-    {                                                                                              \
-        bp_dequantize_##name##_ref((const struct bp_block_##name *)x, y, k);                       \
-    }
-REF(q4_0)
-REF(q4_1)
-REF(q5_0)
-REF(q5_1)
-REF(q8_0)
-REF(iq4_nl)
-REF(iq4_xs)
-REF(q2_K)
-REF(q3_K)
-REF(q4_K)
-REF(q5_K)
-REF(q6_K)
-#undef REF
-
-/* Every quantized weight type: its reference dequantizer and where its f16
- * scales sit in a block (random bytes there could be inf or NaN). */
-static const struct qtype {
-    enum bp_type type;
-    void (*ref)(const void *x, float *y, int64_t k);
-    int n_f16;
-    size_t f16_at[2];
-} qtypes[] = {
-    {BP_TYPE_Q4_0, ref_q4_0, 1, {offsetof(struct bp_block_q4_0, d)}},
-    {BP_TYPE_Q4_1, ref_q4_1, 2, {offsetof(struct bp_block_q4_1, d), offsetof(struct bp_block_q4_1, m)}},
-    {BP_TYPE_Q5_0, ref_q5_0, 1, {offsetof(struct bp_block_q5_0, d)}},
-    {BP_TYPE_Q5_1, ref_q5_1, 2, {offsetof(struct bp_block_q5_1, d), offsetof(struct bp_block_q5_1, m)}},
-    {BP_TYPE_Q8_0, ref_q8_0, 1, {offsetof(struct bp_block_q8_0, d)}},
-    {BP_TYPE_IQ4_NL, ref_iq4_nl, 1, {offsetof(struct bp_block_iq4_nl, d)}},
-    {BP_TYPE_IQ4_XS, ref_iq4_xs, 1, {offsetof(struct bp_block_iq4_xs, d)}},
-    {BP_TYPE_Q2_K, ref_q2_K, 2, {offsetof(struct bp_block_q2_K, d), offsetof(struct bp_block_q2_K, dmin)}},
-    {BP_TYPE_Q3_K, ref_q3_K, 1, {offsetof(struct bp_block_q3_K, d)}},
-    {BP_TYPE_Q4_K, ref_q4_K, 2, {offsetof(struct bp_block_q4_K, d), offsetof(struct bp_block_q4_K, dmin)}},
-    {BP_TYPE_Q5_K, ref_q5_K, 2, {offsetof(struct bp_block_q5_K, d), offsetof(struct bp_block_q5_K, dmin)}},
-    {BP_TYPE_Q6_K, ref_q6_K, 1, {offsetof(struct bp_block_q6_K, d)}},
-};
-#define N_QTYPES ((int)(sizeof qtypes / sizeof qtypes[0]))
-
-static const struct qtype *qtype_of(enum bp_type t)
-{
-    for (int i = 0; i < N_QTYPES; i++)
-        if (qtypes[i].type == t) return &qtypes[i];
-    return NULL;
-}
-
 /* A weight type: quantized, and not Q8_K (activations only). */
 static bool is_weight_quant(enum bp_type t)
 {
@@ -112,7 +64,7 @@ enum { ROW_MAX = 1024, ROW_BYTES_MAX = ROW_MAX * 2 };
 
 /* n elements of random blocks of q: every byte random, then each f16 scale
  * a finite value of either sign from 2^-12 to 1, or now and then zero. */
-static void random_row(const struct qtype *q, uint8_t *row, int64_t n)
+static void random_row(const struct quant_layout *q, uint8_t *row, int64_t n)
 {
     const size_t bytes = bp_row_size(q->type, n), bs = bp_type_size(q->type);
     for (size_t i = 0; i < bytes; i++) row[i] = (uint8_t)(rng_next() >> 56);
@@ -135,7 +87,7 @@ static void quantized_row(enum bp_type t, uint8_t *row, int64_t n)
 
 /* Every element of row through the plugin's reader and the reference, bit
  * for bit; what says where names the row. */
-static void assert_dequant_matches(const struct qtype *q, const uint8_t *row, int64_t n, const char *what)
+static void assert_dequant_matches(const struct quant_layout *q, const uint8_t *row, int64_t n, const char *what)
 {
     float want[ROW_MAX];
     q->ref(row, want, n);
@@ -169,7 +121,7 @@ static void to_q8_1(const float *x, struct cuda_block_q8_1 *b, int64_t n)
  * limit: 1e-5 of the sum of |x| (|w| + max |w|) — float rounding of the
  * per-unit sums is about 1e-6 of it, a wrong quant, scale or min is of the
  * order of the whole sum. */
-static void assert_dot_matches(const struct qtype *q, const uint8_t *row, int64_t n, const char *what)
+static void assert_dot_matches(const struct quant_layout *q, const uint8_t *row, int64_t n, const char *what)
 {
     float x[ROW_MAX], w[ROW_MAX];
     struct cuda_block_q8_1 xa[ROW_MAX / 32];
@@ -209,7 +161,7 @@ START_TEST(test_every_quantized_weight_type_is_taken_in_whole_blocks)
         ck_assert_msg(unit % 32 == 0 && (unit % bs == 0 || bs % unit == 0),
                       "%s: a dot unit of %d elements splits its blocks of %d or its q8_1 blocks of 32",
                       bp_type_name((enum bp_type)t), unit, bs);
-        ck_assert_msg(qtype_of((enum bp_type)t) != NULL, "%s has no row in this test's table",
+        ck_assert_msg(quant_layout_of((enum bp_type)t) != NULL, "%s has no row in quant_test_util.c's table",
                       bp_type_name((enum bp_type)t));
     }
 }
@@ -219,7 +171,7 @@ END_TEST
 
 START_TEST(test_dequant_of_random_blocks_is_the_reference_to_the_bit)
 {
-    const struct qtype *q = &qtypes[_i];
+    const struct quant_layout *q = &quant_layouts[_i];
     uint8_t row[ROW_BYTES_MAX];
     rng_seed(1000 + (uint64_t)_i);
     for (int trial = 0; trial < 40; trial++) {
@@ -234,7 +186,7 @@ END_TEST
 
 START_TEST(test_dequant_of_quantized_rows_is_the_reference_to_the_bit)
 {
-    const struct qtype *q = &qtypes[_i];
+    const struct quant_layout *q = &quant_layouts[_i];
     uint8_t row[ROW_BYTES_MAX];
     rng_seed(2000 + (uint64_t)_i);
     for (int trial = 0; trial < 10; trial++) {
@@ -312,7 +264,7 @@ END_TEST
 
 START_TEST(test_dot_of_random_blocks_matches_the_dequantized_dot)
 {
-    const struct qtype *q = &qtypes[_i];
+    const struct quant_layout *q = &quant_layouts[_i];
     uint8_t row[ROW_BYTES_MAX];
     rng_seed(3000 + (uint64_t)_i);
     for (int trial = 0; trial < 60; trial++) {
@@ -327,7 +279,7 @@ END_TEST
 
 START_TEST(test_dot_of_quantized_rows_matches_the_dequantized_dot)
 {
-    const struct qtype *q = &qtypes[_i];
+    const struct quant_layout *q = &quant_layouts[_i];
     uint8_t row[ROW_BYTES_MAX];
     rng_seed(4000 + (uint64_t)_i);
     for (int trial = 0; trial < 20; trial++) {
@@ -347,13 +299,13 @@ static Suite *cuda_quant_suite(void)
     tcase_add_test(tc, test_every_quantized_weight_type_is_taken_in_whole_blocks);
     suite_add_tcase(s, tc);
     tc = tcase_create("dequant");
-    tcase_add_loop_test(tc, test_dequant_of_random_blocks_is_the_reference_to_the_bit, 0, N_QTYPES);
-    tcase_add_loop_test(tc, test_dequant_of_quantized_rows_is_the_reference_to_the_bit, 0, N_QTYPES);
+    tcase_add_loop_test(tc, test_dequant_of_random_blocks_is_the_reference_to_the_bit, 0, n_quant_layouts);
+    tcase_add_loop_test(tc, test_dequant_of_quantized_rows_is_the_reference_to_the_bit, 0, n_quant_layouts);
     tcase_add_loop_test(tc, test_dequant_gives_ggml_floats_on_its_vectors, 0, 8);
     suite_add_tcase(s, tc);
     tc = tcase_create("dot");
-    tcase_add_loop_test(tc, test_dot_of_random_blocks_matches_the_dequantized_dot, 0, N_QTYPES);
-    tcase_add_loop_test(tc, test_dot_of_quantized_rows_matches_the_dequantized_dot, 0, N_QTYPES);
+    tcase_add_loop_test(tc, test_dot_of_random_blocks_matches_the_dequantized_dot, 0, n_quant_layouts);
+    tcase_add_loop_test(tc, test_dot_of_quantized_rows_matches_the_dequantized_dot, 0, n_quant_layouts);
     suite_add_tcase(s, tc);
     return s;
 }

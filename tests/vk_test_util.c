@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include <backplane/bp_plugin.h>
-#include <backplane/bp_quant_ref.h>
 
 #include "device_gate.h"
+#include "quant_test_util.h"
 #include "suite_main.h"
 
 struct bp_device *vk0(void)
@@ -70,52 +70,12 @@ struct bp_buffer *vk_alloc(struct bp_context *ctx, struct bp_device *dev, const 
     return buf;
 }
 
-/* bp_quant_ref.h's dequantizers take their block type; one signature for
- * the table below. */
-#define VK_DEQUANT(name)                                                                      \
-    static void dequant_##name(const void *row, float *y, int64_t k)                          \
-    {                                                                                         \
-        bp_dequantize_##name##_ref((const struct bp_block_##name *)row, y, k);                \
-    }
-VK_DEQUANT(q4_0)
-VK_DEQUANT(q8_0)
-VK_DEQUANT(q4_K)
-VK_DEQUANT(q4_1)
-VK_DEQUANT(q5_0)
-VK_DEQUANT(q5_1)
-VK_DEQUANT(q2_K)
-VK_DEQUANT(q3_K)
-VK_DEQUANT(q5_K)
-VK_DEQUANT(iq4_nl)
-VK_DEQUANT(iq4_xs)
-
-/* Each quantized type the suites write: the byte offsets of its f16 scale
- * d and of its f16 min (SIZE_MAX for types without one), and its
- * reference dequantizer. */
-static const struct quant_layout {
-    enum bp_type type;
-    size_t d, m;
-    void (*dequant)(const void *row, float *y, int64_t k);
-} layouts[] = {
-    {BP_TYPE_Q4_0, offsetof(struct bp_block_q4_0, d), SIZE_MAX, dequant_q4_0},
-    {BP_TYPE_Q8_0, offsetof(struct bp_block_q8_0, d), SIZE_MAX, dequant_q8_0},
-    {BP_TYPE_Q4_K, offsetof(struct bp_block_q4_K, d), offsetof(struct bp_block_q4_K, dmin), dequant_q4_K},
-    {BP_TYPE_Q4_1, offsetof(struct bp_block_q4_1, d), offsetof(struct bp_block_q4_1, m), dequant_q4_1},
-    {BP_TYPE_Q5_0, offsetof(struct bp_block_q5_0, d), SIZE_MAX, dequant_q5_0},
-    {BP_TYPE_Q5_1, offsetof(struct bp_block_q5_1, d), offsetof(struct bp_block_q5_1, m), dequant_q5_1},
-    {BP_TYPE_Q2_K, offsetof(struct bp_block_q2_K, d), offsetof(struct bp_block_q2_K, dmin), dequant_q2_K},
-    {BP_TYPE_Q3_K, offsetof(struct bp_block_q3_K, d), SIZE_MAX, dequant_q3_K},
-    {BP_TYPE_Q5_K, offsetof(struct bp_block_q5_K, d), offsetof(struct bp_block_q5_K, dmin), dequant_q5_K},
-    {BP_TYPE_IQ4_NL, offsetof(struct bp_block_iq4_nl, d), SIZE_MAX, dequant_iq4_nl},
-    {BP_TYPE_IQ4_XS, offsetof(struct bp_block_iq4_xs, d), SIZE_MAX, dequant_iq4_xs},
-};
-
+/* t's row of quant_layouts; fails the running test when t has none. */
 static const struct quant_layout *layout_of(enum bp_type t)
 {
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
-        if (layouts[i].type == t) return &layouts[i];
-    ck_abort_msg("no reference dequantizer for %s", bp_type_name(t));
-    return NULL;
+    const struct quant_layout *q = quant_layout_of(t);
+    ck_assert_msg(q != NULL, "no reference dequantizer for %s", bp_type_name(t));
+    return q;
 }
 
 unsigned char *vk_random_weights(enum bp_type t, int64_t K, int64_t rows, unsigned seed)
@@ -133,10 +93,10 @@ unsigned char *vk_random_weights(enum bp_type t, int64_t K, int64_t rows, unsign
             continue;
         }
         const uint16_t d = bp_f32_to_f16(0.01f * (1.0f + (float)(b % 5) / 4.0f));
-        memcpy(blk + q->d, &d, 2);
-        if (q->m != SIZE_MAX) {
+        memcpy(blk + q->f16_at[0], &d, 2);
+        if (q->n_f16 > 1) {
             const uint16_t m = bp_f32_to_f16(0.02f * (float)(b % 7) - 0.06f);
-            memcpy(blk + q->m, &m, 2);
+            memcpy(blk + q->f16_at[1], &m, 2);
         }
     }
     return w;
@@ -154,7 +114,7 @@ void vk_dequant(enum bp_type t, const void *w, int64_t K, int64_t rows, float *y
         return;
     }
     const struct quant_layout *q = layout_of(t);
-    for (int64_t r = 0; r < rows; r++) q->dequant((const unsigned char *)w + row * (size_t)r, y + r * K, K);
+    for (int64_t r = 0; r < rows; r++) q->ref((const unsigned char *)w + row * (size_t)r, y + r * K, K);
 }
 
 void vk_mul_mat(struct bp_device *dev, enum bp_type t, const void *w, const float *x, int64_t K,

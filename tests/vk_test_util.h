@@ -42,13 +42,13 @@ void vk_compute(struct bp_device *dev, struct bp_tensor *out);
 struct bp_buffer *vk_alloc(struct bp_context *ctx, struct bp_device *dev, const struct bp_tensor *out);
 
 /* rows x K weights of type t, malloc'd (the caller frees): random bytes
- * from seed; F16 values in [-1, 1); a quantized type's every block with its
- * f16 scale (and min) finite and different from its neighbour's, so every
- * quant pattern occurs and a misread block shows. Fails on other types. */
+ * from seed; F16 values in [-1, 1); a type of quant_layouts with every
+ * block's f16 scale (and min) finite and different from its neighbour's, so
+ * every quant pattern occurs and a misread block shows. Fails on others. */
 unsigned char *vk_random_weights(enum bp_type t, int64_t K, int64_t rows, unsigned seed);
 
-/* rows x K weights of type t into rows * K floats y: bp_quant_ref.h's
- * dequantizer (F16 through bp_f16_to_f32). Fails on other types. */
+/* rows x K weights of type t into rows * K floats y: quant_layouts'
+ * reference dequantizer (F16 through bp_f16_to_f32). Fails on others. */
 void vk_dequant(enum bp_type t, const void *w, int64_t K, int64_t rows, float *y);
 
 /* y = W X on dev with a backend made for it: W [K, N, wb] of type t from

@@ -1,18 +1,19 @@
 # Vulkan plugin suites, run for real on whatever Vulkan device is present
 # (Mesa's lavapipe in CI). Exit code 77 = skipped: no Vulkan device here.
-# vk_test_util.c holds what they share (vulkan0, graphs computed on it,
-# weights and their reference dequantization, the gated suite main).
 if(NOT TARGET bp_plugin_vulkan)
   return()
 endif()
-bp_add_check_test(test_vulkan SOURCES test_vulkan.c vk_test_util.c device_gate.c log_capture.c)
+# What the suites share: vulkan0, graphs computed on it, weights and their
+# reference dequantization (quant_test_util.c's block layouts), the gated
+# suite main.
+set(BP_VK_TEST_UTIL vk_test_util.c quant_test_util.c device_gate.c)
+bp_add_check_test(test_vulkan SOURCES test_vulkan.c ${BP_VK_TEST_UTIL} log_capture.c)
 add_dependencies(test_vulkan bp_plugin_vulkan backplane_cli)
 if(TARGET bp_plugin_cpu)
   add_dependencies(test_vulkan bp_plugin_cpu)
 endif()
 set_tests_properties(test_vulkan PROPERTIES SKIP_RETURN_CODE 77)
-bp_add_check_test(test_vulkan_graphs SOURCES test_vulkan_graphs.c vk_test_util.c device_gate.c
-  log_capture.c)
+bp_add_check_test(test_vulkan_graphs SOURCES test_vulkan_graphs.c ${BP_VK_TEST_UTIL} log_capture.c)
 add_dependencies(test_vulkan_graphs bp_plugin_vulkan)
 if(TARGET bp_plugin_cpu)
   add_dependencies(test_vulkan_graphs bp_plugin_cpu)
@@ -24,8 +25,7 @@ set_tests_properties(test_vulkan_graphs PROPERTIES SKIP_RETURN_CODE 77)
 # One process for all cases (CK_FORK=no), as for every device's cases
 # (bp_add_device_cases): lavapipe compiles each pipeline with LLVM, seconds
 # a type, and a forked case would compile them all again.
-bp_add_check_test(test_vulkan_quant SOURCES test_vulkan_quant.c vk_test_util.c device_gate.c
-  ENV CK_FORK=no)
+bp_add_check_test(test_vulkan_quant SOURCES test_vulkan_quant.c ${BP_VK_TEST_UTIL} ENV CK_FORK=no)
 add_dependencies(test_vulkan_quant bp_plugin_vulkan)
 set_tests_properties(test_vulkan_quant PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME test_vulkan_quant_packed_words COMMAND test_vulkan_quant)
@@ -34,7 +34,7 @@ set_tests_properties(test_vulkan_quant_packed_words PROPERTIES
 
 # The kernels a GPU takes, forced on lavapipe: mul_mat.comp's three tiles in
 # float and float16_t at shapes none of them divides, the integer dots.
-bp_add_check_test(test_vulkan_gpu_paths SOURCES test_vulkan_gpu_paths.c vk_test_util.c device_gate.c)
+bp_add_check_test(test_vulkan_gpu_paths SOURCES test_vulkan_gpu_paths.c ${BP_VK_TEST_UTIL})
 add_dependencies(test_vulkan_gpu_paths bp_plugin_vulkan)
 set_tests_properties(test_vulkan_gpu_paths PROPERTIES SKIP_RETURN_CODE 77)
 
