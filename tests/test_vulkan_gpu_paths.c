@@ -8,6 +8,8 @@
  *   columns past a tile's edge, K past the 32-element step for float
  *   weights; F16, Q4_0 (blocks of 32) and Q4_K (blocks of 256) weights
  *   against bp_quant_ref.h's dequantizer summed in double;
+ * - the same tiles built for MUL_MAT_ID (grouped by expert): an expert with
+ *   more columns than a tile, one picked twice by a token, one by none;
  * - mul_mat_vec_q8.comp's integer dot products (BACKPLANE_VULKAN_INT_DOT=1)
  *   for Q4_0 and Q8_0 against the same sum over X quantized by
  *   bp_quantize_q8_0_ref: the integer sums are exact, so the tolerance is
@@ -109,6 +111,99 @@ START_TEST(test_vulkan_mul_mat_tile_matches_double_reference_past_every_edge)
 }
 END_TEST
 
+/* --------------------------------------------- MUL_MAT_ID's tile build */
+
+enum { ID_E = 5, ID_U = 3 };
+
+/* ids[u, t]: slot 0 always expert 0 and slots 1, 2 two others of 0..3, so
+ * expert 0 gets more than a tile's columns (several chunks), some tokens
+ * pick it twice, and expert 4 is picked by none. */
+static int32_t id_of(int64_t u, int64_t t)
+{
+    return u == 0 ? 0 : (int32_t)((t * 5 + u * 3) % 4);
+}
+
+/* W [K, N, ID_E] of type t times X [K, X1, T] routed by id_of, T chosen
+ * so the columns average c->M per expert (the tile the product picks). */
+static void check_id_one(struct bp_device *dev, enum bp_type t, int64_t K, int64_t X1,
+                         const struct config *c)
+{
+    const int64_t N = c->N, T = (ID_E * c->M + ID_U - 1) / ID_U;
+    float *wf = malloc(sizeof(float) * (size_t)(K * N * ID_E));
+    float *x = malloc(sizeof(float) * (size_t)(K * X1 * T));
+    float *got = malloc(sizeof(float) * (size_t)(N * ID_U * T));
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(ID_U * T));
+    ck_assert(wf && x && got && ids);
+    unsigned char *wq = make_weights(t, K, N * ID_E, wf);
+    unsigned seed = 17u + (unsigned)T;
+    for (int64_t i = 0; i < K * X1 * T; i++) x[i] = vk_frand(&seed);
+    for (int64_t i = 0; i < ID_U * T; i++) ids[i] = id_of(i % ID_U, i / ID_U);
+
+    struct bp_context *ctx;
+    ck_assert_int_eq(bp_context_new(8, &ctx), BP_OK);
+    struct bp_tensor *wt = bp_tensor_new_3d(ctx, t, K, N, ID_E);
+    struct bp_tensor *xt = bp_tensor_new_3d(ctx, BP_TYPE_F32, K, X1, T);
+    struct bp_tensor *it = bp_tensor_new_2d(ctx, BP_TYPE_I32, ID_U, T);
+    struct bp_tensor *yt = bp_mul_mat_id(ctx, wt, xt, it);
+    struct bp_buffer *buf = vk_alloc(ctx, dev, yt);
+    ck_assert_msg(bp_device_supports_op(dev, yt), "vulkan0 declines MUL_MAT_ID with %s weights",
+                  bp_type_name(t));
+    ck_assert_int_eq(bp_tensor_set(wt, wq, 0, bp_row_size(t, K) * (size_t)(N * ID_E)), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(xt, x, 0, sizeof(float) * (size_t)(K * X1 * T)), BP_OK);
+    ck_assert_int_eq(bp_tensor_set(it, ids, 0, sizeof(int32_t) * (size_t)(ID_U * T)), BP_OK);
+    vk_compute(dev, yt);
+    ck_assert_int_eq(bp_tensor_get(yt, got, 0, sizeof(float) * (size_t)(N * ID_U * T)), BP_OK);
+    bp_buffer_free(buf);
+    bp_context_free(ctx);
+
+    for (int64_t col = 0; col < ID_U * T; col++) {
+        const int64_t u = col % ID_U, tok = col / ID_U;
+        const float *w = wf + (size_t)(id_of(u, tok) * N * K), *xc = x + (size_t)(((u % X1) + X1 * tok) * K);
+        for (int64_t n = 0; n < N; n++) {
+            double s = 0.0, mag = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                const double p = (double)w[n * K + k] * (double)xc[k];
+                s += p;
+                mag += fabs(p);
+            }
+            const double e = fabs((double)got[n + N * col] - s);
+            ck_assert_msg(e <= c->tol * mag, "MUL_MAT_ID tile %s, f16 %s, %s K=%lld N=%lld T=%lld "
+                          "X1=%lld: y[%lld, slot %lld, token %lld] = %.9g, want %.9g (|error| %.3g)",
+                          c->tile, c->f16, bp_type_name(t), (long long)K, (long long)N,
+                          (long long)T, (long long)X1, (long long)n, (long long)u, (long long)tok,
+                          (double)got[n + N * col], s, e);
+        }
+    }
+    free(wq);
+    free(ids);
+    free(got);
+    free(x);
+    free(wf);
+}
+
+START_TEST(test_vulkan_mul_mat_id_tile_matches_double_reference)
+{
+    const struct config *c = &configs[_i];
+    setenv("BACKPLANE_VULKAN_SUBGROUPS", "0", 1);
+    setenv("BACKPLANE_VULKAN_MM_TILE", c->tile, 1);
+    setenv("BACKPLANE_VULKAN_F16_TILES", c->f16, 1);
+    struct bp_device *dev = vk_load();
+    const char *tiles = vk_feature(dev, "vulkan0.mul_mat_tiles");
+    ck_assert_msg(tiles != NULL, "vulkan0 publishes no mul_mat_tiles feature");
+    if (strncmp(tiles, c->want, strlen(c->want)) != 0) {
+        printf("SKIP MUL_MAT_ID tile %s f16 %s: vulkan0 takes '%s'\n", c->tile, c->f16, tiles);
+    } else {
+        /* X shared by a token's slots, and one X column per slot */
+        check_id_one(dev, BP_TYPE_Q4_K, 512, 1, c);
+        check_id_one(dev, BP_TYPE_F16, 100, ID_U, c);
+    }
+    bp_unload();
+    unsetenv("BACKPLANE_VULKAN_SUBGROUPS");
+    unsetenv("BACKPLANE_VULKAN_MM_TILE");
+    unsetenv("BACKPLANE_VULKAN_F16_TILES");
+}
+END_TEST
+
 /* ------------------------------------------------- integer dot products */
 
 /* W [K, N, B / 2] of type t times X [K, 1, B] (each W slice meets two X
@@ -191,6 +286,7 @@ static void add_cases(TCase *tc)
 {
     tcase_add_loop_test(tc, test_vulkan_mul_mat_tile_matches_double_reference_past_every_edge, 0,
                         N_CONFIGS);
+    tcase_add_loop_test(tc, test_vulkan_mul_mat_id_tile_matches_double_reference, 0, N_CONFIGS);
     tcase_add_test(tc, test_vulkan_int_dot_matches_q8_0_reference);
 }
 

@@ -19,6 +19,10 @@
 #define VK_MMV_MAX_M_CPU 16
 #define VK_MMV_MAX_M_GPU 8
 #define VK_MMC_ONE_MAX_M 2
+/* MUL_MAT_ID's columns per expert, on average, from which mul_mat_cpu_id's
+ * eight-column tiles beat one column per workgroup (lavapipe); the GPU
+ * tiles take the same (not measured on a GPU). */
+#define VK_MMC_ID_GROUP_MIN 4
 
 static bool is_float(int32_t t) { return t == BP_TYPE_F32 || t == BP_TYPE_F16 || t == BP_TYPE_BF16; }
 
@@ -118,12 +122,16 @@ bool vk_supports_node(struct vk_dev *d, const struct bp_tensor *node)
     return true;
 }
 
-/* n invocations in workgroups of `local` as an (x, y) grid of at most 65535 columns. */
+/* Workgroups a dispatch may have in one dimension: Vulkan's minimum
+ * maxComputeWorkGroupCount, which every device offers. */
+#define VK_GRID_MAX 65535u
+
+/* n invocations in workgroups of `local` as an (x, y) grid of at most VK_GRID_MAX columns. */
 static void grid(uint64_t n, uint32_t local, uint32_t g[3])
 {
     uint64_t groups = (n + local - 1) / local;
     if (groups == 0) groups = 1;
-    g[0] = groups > 65535 ? 65535 : (uint32_t)groups;
+    g[0] = groups > VK_GRID_MAX ? VK_GRID_MAX : (uint32_t)groups;
     g[1] = (uint32_t)((groups + g[0] - 1) / g[0]);
     g[2] = 1;
 }
@@ -180,6 +188,18 @@ static void plan_set_rows(const struct bp_tensor *t, uint32_t mode, struct vk_di
     p->slot[0] = NULL; /* the node is the destination view */
     grid((uint64_t)(v->ne[0] * v->ne[2] * v->ne[3]), 128, p->groups);
 }
+/* Of the first n vk_mm_tiles, the largest that a product of rows x cols
+ * fills at least half of in both directions (a larger tile reads each
+ * weight for more columns, a smaller one leaves fewer invocations idle and
+ * makes more workgroups). */
+static const struct vk_mm_tile *pick_tile(int n, int64_t rows, int64_t cols)
+{
+    int k = n - 1;
+    while (k > 0 && (2 * rows <= (int64_t)vk_mm_tiles[k].bn || 2 * cols <= (int64_t)vk_mm_tiles[k].bm))
+        k--;
+    return &vk_mm_tiles[k > 0 ? k : 0];
+}
+
 /* mul_mat_cpu reads X as contiguous F32 words, K in whole steps, and the
  * float weight types as packed elements. */
 static bool mm_cpu_fits(const struct bp_tensor *t)
@@ -207,10 +227,7 @@ static bool mmq_fits(const struct bp_tensor *t, uint32_t max_blocks)
  * or VK_MMC_COLS columns per workgroup. Otherwise few columns go to
  * mul_mat_vec (VK_MMV_ROWS rows x VK_MMV_COLS columns per workgroup), more
  * to mul_mat_cm's 64 x 64 tiles where cooperative matrices are in use, else
- * to mul_mat.comp's tiles: the largest the device takes that the product
- * fills at least half of in both directions (a larger tile reads each
- * weight for more columns, a smaller one leaves fewer invocations idle and
- * makes more workgroups). */
+ * to mul_mat.comp's tiles (pick_tile). */
 static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
@@ -236,11 +253,7 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
         p->groups[1] = (uint32_t)((t->ne[1] + 63) / 64);
         p->groups[2] = (uint32_t)(t->ne[2] * t->ne[3]);
     } else {
-        int k = p->mm_tiles - 1;
-        while (k > 0 && (2 * t->ne[0] <= (int64_t)vk_mm_tiles[k].bn ||
-                         2 * t->ne[1] <= (int64_t)vk_mm_tiles[k].bm))
-            k--;
-        const struct vk_mm_tile *tile = &vk_mm_tiles[k > 0 ? k : 0];
+        const struct vk_mm_tile *tile = pick_tile(p->mm_tiles, t->ne[0], t->ne[1]);
         p->shader = tile->sh;
         p->groups[0] = (uint32_t)((t->ne[0] + tile->bn - 1) / tile->bn);
         p->groups[1] = (uint32_t)((t->ne[1] + tile->bm - 1) / tile->bm);
@@ -248,14 +261,57 @@ static void plan_mul_mat(const struct bp_tensor *t, uint32_t mode, struct vk_dis
     }
 }
 
-/* MUL_MAT_ID: mul_mat_vec_id, VK_MMV_ROWS rows of one (slot, token) per
- * workgroup, the expert read from the ids (slot 2) in the shader. */
+/* mul_mat_cpu's MUL_MAT_ID builds read X as contiguous F32 words, as
+ * mm_cpu_fits, and W's experts as whole rows of packed elements. */
+static bool mmid_cpu_fits(const struct bp_tensor *t)
+{
+    const struct bp_tensor *w = t->src[0], *x = t->src[1];
+    return x->type == BP_TYPE_F32 && x->nb[0] == 4 && x->nb[1] % 4 == 0 && x->nb[2] % 4 == 0 &&
+           w->ne[0] % VK_MMC_STEP == 0 && w->ne[3] == 1 && x->ne[3] == 1 &&
+           (bp_type_is_quantized((enum bp_type)w->type) ||
+            w->nb[0] == (size_t)bp_type_size((enum bp_type)w->type));
+}
+
+/* MUL_MAT_ID, U slots of T tokens over E experts; where the U T columns
+ * average at least VK_MMC_ID_GROUP_MIN per expert they are grouped by
+ * expert, so each weight is read once per several columns. On a CPU device
+ * with mul_mat_cpu: grouped, mul_mat_cpu_id (a workgroup per VK_MMC_ROWS
+ * rows and expert, eight columns at a time, plus one expert-sized slice
+ * for ids out of range), else mul_mat_cpu1_id, one column per workgroup.
+ * Elsewhere: grouped, mul_mat.comp's BP_MM_ID tiles (pick_tile with the
+ * average columns per expert; workgroups (tile rows, Y, E + 1), Y enough
+ * for the average expert's columns), else mul_mat_vec_id, VK_MMV_ROWS rows
+ * of one (slot, token) per workgroup. Every kernel reads the expert from
+ * the ids (slot 2) in the shader, so experts no token picks are never
+ * read. */
 static void plan_mul_mat_id(const struct bp_tensor *t, uint32_t mode, struct vk_dispatch *p)
 {
     (void)mode;
     p->wtype = t->src[0]->type;
-    grid((uint64_t)((t->ne[0] + VK_MMV_ROWS - 1) / VK_MMV_ROWS) * (uint64_t)(t->ne[1] * t->ne[2]),
-         1, p->groups);
+    const uint64_t cols = (uint64_t)(t->ne[1] * t->ne[2]), experts = (uint64_t)t->src[0]->ne[2];
+    const uint32_t row_groups = (uint32_t)((t->ne[0] + VK_MMC_ROWS - 1) / VK_MMC_ROWS);
+    const bool grouped = cols >= VK_MMC_ID_GROUP_MIN * experts;
+    if (p->mm_cpu && mmid_cpu_fits(t) && grouped) {
+        p->shader = VK_SH_MUL_MAT_CPU_ID;
+        p->groups[0] = row_groups;
+        p->groups[1] = 1;
+        p->groups[2] = (uint32_t)experts + 1;
+    } else if (p->mm_cpu && mmid_cpu_fits(t)) {
+        p->shader = VK_SH_MUL_MAT_CPU1_ID; /* column y + Y z */
+        p->groups[0] = row_groups;
+        p->groups[1] = (uint32_t)(cols < VK_GRID_MAX ? cols : VK_GRID_MAX);
+        p->groups[2] = (uint32_t)((cols + VK_GRID_MAX - 1) / VK_GRID_MAX);
+    } else if (!p->mm_cpu && grouped) {
+        const uint64_t avg = cols / experts;
+        const struct vk_mm_tile *tile = pick_tile(p->mm_tiles_id, t->ne[0], (int64_t)avg);
+        const uint64_t y = (avg + tile->bm - 1) / tile->bm;
+        p->shader = tile->sh_id;
+        p->groups[0] = (uint32_t)((t->ne[0] + tile->bn - 1) / tile->bn);
+        p->groups[1] = (uint32_t)(y < VK_GRID_MAX ? y : VK_GRID_MAX);
+        p->groups[2] = (uint32_t)experts + 1;
+    } else {
+        grid((uint64_t)((t->ne[0] + VK_MMV_ROWS - 1) / VK_MMV_ROWS) * cols, 1, p->groups);
+    }
 }
 /* ROPE_EXT: the parts of bp_ops.h's formula that do not depend on the
  * position or the pair, worked out in double as the cpu reference does, so
@@ -350,6 +406,7 @@ void vk_plan_node(const struct vk_dev *d, const struct bp_tensor *t, struct vk_d
     p->mmv_max_m = d->software ? VK_MMV_MAX_M_CPU : VK_MMV_MAX_M_GPU;
     p->mm_cpu = d->mm_cpu;
     p->mm_tiles = d->mm_tiles;
+    p->mm_tiles_id = d->mm_tiles_id;
     p->int_dot = d->use_int_dot;
     p->mmq_max_blocks = d->mmq_max_blocks;
     p->coopmat = d->use_coopmat;
@@ -365,11 +422,12 @@ int vk_node_shaders(const struct vk_dev *d, const struct bp_tensor *t, enum vk_s
     vk_plan_node(d, t, &p);
     *wtype = p.wtype;
     sh[0] = p.shader;
-    if (t->op != BP_OP_MUL_MAT) return 1;
+    if (t->op != BP_OP_MUL_MAT && t->op != BP_OP_MUL_MAT_ID) return 1;
     /* The same product at the other end of the column counts: decode's one
-     * column if this is a prefill, a prefill's if this is decode. */
+     * column (token) if this is a prefill, a prefill's if this is decode. */
     struct bp_tensor other = *t;
-    other.ne[1] = t->ne[1] == 1 ? 512 : 1;
+    const int cols = t->op == BP_OP_MUL_MAT ? 1 : 2;
+    other.ne[cols] = t->ne[cols] == 1 ? 512 : 1;
     vk_plan_node(d, &other, &p);
     sh[1] = p.shader;
     return sh[1] == sh[0] ? 1 : 2;

@@ -26,22 +26,24 @@ const char *const vk_shader_names[VK_SH_COUNT] = {
     [VK_SH_MUL_MAT_CPU] = "mul_mat_cpu", [VK_SH_MUL_MAT_CPU1] = "mul_mat_cpu1",
     [VK_SH_FLASH_ATTN_CPU] = "flash_attn_cpu", [VK_SH_MUL_MAT_M] = "mul_mat_m",
     [VK_SH_MUL_MAT_L] = "mul_mat_l", [VK_SH_MUL_MAT_VEC_Q8] = "mul_mat_vec_q8",
-    [VK_SH_MUL_MAT_CM] = "mul_mat_cm",
+    [VK_SH_MUL_MAT_CM] = "mul_mat_cm", [VK_SH_MUL_MAT_CPU_ID] = "mul_mat_cpu_id",
+    [VK_SH_MUL_MAT_CPU1_ID] = "mul_mat_cpu1_id", [VK_SH_MUL_MAT_ID] = "mul_mat_id",
+    [VK_SH_MUL_MAT_ID_M] = "mul_mat_id_m", [VK_SH_MUL_MAT_ID_L] = "mul_mat_id_l",
 };
 
 /* 12, 24 and 32 KiB of shared memory in float (half in float16_t); 64,
  * 128 and 256 invocations. The small tile fits every device's minimum
  * limits (16 KiB, 128 invocations). */
 const struct vk_mm_tile vk_mm_tiles[VK_MM_TILES] = {
-    { VK_SH_MUL_MAT, 64, 32, 4 },
-    { VK_SH_MUL_MAT_M, 128, 64, 8 },
-    { VK_SH_MUL_MAT_L, 128, 128, 8 },
+    { VK_SH_MUL_MAT, VK_SH_MUL_MAT_ID, 64, 32, 4 },
+    { VK_SH_MUL_MAT_M, VK_SH_MUL_MAT_ID_M, 128, 64, 8 },
+    { VK_SH_MUL_MAT_L, VK_SH_MUL_MAT_ID_L, 128, 128, 8 },
 };
 
 static const struct vk_mm_tile *mm_tile_of(enum vk_shader sh)
 {
     for (int i = 0; i < VK_MM_TILES; i++)
-        if (vk_mm_tiles[i].sh == sh) return &vk_mm_tiles[i];
+        if (vk_mm_tiles[i].sh == sh || vk_mm_tiles[i].sh_id == sh) return &vk_mm_tiles[i];
     return NULL;
 }
 
@@ -120,9 +122,9 @@ bp_status vk_pipeline_get(struct vk_dev *d, enum vk_shader sh, int wtype, VkPipe
         /* The tiles are one source with their sizes as constants. */
         const struct vk_mm_tile *tile = mm_tile_of(sh);
         char name[48];
-        snprintf(name, sizeof name, "%s%s",
-                 tile ? (d->use_f16_tiles ? "mul_mat_f16t" : "mul_mat") : vk_shader_names[sh],
-                 d->use_f16_storage ? "_f16s" : "");
+        snprintf(name, sizeof name, "%s%s%s",
+                 tile ? (tile->sh_id == sh ? "mul_mat_id" : "mul_mat") : vk_shader_names[sh],
+                 tile && d->use_f16_tiles ? "_f16t" : "", d->use_f16_storage ? "_f16s" : "");
         const struct vk_spirv_blob *blob = find_blob(name);
         if (!blob) {
             pthread_mutex_unlock(&d->pipe_mu);

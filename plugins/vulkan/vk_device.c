@@ -123,18 +123,21 @@ const struct bp_device_iface vk_device_iface = {
 /* How many of vk_mm_tiles the device takes: those whose invocations and
  * shared memory its limits allow; a CPU device the smallest (its
  * workgroups run on few cores, and a larger tile only makes fewer of
- * them). BACKPLANE_VULKAN_MM_TILE=s|m|l caps it, within the limits. */
+ * them). BACKPLANE_VULKAN_MM_TILE=s|m|l caps it, within the limits. The
+ * MUL_MAT_ID build also keeps a word per column and per invocation
+ * (mul_mat.comp), so it may take one tile fewer. */
 static void choose_mm_tiles(struct vk_plugin *pl, struct vk_dev *d)
 {
     const VkPhysicalDeviceLimits *l = &d->props.limits;
     const uint32_t elem = d->use_f16_tiles ? 2 : 4;
-    int fit = 0;
+    int fit = 0, fit_id = 0;
     while (fit < VK_MM_TILES) {
         const struct vk_mm_tile *t = &vk_mm_tiles[fit];
-        const uint32_t wg = vk_mm_tile_wg(t);
+        const uint32_t wg = vk_mm_tile_wg(t), shared = VK_MM_BK * (t->bn + t->bm) * elem;
         if (wg > l->maxComputeWorkGroupInvocations || wg > l->maxComputeWorkGroupSize[0] ||
-            VK_MM_BK * (t->bn + t->bm) * elem > l->maxComputeSharedMemorySize)
+            shared > l->maxComputeSharedMemorySize)
             break;
+        if (shared + 4 * (t->bm + wg) <= l->maxComputeSharedMemorySize) fit_id = fit + 1;
         fit++;
     }
     if (fit == 0) fit = 1; /* the small tile is within every device's minimum limits */
@@ -151,6 +154,7 @@ static void choose_mm_tiles(struct vk_plugin *pl, struct vk_dev *d)
                    "using %s.", env, d->props.deviceName, names[fit - 1]);
         d->mm_tiles = want == VK_MM_TILES ? d->mm_tiles : want + 1 > fit ? fit : want + 1;
     }
+    d->mm_tiles_id = fit_id < 1 ? 1 : fit_id < d->mm_tiles ? fit_id : d->mm_tiles;
 }
 
 static bool has_extension(const struct vk_fns *f, VkPhysicalDevice phys, const char *name);

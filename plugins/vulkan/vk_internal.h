@@ -83,6 +83,8 @@ enum vk_shader {
     VK_SH_TOP_K, VK_SH_MUL_MAT_VEC_ID, VK_SH_MUL_MAT_VEC_SG, VK_SH_MUL_MAT_VEC_ID_SG,
     VK_SH_FLASH_ATTN_WIDE, VK_SH_MUL_MAT_CPU, VK_SH_MUL_MAT_CPU1, VK_SH_FLASH_ATTN_CPU,
     VK_SH_MUL_MAT_M, VK_SH_MUL_MAT_L, VK_SH_MUL_MAT_VEC_Q8, VK_SH_MUL_MAT_CM,
+    VK_SH_MUL_MAT_CPU_ID, VK_SH_MUL_MAT_CPU1_ID, VK_SH_MUL_MAT_ID, VK_SH_MUL_MAT_ID_M,
+    VK_SH_MUL_MAT_ID_L,
     VK_SH_COUNT
 };
 
@@ -91,7 +93,7 @@ enum vk_shader {
  * first mm_tiles of them (vk_device.c: what its limits allow); a product
  * the largest it fills at least half of (ops.c). */
 struct vk_mm_tile {
-    enum vk_shader sh;
+    enum vk_shader sh, sh_id; /* MUL_MAT; MUL_MAT_ID (the BP_MM_ID build) */
     uint32_t bn, bm;   /* rows of W, columns of X */
     uint32_t tm;       /* columns per invocation (4 or 8); 8 rows each */
 };
@@ -129,6 +131,7 @@ struct vk_dev {
     bool use_f16_storage;              /* 16-bit loads/stores (else packed words) */
     bool use_f16_tiles;                /* mul_mat.comp's tiles in float16_t (mul_mat_f16t) */
     int mm_tiles;                      /* vk_mm_tiles this device takes (1 .. VK_MM_TILES) */
+    int mm_tiles_id;                   /* of those, the ones whose BP_MM_ID build fits too */
     bool int_dot, int_dot_fast;        /* shaderIntegerDotProduct; 4x8 packed accelerated */
     bool int_dot_ext;                  /* enabled as VK_KHR_shader_integer_dot_product (< 1.3) */
     bool use_int_dot;                  /* mul_mat_vec_q8 for decode's Q4_0 / Q8_0 products */
@@ -275,6 +278,7 @@ struct vk_dispatch {
     int64_t mmv_max_m;                 /* MUL_MAT: most columns for mul_mat_vec */
     bool mm_cpu;                       /* MUL_MAT: the device takes mul_mat_cpu */
     int mm_tiles;                      /* MUL_MAT: the device's vk_dev.mm_tiles */
+    int mm_tiles_id;                   /* MUL_MAT_ID: vk_dev.mm_tiles_id */
     bool int_dot;                      /* MUL_MAT: the device's use_int_dot */
     uint32_t mmq_max_blocks;           /* MUL_MAT: its mmq_max_blocks */
     bool coopmat;                      /* MUL_MAT: the device's use_coopmat */

@@ -14,6 +14,14 @@
 // Rows past N and columns past M are loaded clamped and not stored; K past
 // its end loads zeros. W in slot 0, X in slot 1. The workgroup size
 // (constant 0) is BN * BM / (8 * TM).
+// Built with BP_MM_ID for MUL_MAT_ID (ids in slot 2; output [N, U, T],
+// column j = u + U t is slot u of token t, with X column (u % X1, t)):
+// workgroup (x, y, z) computes rows x BN .. of expert z for the columns
+// routed to it, BM at a time: those of rank y, y + Y, ... (Y = the grid's
+// height) in the order of j. It counts the ids that pick z once (each
+// invocation a contiguous run, then a prefix sum in shared memory), so
+// each chunk's columns are found by one more pass over the invocation's
+// run. z = E writes zeros for the ids outside [0, E).
 layout(local_size_x_id = 0) in;
 #include "common.glsl"
 #include "dequant.glsl"
@@ -35,15 +43,31 @@ shared TILE xs[BK * BM];
 
 float wsr(uint k, uint r) { return float(ws[k * BN + r]); }
 
-void main()
+#ifdef BP_MM_ID
+shared uint cols[BM];                  // the chunk's columns j
+shared uint pre[BN * BM / (8u * TM)];  // the invocations' hit counts, then their prefix sums
+uint U_;                               // slots per token
+// Byte of X column m < M of the chunk (m past M repeats a stored column)
+// and of row n of output column m.
+uint xcol(uint m, uint M)
+{
+    uint j = cols[min(m, M - 1u)];
+    return at(1u, 0u, (j % U_) % tne(1u, 1u), j / U_, 0u);
+}
+uint ocol(uint n, uint m) { return at(OUT, n, cols[m] % U_, cols[m] / U_, 0u); }
+#else
+uint X0_, XCS_, I2_, I3_;              // the (i2, i3) slice's X and its column stride
+uint xcol(uint m, uint M) { return X0_ + min(m, M - 1u) * XCS_; }
+uint ocol(uint n, uint m) { return at(OUT, n, m, I2_, I3_); }
+#endif
+
+// Rows n0 .. n0 + BN - 1 of the W matrix at byte w0 against columns
+// m0 .. m0 + BM - 1 of those below M (xcol, ocol).
+void tile(uint n0, uint m0, uint M, uint w0)
 {
     uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
-    uint N = tne(OUT, 0u), M = tne(OUT, 1u), K = tne(0u, 0u);
-    uint n0 = gl_WorkGroupID.x * BN, m0 = gl_WorkGroupID.y * BM;
-    uint z = gl_WorkGroupID.z, i2 = z % tne(OUT, 2u), i3 = z / tne(OUT, 2u);
-    uint r2 = tne(1u, 2u) / tne(0u, 2u), r3 = tne(1u, 3u) / tne(0u, 3u);
+    uint N = tne(OUT, 0u), K = tne(0u, 0u);
     uint xb = tnb(1u, 0u), xt = ttype(1u), nb0 = tnb(0u, 0u), wrs = tnb(0u, 1u), bs = wbs();
-    uint w0 = at(0u, 0u, 0u, i2 / r2, i3 / r3), x0 = at(1u, 0u, 0u, i2, i3), xcs = tnb(1u, 1u);
     uint tr = t % RS, tc = (t / RS) * TM;
     // Row tr + RS i in ci (columns tc .. tc + 3) and, when TM is 8, di
     // (columns tc + 4 .. tc + 7). No arrays: a driver may keep an indexed
@@ -70,7 +94,7 @@ void main()
         }
         // X: BM columns x 4 pieces of 8 elements, likewise.
         for (uint u = t; u < BM * 4u; u += WG) {
-            uint col = x0 + min(m0 + u / 4u, M - 1u) * xcs, kp = (u % 4u) * 8u;
+            uint col = xcol(m0 + u / 4u, M), kp = (u % 4u) * 8u;
             uint o = kp * BM + u / 4u;
             for (uint i = 0u; i < 8u; i++) {
                 uint k = k0 + kp + i;
@@ -106,13 +130,73 @@ void main()
         bool hi = j >= 4u;
         vec4 r0 = hi ? d0 : c0, r1 = hi ? d1 : c1, r2v = hi ? d2 : c2, r3v = hi ? d3 : c3;
         vec4 r4 = hi ? d4 : c4, r5 = hi ? d5 : c5, r6 = hi ? d6 : c6, r7 = hi ? d7 : c7;
-        if (n0 + tr < N) st(at(OUT, n0 + tr, m, i2, i3), T_F32, r0[l]);
-        if (n0 + tr + RS < N) st(at(OUT, n0 + tr + RS, m, i2, i3), T_F32, r1[l]);
-        if (n0 + tr + 2u * RS < N) st(at(OUT, n0 + tr + 2u * RS, m, i2, i3), T_F32, r2v[l]);
-        if (n0 + tr + 3u * RS < N) st(at(OUT, n0 + tr + 3u * RS, m, i2, i3), T_F32, r3v[l]);
-        if (n0 + tr + 4u * RS < N) st(at(OUT, n0 + tr + 4u * RS, m, i2, i3), T_F32, r4[l]);
-        if (n0 + tr + 5u * RS < N) st(at(OUT, n0 + tr + 5u * RS, m, i2, i3), T_F32, r5[l]);
-        if (n0 + tr + 6u * RS < N) st(at(OUT, n0 + tr + 6u * RS, m, i2, i3), T_F32, r6[l]);
-        if (n0 + tr + 7u * RS < N) st(at(OUT, n0 + tr + 7u * RS, m, i2, i3), T_F32, r7[l]);
+        if (n0 + tr < N) st(ocol(n0 + tr, m), T_F32, r0[l]);
+        if (n0 + tr + RS < N) st(ocol(n0 + tr + RS, m), T_F32, r1[l]);
+        if (n0 + tr + 2u * RS < N) st(ocol(n0 + tr + 2u * RS, m), T_F32, r2v[l]);
+        if (n0 + tr + 3u * RS < N) st(ocol(n0 + tr + 3u * RS, m), T_F32, r3v[l]);
+        if (n0 + tr + 4u * RS < N) st(ocol(n0 + tr + 4u * RS, m), T_F32, r4[l]);
+        if (n0 + tr + 5u * RS < N) st(ocol(n0 + tr + 5u * RS, m), T_F32, r5[l]);
+        if (n0 + tr + 6u * RS < N) st(ocol(n0 + tr + 6u * RS, m), T_F32, r6[l]);
+        if (n0 + tr + 7u * RS < N) st(ocol(n0 + tr + 7u * RS, m), T_F32, r7[l]);
     }
+}
+
+#ifdef BP_MM_ID
+// Does column j pick expert want (want = E: an id outside [0, E))?
+bool picks(uint j, uint want, uint E)
+{
+    uint e = uint(ld_i32(2u, at(2u, j % U_, j / U_, 0u, 0u)));
+    return want == E ? e >= E : e == want;
+}
+#endif
+
+void main()
+{
+    uint n0 = gl_WorkGroupID.x * BN;
+#ifdef BP_MM_ID
+    uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
+    U_ = tne(OUT, 1u);
+    uint E = tne(0u, 2u), want = gl_WorkGroupID.z, total = U_ * tne(OUT, 2u);
+    uint per = (total + WG - 1u) / WG, lo = min(t * per, total), hi = min(lo + per, total);
+    uint mine = 0u;
+    for (uint j = lo; j < hi; j++)
+        if (picks(j, want, E)) mine++;
+    pre[t] = mine;
+    barrier();
+    for (uint d = 1u; d < WG; d <<= 1) { // inclusive prefix sum
+        uint v = t >= d ? pre[t - d] : 0u;
+        barrier();
+        pre[t] += v;
+        barrier();
+    }
+    uint before = pre[t] - mine, all = pre[WG - 1u];
+    uint w0 = at(0u, 0u, 0u, min(want, E - 1u), 0u);
+    for (uint c0 = gl_WorkGroupID.y * BM; c0 < all; c0 += gl_NumWorkGroups.y * BM) {
+        if (mine > 0u && before < c0 + BM && before + mine > c0) {
+            uint r = before;
+            for (uint j = lo; j < hi && r < c0 + BM; j++)
+                if (picks(j, want, E)) {
+                    if (r >= c0) cols[r - c0] = j;
+                    r++;
+                }
+        }
+        barrier();
+        uint nc = min(all - c0, BM), N = tne(OUT, 0u);
+        if (want < E) {
+            tile(n0, 0u, nc, w0);
+        } else {
+            for (uint u = t; u < BN * nc; u += WG)
+                if (n0 + u % BN < N) st(ocol(n0 + u % BN, u / BN), T_F32, 0.0);
+        }
+        barrier(); // the next chunk's columns overwrite cols
+    }
+#else
+    uint z = gl_WorkGroupID.z;
+    I2_ = z % tne(OUT, 2u);
+    I3_ = z / tne(OUT, 2u);
+    uint r2 = tne(1u, 2u) / tne(0u, 2u), r3 = tne(1u, 3u) / tne(0u, 3u);
+    X0_ = at(1u, 0u, 0u, I2_, I3_);
+    XCS_ = tnb(1u, 1u);
+    tile(n0, gl_WorkGroupID.y * BM, tne(OUT, 1u), at(0u, 0u, 0u, I2_ / r2, I3_ / r3));
+#endif
 }

@@ -27,6 +27,9 @@
 // The host sends only contiguous F32 X, K a multiple of 16 and W rows
 // with packed elements (ops.c); rows past N and columns past M are loaded
 // clamped and not stored. W in slot 0, X in slot 1.
+// Built with BP_MMC_ID for MUL_MAT_ID (ids in slot 2): with BP_MMC_ONE one
+// (slot, token) column per workgroup; without, a workgroup per expert
+// gathers the columns routed to it eight at a time (main, below).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 layout(local_size_x = 8) in;
@@ -322,25 +325,20 @@ void wdec(uvec4 q, uvec4 q2, vec4 s, uint g, uint p, uint row, uint e, out vec4 
         vec4 ca = CA, cb = CB;                                                                   \
         if (n < N)                                                                               \
             [[unroll]] for (uint c = 0u; c < 4u; c++) {                                          \
-                uint o = ob + n * onb0 + (m0 + c) * onb1;                                        \
-                if (m0 + c < M) b4.d[o >> 2] = floatBitsToUint(ca[c]);                           \
-                if (m0 + 4u + c < M) b4.d[(o + 4u * onb1) >> 2] = floatBitsToUint(cb[c]);        \
+                if (c < nc) b4.d[(oa[c] + n * onb0) >> 2] = floatBitsToUint(ca[c]);              \
+                if (4u + c < nc) b4.d[(ob[c] + n * onb0) >> 2] = floatBitsToUint(cb[c]);         \
             }                                                                                    \
     }
-
-void main()
+// Rows n0 .. n0 + 63 of the W matrix at byte wbase against the workgroup's
+// columns: X column c starts at word xa[c] (c < 4) or xb[c - 4], its
+// output (row 0) at byte oa[c] or ob[c - 4]. Columns nc and above repeat a
+// stored column's X and are not stored (the build with BP_MMC_ONE has one
+// column, xa.x -> oa.x).
+void product(uint n0, uint N, uint wbase, uvec4 xa4, uvec4 xb4, uvec4 oa, uvec4 ob, uint nc)
 {
-    uint lane = gl_SubgroupInvocationID;
-    uint N = tne(OUT, 0u), M = tne(OUT, 1u), K = tne(0u, 0u);
-#ifdef BP_MMC_ONE
-    uint n0 = gl_WorkGroupID.x * VK_MMC_ROWS, m0 = gl_WorkGroupID.y;
-#else
-    uint n0 = gl_WorkGroupID.x * VK_MMC_ROWS, m0 = gl_WorkGroupID.y * VK_MMC_COLS;
-#endif
-    uint z = gl_WorkGroupID.z, i2 = z % tne(OUT, 2u), i3 = z / tne(OUT, 2u);
-    uint r2 = tne(1u, 2u) / tne(0u, 2u), r3 = tne(1u, 3u) / tne(0u, 3u);
+    uint lane = gl_SubgroupInvocationID, K = tne(0u, 0u), onb0 = tnb(OUT, 0u);
     nb0_w = tnb(0u, 0u);
-    uint wbase = at(0u, 0u, 0u, i2 / r2, i3 / r3), wrs = tnb(0u, 1u);
+    uint wrs = tnb(0u, 1u);
     uint row0 = wbase + min(n0 + lane, N - 1u) * wrs;
     uint row1 = wbase + min(n0 + lane + 8u, N - 1u) * wrs;
     uint row2 = wbase + min(n0 + lane + 16u, N - 1u) * wrs;
@@ -349,12 +347,7 @@ void main()
     uint row5 = wbase + min(n0 + lane + 40u, N - 1u) * wrs;
     uint row6 = wbase + min(n0 + lane + 48u, N - 1u) * wrs;
     uint row7 = wbase + min(n0 + lane + 56u, N - 1u) * wrs;
-    // X columns m0 .. m0 + 7 (clamped), as word indices of element 0.
-    uint xw = at(1u, 0u, 0u, i2, i3) >> 2, xcs = tnb(1u, 1u) >> 2;
-    uint x0 = xw + min(m0, M - 1u) * xcs, x1 = xw + min(m0 + 1u, M - 1u) * xcs;
-    uint x2 = xw + min(m0 + 2u, M - 1u) * xcs, x3 = xw + min(m0 + 3u, M - 1u) * xcs;
-    uint x4 = xw + min(m0 + 4u, M - 1u) * xcs, x5 = xw + min(m0 + 5u, M - 1u) * xcs;
-    uint x6 = xw + min(m0 + 6u, M - 1u) * xcs, x7 = xw + min(m0 + 7u, M - 1u) * xcs;
+    uint x0 = xa4.x, x1 = xa4.y, x2 = xa4.z, x3 = xa4.w, x4 = xb4.x, x5 = xb4.y, x6 = xb4.z, x7 = xb4.w;
 #ifdef BP_MMC_ONE
     vec4 R0 = vec4(0.0), R1 = vec4(0.0);
 #else
@@ -382,16 +375,113 @@ void main()
             ELEM(4u, UL, UH, 0) ELEM(5u, UL, UH, 1) ELEM(6u, UL, UH, 2) ELEM(7u, UL, UH, 3)
         }
     }
-    uint ob = at(OUT, 0u, 0u, i2, i3), onb0 = tnb(OUT, 0u), onb1 = tnb(OUT, 1u);
 #ifdef BP_MMC_ONE
     [[unroll]] for (uint r = 0u; r < 8u; r++) {
         uint n = n0 + lane + 8u * r;
         float v = r < 4u ? R0[r & 3u] : R1[r & 3u];
-        if (n < N) b4.d[(ob + n * onb0 + m0 * onb1) >> 2] = floatBitsToUint(v);
+        if (n < N) b4.d[(oa.x + n * onb0) >> 2] = floatBitsToUint(v);
     }
 #else
     STORE(0u, A00[0], A01[0]) STORE(1u, A00[1], A01[1]) STORE(2u, A00[2], A01[2])
     STORE(3u, A00[3], A01[3]) STORE(4u, A10[0], A11[0]) STORE(5u, A10[1], A11[1])
     STORE(6u, A10[2], A11[2]) STORE(7u, A10[3], A11[3])
+#endif
+}
+
+#ifdef BP_MMC_ID
+// MUL_MAT_ID: W [K, N, E] experts, X [K, X1, T], ids [U, T] (slot 2), the
+// output [N, U, T]; column j = u + U t is slot u of token t, computed with
+// expert ids[u, t] against X column (u % X1, t).
+uint id_of(uint j, uint U) { return uint(ld_i32(2u, at(2u, j % U, j / U, 0u, 0u))); }
+uint x_of(uint j, uint U) { return at(1u, 0u, (j % U) % tne(1u, 1u), j / U, 0u) >> 2; }
+uint o_of(uint j, uint U) { return at(OUT, 0u, j % U, j / U, 0u); }
+// Zeros in rows n0 .. n0 + 63 of the columns whose id is outside [0, E)
+// (the host checks ids that are graph inputs; computed ones end here).
+void zeros(uint n0, uint N, uvec4 oa, uvec4 ob, uint nc)
+{
+    uint lane = gl_SubgroupInvocationID, onb0 = tnb(OUT, 0u);
+    for (uint r = 0u; r < 8u; r++) {
+        uint n = n0 + lane + 8u * r;
+        if (n < N)
+            for (uint c = 0u; c < nc; c++)
+                b4.d[((c < 4u ? oa[c] : ob[c - 4u]) + n * onb0) >> 2] = 0u;
+    }
+}
+#endif
+
+void main()
+{
+    uint N = tne(OUT, 0u), n0 = gl_WorkGroupID.x * VK_MMC_ROWS;
+#if defined(BP_MMC_ID) && defined(BP_MMC_ONE)
+    // One column per workgroup: j = y + Y z (ops.c spreads the U T columns
+    // over y and z within the grid's limits).
+    uint U = tne(OUT, 1u), E = tne(0u, 2u);
+    uint j = gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z;
+    if (j >= U * tne(OUT, 2u)) return;
+    uint e = id_of(j, U);
+    uvec4 o = uvec4(o_of(j, U), 0u, 0u, 0u);
+    if (e >= E) zeros(n0, N, o, o, 1u);
+    else product(n0, N, at(0u, 0u, 0u, e, 0u), uvec4(x_of(j, U)), uvec4(0u), o, uvec4(0u), 1u);
+#elif defined(BP_MMC_ID)
+    // Workgroup z < E: the columns routed to expert z, in order, eight at a
+    // time, so each of its rows is read once per eight columns rather than
+    // once per column; z = E: the columns whose id is out of range. The
+    // lanes test eight ids at once and a ballot hands every lane the hits.
+    uint U = tne(OUT, 1u), E = tne(0u, 2u), total = U * tne(OUT, 2u), want = gl_WorkGroupID.z;
+    uint lane = gl_SubgroupInvocationID, wbase = at(0u, 0u, 0u, min(want, E - 1u), 0u);
+    uint next = 0u, batch = 0u, hits = 0u;
+    for (;;) {
+        uvec4 xa = uvec4(0u), xb = uvec4(0u), oa = uvec4(0u), ob = uvec4(0u);
+        uint nc = 0u;
+        while (nc < 8u) {
+            if (hits == 0u) {
+                if (next >= total) break;
+                uint j = next + lane;
+                bool hit = false;
+                if (j < total) {
+                    uint e = id_of(j, U);
+                    hit = want == E ? e >= E : e == want;
+                }
+                hits = subgroupBallot(hit).x;
+                batch = next;
+                next += 8u;
+                continue;
+            }
+            uint j = batch + uint(findLSB(hits));
+            hits &= hits - 1u;
+            if (nc < 4u) {
+                xa[nc] = x_of(j, U);
+                oa[nc] = o_of(j, U);
+            } else {
+                xb[nc - 4u] = x_of(j, U);
+                ob[nc - 4u] = o_of(j, U);
+            }
+            nc++;
+        }
+        if (nc == 0u) break;
+        for (uint c = nc; c < 8u; c++) { // padding: column 0's X again
+            if (c < 4u) xa[c] = xa.x;
+            else xb[c - 4u] = xa.x;
+        }
+        if (want == E) zeros(n0, N, oa, ob, nc);
+        else product(n0, N, wbase, xa, xb, oa, ob, nc);
+    }
+#else
+    uint M = tne(OUT, 1u), z = gl_WorkGroupID.z, i2 = z % tne(OUT, 2u), i3 = z / tne(OUT, 2u);
+    uint r2 = tne(1u, 2u) / tne(0u, 2u), r3 = tne(1u, 3u) / tne(0u, 3u);
+    uint wbase = at(0u, 0u, 0u, i2 / r2, i3 / r3);
+    // X columns as word indices of element 0 (clamped to M - 1: computed, not stored).
+    uint xw = at(1u, 0u, 0u, i2, i3) >> 2, xcs = tnb(1u, 1u) >> 2;
+    uint ow = at(OUT, 0u, 0u, i2, i3), onb1 = tnb(OUT, 1u);
+#ifdef BP_MMC_ONE
+    uint m0 = gl_WorkGroupID.y;
+    product(n0, N, wbase, uvec4(xw + m0 * xcs), uvec4(0u), uvec4(ow + m0 * onb1), uvec4(0u), 1u);
+#else
+    uint m0 = gl_WorkGroupID.y * VK_MMC_COLS;
+    uvec4 ca = min(uvec4(m0) + uvec4(0u, 1u, 2u, 3u), uvec4(M - 1u));
+    uvec4 cb = min(uvec4(m0 + 4u) + uvec4(0u, 1u, 2u, 3u), uvec4(M - 1u));
+    product(n0, N, wbase, uvec4(xw) + ca * xcs, uvec4(xw) + cb * xcs, uvec4(ow) + ca * onb1,
+            uvec4(ow) + cb * onb1, min(M - m0, 8u));
+#endif
 #endif
 }
