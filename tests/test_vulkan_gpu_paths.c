@@ -11,7 +11,7 @@
  * - the same tiles built for MUL_MAT_ID (grouped by expert): an expert with
  *   more columns than a tile, one picked twice by a token, one by none;
  * - mul_mat_vec_q8.comp's integer dot products (BACKPLANE_VULKAN_INT_DOT=1)
- *   for Q4_0 and Q8_0 against the same sum over X quantized by
+ *   for every 32-element block type against the same sum over X quantized by
  *   bp_quantize_q8_0_ref: the integer sums are exact, so the tolerance is
  *   float rounding's.
  * The device must report the path asked for (a device whose limits or
@@ -225,22 +225,15 @@ static void check_int_dot(struct bp_device *dev, enum bp_type t, int64_t K, int6
     const int64_t NS = N / BW; /* rows per slice */
     vk_mul_mat(dev, t, wq, x, K, NS, 1, BW, B, got);
 
-    const size_t row = bp_row_size(t, K), bsz = bp_type_size(t);
     for (int64_t o = 0; o < NS * B; o++) {
         const int64_t z = o / NS, n = o % NS + z / (B / BW) * NS; /* X slice z meets W slice z / 2 */
         const struct bp_block_q8_0 *xz = xq + z * (K / 32);
+        /* every weight and quantized X value is exact in double, so only
+         * the kernel's float scaling and sums can differ */
         double s = 0.0, mag = 0.0;
-        for (int64_t b = 0; b < K / 32; b++) {
-            const unsigned char *blk = wq + row * (size_t)n + bsz * (size_t)b;
-            uint16_t dh;
-            memcpy(&dh, blk, 2);
-            long isum = 0;
-            for (int j = 0; j < 32; j++) {
-                const int q = t == BP_TYPE_Q8_0 ? (int)(int8_t)blk[2 + j]
-                              : (int)((j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4)) - 8;
-                isum += (long)q * xz[b].qs[j];
-            }
-            const double p = (double)bp_f16_to_f32(dh) * (double)bp_f16_to_f32(xz[b].d) * (double)isum;
+        for (int64_t k = 0; k < K; k++) {
+            const double p = (double)wf[n * K + k] * (double)bp_f16_to_f32(xz[k / 32].d) *
+                             (double)xz[k / 32].qs[k % 32];
             s += p;
             mag += fabs(p);
         }
@@ -271,10 +264,11 @@ START_TEST(test_vulkan_int_dot_matches_q8_0_reference)
          * X slices */
         static const int64_t shapes[][3] = { { 32, 17, 1 }, { 256, 33, 1 }, { 1024, 50, 1 },
                                              { 128, 19, 4 } };
-        for (int i = 0; i < 4; i++) {
-            check_int_dot(dev, BP_TYPE_Q4_0, shapes[i][0], shapes[i][1], shapes[i][2]);
-            check_int_dot(dev, BP_TYPE_Q8_0, shapes[i][0], shapes[i][1], shapes[i][2]);
-        }
+        static const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q4_1, BP_TYPE_Q5_0,
+                                              BP_TYPE_Q5_1, BP_TYPE_Q8_0, BP_TYPE_IQ4_NL };
+        for (int i = 0; i < 4; i++)
+            for (size_t j = 0; j < sizeof types / sizeof types[0]; j++)
+                check_int_dot(dev, types[j], shapes[i][0], shapes[i][1], shapes[i][2]);
     }
     bp_unload();
     unsetenv("BACKPLANE_VULKAN_SUBGROUPS");

@@ -211,12 +211,17 @@ static bool mm_cpu_fits(const struct bp_tensor *t)
             w->nb[0] == (size_t)bp_type_size((enum bp_type)w->type));
 }
 
-/* mul_mat_vec_q8 takes one column of contiguous F32 X against Q4_0 or
- * Q8_0 rows whose K / 32 blocks fit its shared memory. */
+/* mul_mat_vec_q8 takes one column of contiguous F32 X against rows of a
+ * 32-element block type whose K / 32 blocks fit its shared memory. */
+static bool mmq_type(int32_t t)
+{
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_1 ||
+           t == BP_TYPE_Q8_0 || t == BP_TYPE_IQ4_NL;
+}
 static bool mmq_fits(const struct bp_tensor *t, uint32_t max_blocks)
 {
     const struct bp_tensor *w = t->src[0], *x = t->src[1];
-    return t->ne[1] == 1 && (w->type == BP_TYPE_Q4_0 || w->type == BP_TYPE_Q8_0) &&
+    return t->ne[1] == 1 && mmq_type(w->type) &&
            x->type == BP_TYPE_F32 && x->nb[0] == 4 && w->ne[0] % 32 == 0 &&
            w->ne[0] / 32 <= (int64_t)max_blocks;
 }

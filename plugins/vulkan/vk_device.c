@@ -164,7 +164,8 @@ static bool has_extension(const struct vk_fns *f, VkPhysicalDevice phys, const c
  * bytes are accelerated; BACKPLANE_VULKAN_INT_DOT=1 uses them wherever the
  * feature is there (to test them on a device that emulates them), =0
  * nowhere. The kernel keeps a quantized column in shared memory: K / 32
- * blocks of 36 bytes beside its 512-byte reduction. */
+ * blocks of 40 bytes (32 quants, the scale, the sum) beside its 512-byte
+ * reduction. */
 static void probe_int_dot(struct vk_plugin *pl, struct vk_dev *d)
 {
     const struct vk_fns *f = &pl->fn;
@@ -184,10 +185,10 @@ static void probe_int_dot(struct vk_plugin *pl, struct vk_dev *d)
                                        .pNext = &pr };
     f->vkGetPhysicalDeviceProperties2(d->phys, &p2);
     const uint32_t shared = d->props.limits.maxComputeSharedMemorySize;
-    d->int_dot = fe.shaderIntegerDotProduct && shared > 512 + 36;
+    d->int_dot = fe.shaderIntegerDotProduct && shared > 512 + 40;
     d->int_dot_ext = ext;
     d->int_dot_fast = pr.integerDotProduct4x8BitPackedSignedAccelerated;
-    const uint32_t blocks = d->int_dot ? (shared - 512) / 36 : 0;
+    const uint32_t blocks = d->int_dot ? (shared - 512) / 40 : 0;
     d->mmq_max_blocks = blocks < 1024 ? blocks : 1024;
     const char *env = vk_getenv(pl, "BACKPLANE_VULKAN_INT_DOT");
     const bool force = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;

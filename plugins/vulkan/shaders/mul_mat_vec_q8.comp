@@ -1,10 +1,14 @@
 #version 450
 // MUL_MAT of one column (decode) with integer dot products
 // (SPV_KHR_integer_dot_product, OpSDotKHR on four packed int8 pairs), for
-// devices that report them accelerated: W of Q4_0 or Q8_0 against X
-// quantized to Q8_0 as the CPU reference quantizes it (per 32 elements d =
-// max |x| / 127, q = round(x / d)), so the sums are exact integers and only
-// the per-block scaling is float.
+// devices that report them accelerated: W of a 32-element block type
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) against X quantized to Q8_0 as
+// the CPU reference quantizes it (per 32 elements d = max |x| / 127,
+// q = round(x / d)), so the sums are exact integers and only the per-block
+// scaling is float. Each weight block's quants become signed bytes in
+// registers (nibbles minus 8 or 16, the fifth bits spread in, IQ4_NL's
+// levels looked up); Q4_1 and Q5_1 add their min times the block's X sum,
+// kept beside its scale as Q8_1 keeps it.
 // A workgroup of 128 first quantizes the whole column into shared memory
 // (an invocation per block of 32, the column's blocks spread over all of
 // them; K / 32 blocks at most MAXB, specialisation constant 2, which
@@ -32,6 +36,7 @@ layout(constant_id = 2) const uint MAXB = 256u;
 #define LPR (WG / NR)
 shared uint xq[MAXB * 8u];
 shared float xd[MAXB];
+shared float xs[MAXB]; // xd times the block's sum of quants
 shared float red[WG];
 
 // Four bytes at a 2-byte-aligned offset of slot 0.
@@ -41,6 +46,24 @@ uint w32(uint byte) { return rd_u16(0u, byte) | (rd_u16(0u, byte + 2u) << 16); }
 // b (0..15) becomes b + 0x78 (no carry out of the byte), whose top bit
 // flipped is b - 8 in two's complement.
 uint minus8(uint v) { return (v + 0x78787878u) ^ 0x80808080u; }
+// The same for bytes 0..31 minus 16.
+uint minus16(uint v) { return (v + 0x70707070u) ^ 0x80808080u; }
+// Bits 0-3 of h as bit 4 of bytes 0-3 (a Q5 block's fifth bits).
+uint fifth(uint h)
+{
+    return ((h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21)) << 4;
+}
+// IQ4_NL's levels (dequant.glsl's IQ4NL_PACKED) of the four nibbles in
+// bytes 0-3 of v, as signed bytes.
+uint iq4x4(uint v)
+{
+    uint r = 0u;
+    for (uint i = 0u; i < 4u; i++) {
+        uint n = (v >> (8u * i)) & 15u;
+        r |= ((IQ4NL_PACKED[n >> 2] >> ((n & 3u) * 8u)) & 255u) << (8u * i);
+    }
+    return r;
+}
 
 void main()
 {
@@ -58,16 +81,19 @@ void main()
         // as bp_quantize_q8_0_ref: the quants from the float scale, rounded
         // half away from zero; the scale kept as f16
         float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
+        int sum = 0;
         for (uint w = 0u; w < 8u; w++) {
             uint packed = 0u;
             for (uint i = 0u; i < 4u; i++) {
                 float v = uintBitsToFloat(rd(1u, xo + 4u * w + i)) * id;
                 int q = int(sign(v) * floor(abs(v) + 0.5));
                 packed |= uint(q & 0xff) << (8u * i);
+                sum += q;
             }
             xq[b * 8u + w] = packed;
         }
         xd[b] = unpackHalf2x16(packHalf2x16(vec2(d, 0.0))).x;
+        xs[b] = xd[b] * float(sum);
     }
     barrier();
 
@@ -77,16 +103,41 @@ void main()
     for (uint b = l; b < nb; b += LPR) {
         uint blk = row + b * nb0;
         int s = 0;
-        if (WTYPE == T_Q4_0) {
-            for (uint w = 0u; w < 4u; w++) {
-                uint q = w32(blk + 2u + 4u * w);
-                s += sdot4x8(minus8(q & 0x0f0f0f0fu), xq[b * 8u + w], 0);
-                s += sdot4x8(minus8((q >> 4) & 0x0f0f0f0fu), xq[b * 8u + w + 4u], 0);
-            }
-        } else {
+        if (WTYPE == T_Q8_0) {
             for (uint w = 0u; w < 8u; w++) s += sdot4x8(w32(blk + 2u + 4u * w), xq[b * 8u + w], 0);
+        } else {
+            // 16 nibble bytes at qs: word w's low nibbles are elements
+            // 4w .. 4w + 3, its high ones 16 + 4w ..; Q5's fifth bits in qh.
+            bool q5 = WTYPE == T_Q5_0 || WTYPE == T_Q5_1;
+            uint qs = blk + (WTYPE == T_Q4_1 ? 4u : WTYPE == T_Q5_0 ? 6u : WTYPE == T_Q5_1 ? 8u : 2u);
+            uint qh = q5 ? w32(blk + (WTYPE == T_Q5_0 ? 2u : 4u)) : 0u;
+            for (uint w = 0u; w < 4u; w++) {
+                uint q = w32(qs + 4u * w);
+                uint lo = q & 0x0f0f0f0fu, hi = (q >> 4) & 0x0f0f0f0fu;
+                if (q5) {
+                    lo |= fifth(qh >> (4u * w));
+                    hi |= fifth(qh >> (16u + 4u * w));
+                }
+                if (WTYPE == T_Q4_0) {
+                    lo = minus8(lo);
+                    hi = minus8(hi);
+                } else if (WTYPE == T_Q5_0) {
+                    lo = minus16(lo);
+                    hi = minus16(hi);
+                } else if (WTYPE == T_IQ4_NL) {
+                    lo = iq4x4(lo);
+                    hi = iq4x4(hi);
+                }
+                s += sdot4x8(lo, xq[b * 8u + w], 0);
+                s += sdot4x8(hi, xq[b * 8u + w + 4u], 0);
+            }
         }
-        acc += f16(rd_u16(0u, blk)) * xd[b] * float(s);
+        if (WTYPE == T_Q4_1 || WTYPE == T_Q5_1) {
+            vec2 dm = unpackHalf2x16(w32(blk));
+            acc += dm.x * xd[b] * float(s) + dm.y * xs[b];
+        } else {
+            acc += f16(rd_u16(0u, blk)) * xd[b] * float(s);
+        }
     }
     red[t] = acc;
     barrier();
