@@ -2,7 +2,8 @@
 // MUL_MAT of one column (decode) with integer dot products
 // (SPV_KHR_integer_dot_product, OpSDotKHR on four packed int8 pairs), for
 // devices that report them accelerated: W of a 32-element block type
-// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) against X quantized to Q8_0 as
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) or of Q4_K, Q5_K, Q6_K (whose
+// sub-blocks of 32, or pairs of 16, meet one X block each) against X quantized to Q8_0 as
 // the CPU reference quantizes it (per 32 elements d = max |x| / 127,
 // q = round(x / d)), so the sums are exact integers and only the per-block
 // scaling is float. Each weight block's quants become signed bytes in
@@ -65,6 +66,59 @@ uint iq4x4(uint v)
     return r;
 }
 
+// Bits j of the four bytes of h as bit 4 of each byte (Q5_K's fifth bits).
+uint bit4(uint h, uint j) { return ((h >> j) & 0x01010101u) << 4; }
+
+// X block b (elements 32 b ..) against the K-quant row at byte row: the
+// 256-element block b / 8, its sub-block (Q4_K, Q5_K) or quarter with two
+// scales (Q6_K) b % 8.
+float kdot(uint row, uint b, uint nb0)
+{
+    uint blk = row + (b >> 3) * nb0, i = b & 7u, xw = b * 8u;
+    if (WTYPE == T_Q6_K) {
+        // ql[128], qh[64], scales[16] (int8), d: quarter q of half h is
+        // ql[64h + 32 (q & 1) + l] nibble q >> 1, qh[32h + l] bits 2q,
+        // minus 32; scales 8h + 2q (l < 16) and 8h + 2q + 1.
+        uint h = i >> 2, q = i & 3u;
+        uint ql = blk + 64u * h + 32u * (q & 1u), qh = blk + 128u + 32u * h;
+        int s0 = 0, s1 = 0;
+        for (uint w = 0u; w < 8u; w++) {
+            uint v = ((w32(ql + 4u * w) >> (4u * (q >> 1))) & 0x0f0f0f0fu) |
+                     (((w32(qh + 4u * w) >> (2u * q)) & 0x03030303u) << 4);
+            int p = sdot4x8((v + 0x60606060u) ^ 0x80808080u, xq[xw + w], 0);
+            if (w < 4u) s0 += p;
+            else s1 += p;
+        }
+        uint sc = blk + 192u + 8u * h + 2u * q;
+        float sc0 = float(bitfieldExtract(int(rd_u8(0u, sc)), 0, 8));
+        float sc1 = float(bitfieldExtract(int(rd_u8(0u, sc + 1u)), 0, 8));
+        return f16(rd_u16(0u, blk + 208u)) * xd[b] * (sc0 * float(s0) + sc1 * float(s1));
+    }
+    // Q4_K, Q5_K: d, dmin, scales[12], (Q5_K: qh[32],) qs[128]; sub-block
+    // i is the low (i even) or high nibbles of qs[32 (i / 2) + l], plus 16
+    // times bit i of qh[l]; x = d sc q - dmin m.
+    bool k5 = WTYPE == T_Q5_K;
+    uint qs = blk + (k5 ? 48u : 16u) + 32u * (i >> 1), sh = 4u * (i & 1u);
+    int s = 0;
+    for (uint w = 0u; w < 8u; w++) {
+        uint v = (w32(qs + 4u * w) >> sh) & 0x0f0f0f0fu;
+        if (k5) v |= bit4(w32(blk + 16u + 4u * w), i);
+        s += sdot4x8(v, xq[xw + w], 0);
+    }
+    // 6-bit scale and min i of the 12 bytes at blk + 4.
+    uint sc, m;
+    if (i < 4u) {
+        sc = rd_u8(0u, blk + 4u + i) & 63u;
+        m = rd_u8(0u, blk + 8u + i) & 63u;
+    } else {
+        uint a = rd_u8(0u, blk + 8u + i), lo = rd_u8(0u, blk + i), hi = rd_u8(0u, blk + 4u + i);
+        sc = (a & 15u) | ((lo >> 6) << 4);
+        m = (a >> 4) | ((hi >> 6) << 4);
+    }
+    vec2 dm = unpackHalf2x16(w32(blk));
+    return dm.x * float(sc) * xd[b] * float(s) - dm.y * float(m) * xs[b];
+}
+
 void main()
 {
     uint t = gl_LocalInvocationID.x;
@@ -101,6 +155,10 @@ void main()
     uint row = at(0u, 0u, n, i2 / r2, i3 / r3), nb0 = tnb(0u, 0u);
     float acc = 0.0;
     for (uint b = l; b < nb; b += LPR) {
+        if (WTYPE == T_Q4_K || WTYPE == T_Q5_K || WTYPE == T_Q6_K) {
+            acc += kdot(row, b, nb0);
+            continue;
+        }
         uint blk = row + b * nb0;
         int s = 0;
         if (WTYPE == T_Q8_0) {
