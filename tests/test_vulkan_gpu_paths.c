@@ -11,7 +11,7 @@
  * - the same tiles built for MUL_MAT_ID (grouped by expert): an expert with
  *   more columns than a tile, one picked twice by a token, one by none;
  * - mul_mat_vec_q8.comp's integer dot products (BACKPLANE_VULKAN_INT_DOT=1)
- *   for every 32-element block type, Q4_K, Q5_K and Q6_K against the same
+ *   for every quantized type against the same
  *   sum over X quantized by bp_quantize_q8_0_ref: the integer sums are
  *   exact, so the tolerance is float rounding's.
  * The device must report the path asked for (a device whose limits or
@@ -269,8 +269,9 @@ START_TEST(test_vulkan_int_dot_matches_q8_0_reference)
         for (int i = 0; i < 4; i++)
             for (size_t j = 0; j < sizeof types / sizeof types[0]; j++)
                 check_int_dot(dev, types[j], shapes[i][0], shapes[i][1], shapes[i][2]);
-        /* the K-quants: one block, several, and a batch */
-        static const enum bp_type ktypes[] = { BP_TYPE_Q4_K, BP_TYPE_Q5_K, BP_TYPE_Q6_K };
+        /* the types of 256-element blocks: one block, several, and a batch */
+        static const enum bp_type ktypes[] = { BP_TYPE_Q2_K, BP_TYPE_Q3_K, BP_TYPE_Q4_K,
+                                               BP_TYPE_Q5_K, BP_TYPE_Q6_K, BP_TYPE_IQ4_XS };
         static const int64_t kshapes[][3] = { { 256, 17, 1 }, { 1024, 50, 1 }, { 512, 19, 4 } };
         for (int i = 0; i < 3; i++)
             for (size_t j = 0; j < sizeof ktypes / sizeof ktypes[0]; j++)

@@ -212,13 +212,10 @@ static bool mm_cpu_fits(const struct bp_tensor *t)
 }
 
 /* mul_mat_vec_q8 takes one column of contiguous F32 X against rows of a
- * 32-element block type, Q4_K, Q5_K or Q6_K, whose K / 32 blocks fit its
- * shared memory. */
+ * quantized type whose K / 32 blocks fit its shared memory. */
 static bool mmq_type(int32_t t)
 {
-    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_1 ||
-           t == BP_TYPE_Q8_0 || t == BP_TYPE_IQ4_NL || t == BP_TYPE_Q4_K || t == BP_TYPE_Q5_K ||
-           t == BP_TYPE_Q6_K;
+    return bp_type_is_quantized((enum bp_type)t);
 }
 static bool mmq_fits(const struct bp_tensor *t, uint32_t max_blocks)
 {

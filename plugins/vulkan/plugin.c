@@ -168,7 +168,7 @@ static void fill_features(struct vk_plugin *pl)
             n += snprintf(tiles + n, sizeof tiles - (size_t)n, "%s%ux%u", t ? " " : "",
                           vk_mm_tiles[t].bn, vk_mm_tiles[t].bm);
         ADD(d->name, "integer_dot_product", "%d (%s)", d->int_dot,
-            d->use_int_dot ? "used: mul_mat_vec_q8 for one-column products of 32-element blocks, Q4_K, Q5_K, Q6_K"
+            d->use_int_dot ? "used: mul_mat_vec_q8 for one-column products of quantized weights"
             : !d->int_dot ? "not offered"
             : d->int_dot_fast ? "not used: BACKPLANE_VULKAN_INT_DOT=0" : "not accelerated; not used");
         ADD(d->name, "cooperative_matrix", "%d (%s)", d->coopmat_offered,

@@ -2,8 +2,9 @@
 // MUL_MAT of one column (decode) with integer dot products
 // (SPV_KHR_integer_dot_product, OpSDotKHR on four packed int8 pairs), for
 // devices that report them accelerated: W of a 32-element block type
-// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) or of Q4_K, Q5_K, Q6_K (whose
-// sub-blocks of 32, or pairs of 16, meet one X block each) against X quantized to Q8_0 as
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) or of 256 (the K-quants, IQ4_XS:
+// sub-blocks of 32, or pairs of 16, meet one X block each) against X
+// quantized to Q8_0 as
 // the CPU reference quantizes it (per 32 elements d = max |x| / 127,
 // q = round(x / d)), so the sums are exact integers and only the per-block
 // scaling is float. Each weight block's quants become signed bytes in
@@ -69,12 +70,60 @@ uint iq4x4(uint v)
 // Bits j of the four bytes of h as bit 4 of each byte (Q5_K's fifth bits).
 uint bit4(uint h, uint j) { return ((h >> j) & 0x01010101u) << 4; }
 
-// X block b (elements 32 b ..) against the K-quant row at byte row: the
-// 256-element block b / 8, its sub-block (Q4_K, Q5_K) or quarter with two
-// scales (Q6_K) b % 8.
+// X block b (elements 32 b ..) against the row at byte row of a type of
+// 256-element blocks: block b / 8, its sub-block (Q4_K, Q5_K, IQ4_XS) or
+// 32 elements with two 16-element scales (Q2_K, Q3_K, Q6_K) b % 8.
 float kdot(uint row, uint b, uint nb0)
 {
     uint blk = row + (b >> 3) * nb0, i = b & 7u, xw = b * 8u;
+    if (WTYPE == T_Q2_K || WTYPE == T_Q3_K) {
+        // Q2_K: scales[16] (scale low nibble, min high), qs[64], d, dmin;
+        // Q3_K: hmask[32], qs[64], scales[12], d. Elements 32 p + l of half
+        // h: bits 2p of qs[32h + l]; Q3_K subtracts 4 where bit 4h + p of
+        // hmask[l] is clear. Sub-blocks 8h + 2p (l < 16) and 8h + 2p + 1.
+        bool k3 = WTYPE == T_Q3_K;
+        uint h = i >> 2, p = i & 3u, qs = blk + (k3 ? 32u : 16u) + 32u * h;
+        int s0 = 0, s1 = 0, x0 = 0, x1 = 0;
+        for (uint w = 0u; w < 8u; w++) {
+            uint v = (w32(qs + 4u * w) >> (2u * p)) & 0x03030303u;
+            if (k3) v = ((v | (((w32(blk + 4u * w) >> (4u * h + p)) & 0x01010101u) << 2)) + 0x7c7c7c7cu) ^ 0x80808080u;
+            int d = sdot4x8(v, xq[xw + w], 0);
+            int xsum = k3 ? 0 : sdot4x8(0x01010101u, xq[xw + w], 0); // Q2_K's min meets it
+            if (w < 4u) {
+                s0 += d;
+                x0 += xsum;
+            } else {
+                s1 += d;
+                x1 += xsum;
+            }
+        }
+        uint k = 8u * h + 2u * p;
+        if (k3) {
+            float d = f16(rd_u16(0u, blk + 108u));
+            // 6-bit scale k: nibble k / 8 of scales[k % 8], bits 2 (k / 4) of scales[8 + k % 4]
+#define LS3(K) (int(((rd_u8(0u, blk + 96u + ((K) & 7u)) >> (4u * ((K) >> 3))) & 15u) | \
+                     (((rd_u8(0u, blk + 104u + ((K) & 3u)) >> (2u * ((K) >> 2))) & 3u) << 4)) - 32)
+            return d * xd[b] * (float(LS3(k)) * float(s0) + float(LS3(k + 1u)) * float(s1));
+        }
+        vec2 dm = vec2(f16(rd_u16(0u, blk + 80u)), f16(rd_u16(0u, blk + 82u)));
+        uint c0 = rd_u8(0u, blk + k), c1 = rd_u8(0u, blk + k + 1u);
+        return xd[b] * (dm.x * (float(c0 & 15u) * float(s0) + float(c1 & 15u) * float(s1)) -
+                        dm.y * (float(c0 >> 4) * float(x0) + float(c1 >> 4) * float(x1)));
+    }
+    if (WTYPE == T_IQ4_XS) {
+        // d, scales_h, scales_l[4], qs[128]: sub-block i as an IQ4_NL
+        // block at qs + 16 i, 6-bit scale minus 32.
+        uint qs = blk + 8u + 16u * i;
+        int s = 0;
+        for (uint w = 0u; w < 4u; w++) {
+            uint q = w32(qs + 4u * w);
+            s += sdot4x8(iq4x4(q & 0x0f0f0f0fu), xq[xw + w], 0);
+            s += sdot4x8(iq4x4((q >> 4) & 0x0f0f0f0fu), xq[xw + w + 4u], 0);
+        }
+        uint ls = ((rd_u8(0u, blk + 4u + (i >> 1)) >> (4u * (i & 1u))) & 15u) |
+                  (((rd_u16(0u, blk + 2u) >> (2u * i)) & 3u) << 4);
+        return f16(rd_u16(0u, blk)) * float(int(ls) - 32) * xd[b] * float(s);
+    }
     if (WTYPE == T_Q6_K) {
         // ql[128], qh[64], scales[16] (int8), d: quarter q of half h is
         // ql[64h + 32 (q & 1) + l] nibble q >> 1, qh[32h + l] bits 2q,
@@ -155,7 +204,7 @@ void main()
     uint row = at(0u, 0u, n, i2 / r2, i3 / r3), nb0 = tnb(0u, 0u);
     float acc = 0.0;
     for (uint b = l; b < nb; b += LPR) {
-        if (WTYPE == T_Q4_K || WTYPE == T_Q5_K || WTYPE == T_Q6_K) {
+        if (wbs() == 256u) {
             acc += kdot(row, b, nb0);
             continue;
         }
