@@ -55,6 +55,20 @@ static unsigned char *make_weights(enum bp_type t, int64_t K, int64_t N, float *
     return w;
 }
 
+/* The sum of w[k] x[k] over K in double; *mag gets the sum of |w[k] x[k]|
+ * (the scale of the tolerance). */
+static double dot_ref(const float *w, const float *x, int64_t K, double *mag)
+{
+    double s = 0.0;
+    *mag = 0.0;
+    for (int64_t k = 0; k < K; k++) {
+        const double p = (double)w[k] * (double)x[k];
+        s += p;
+        *mag += fabs(p);
+    }
+    return s;
+}
+
 static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const struct config *c)
 {
     const int64_t N = c->N, M = c->M;
@@ -69,12 +83,8 @@ static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const st
 
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
-            double s = 0.0, mag = 0.0;
-            for (int64_t k = 0; k < K; k++) {
-                const double p = (double)wf[n * K + k] * (double)x[m * K + k];
-                s += p;
-                mag += fabs(p);
-            }
+            double mag;
+            const double s = dot_ref(wf + n * K, x + m * K, K, &mag);
             const double e = fabs((double)got[n + N * m] - s);
             ck_assert_msg(e <= c->tol * mag, "tile %s, f16 %s, %s K=%lld N=%lld M=%lld: "
                           "y[%lld,%lld] = %.9g, want %.9g (|error| %.3g, sum |w*x| %.3g)",
@@ -88,26 +98,38 @@ static void check_one(struct bp_device *dev, enum bp_type t, int64_t K, const st
     free(wf);
 }
 
-START_TEST(test_vulkan_mul_mat_tile_matches_double_reference_past_every_edge)
+/* Loads the plugins with c's tiles forced (the shared-memory kernels, c's
+ * tile cap and tile type) and returns vulkan0, or NULL after a SKIP line
+ * naming what when the device's limits (or no shaderFloat16) refuse them.
+ * The caller ends with tile_config_end either way. */
+static struct bp_device *tile_config_begin(const struct config *c, const char *what)
 {
-    const struct config *c = &configs[_i];
     setenv("BACKPLANE_VULKAN_SUBGROUPS", "0", 1);
     setenv("BACKPLANE_VULKAN_MM_TILE", c->tile, 1);
     setenv("BACKPLANE_VULKAN_F16_TILES", c->f16, 1);
     struct bp_device *dev = vk_load();
     const char *tiles = vk_feature(dev, "vulkan0.mul_mat_tiles");
     ck_assert_msg(tiles != NULL, "vulkan0 publishes no mul_mat_tiles feature");
-    if (strncmp(tiles, c->want, strlen(c->want)) != 0) {
-        /* the device's limits (or no shaderFloat16) refuse this set */
-        printf("SKIP tile %s f16 %s: vulkan0 takes '%s'\n", c->tile, c->f16, tiles);
-    } else {
-        for (size_t i = 0; i < sizeof wtypes / sizeof wtypes[0]; i++)
-            check_one(dev, wtypes[i], wtypes[i] == BP_TYPE_F16 ? 100 : 512, c);
-    }
+    if (strncmp(tiles, c->want, strlen(c->want)) == 0) return dev;
+    printf("SKIP %s tile %s f16 %s: vulkan0 takes '%s'\n", what, c->tile, c->f16, tiles);
+    return NULL;
+}
+
+static void tile_config_end(void)
+{
     bp_unload();
     unsetenv("BACKPLANE_VULKAN_SUBGROUPS");
     unsetenv("BACKPLANE_VULKAN_MM_TILE");
     unsetenv("BACKPLANE_VULKAN_F16_TILES");
+}
+
+START_TEST(test_vulkan_mul_mat_tile_matches_double_reference_past_every_edge)
+{
+    const struct config *c = &configs[_i];
+    struct bp_device *dev = tile_config_begin(c, "MUL_MAT");
+    for (size_t i = 0; dev && i < sizeof wtypes / sizeof wtypes[0]; i++)
+        check_one(dev, wtypes[i], wtypes[i] == BP_TYPE_F16 ? 100 : 512, c);
+    tile_config_end();
 }
 END_TEST
 
@@ -160,12 +182,8 @@ static void check_id_one(struct bp_device *dev, enum bp_type t, int64_t K, int64
         const int64_t u = col % ID_U, tok = col / ID_U;
         const float *w = wf + (size_t)(id_of(u, tok) * N * K), *xc = x + (size_t)(((u % X1) + X1 * tok) * K);
         for (int64_t n = 0; n < N; n++) {
-            double s = 0.0, mag = 0.0;
-            for (int64_t k = 0; k < K; k++) {
-                const double p = (double)w[n * K + k] * (double)xc[k];
-                s += p;
-                mag += fabs(p);
-            }
+            double mag;
+            const double s = dot_ref(w + n * K, xc, K, &mag);
             const double e = fabs((double)got[n + N * col] - s);
             ck_assert_msg(e <= c->tol * mag, "MUL_MAT_ID tile %s, f16 %s, %s K=%lld N=%lld T=%lld "
                           "X1=%lld: y[%lld, slot %lld, token %lld] = %.9g, want %.9g (|error| %.3g)",
@@ -184,23 +202,12 @@ static void check_id_one(struct bp_device *dev, enum bp_type t, int64_t K, int64
 START_TEST(test_vulkan_mul_mat_id_tile_matches_double_reference)
 {
     const struct config *c = &configs[_i];
-    setenv("BACKPLANE_VULKAN_SUBGROUPS", "0", 1);
-    setenv("BACKPLANE_VULKAN_MM_TILE", c->tile, 1);
-    setenv("BACKPLANE_VULKAN_F16_TILES", c->f16, 1);
-    struct bp_device *dev = vk_load();
-    const char *tiles = vk_feature(dev, "vulkan0.mul_mat_tiles");
-    ck_assert_msg(tiles != NULL, "vulkan0 publishes no mul_mat_tiles feature");
-    if (strncmp(tiles, c->want, strlen(c->want)) != 0) {
-        printf("SKIP MUL_MAT_ID tile %s f16 %s: vulkan0 takes '%s'\n", c->tile, c->f16, tiles);
-    } else {
-        /* X shared by a token's slots, and one X column per slot */
+    struct bp_device *dev = tile_config_begin(c, "MUL_MAT_ID");
+    if (dev) { /* X shared by a token's slots, and one X column per slot */
         check_id_one(dev, BP_TYPE_Q4_K, 512, 1, c);
         check_id_one(dev, BP_TYPE_F16, 100, ID_U, c);
     }
-    bp_unload();
-    unsetenv("BACKPLANE_VULKAN_SUBGROUPS");
-    unsetenv("BACKPLANE_VULKAN_MM_TILE");
-    unsetenv("BACKPLANE_VULKAN_F16_TILES");
+    tile_config_end();
 }
 END_TEST
 
