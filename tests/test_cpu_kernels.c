@@ -170,7 +170,9 @@ static void check_x8(enum bp_type t, int64_t nb, int ncols, bool long_tail)
     for (int c = 0; c < ncols; c++) {
         fill_x(x, n, long_tail);
         cpu_kernels_for(vdt)->from_float(x, y + (size_t)c * ys, n);
-        if (vdt == BP_TYPE_Q8_0)
+        if (cpu_type_q8_1(t))
+            cpu_q8_1_fill_s(x, y + (size_t)c * ys, n);
+        else if (vdt == BP_TYPE_Q8_0)
             cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
     }
     float got[CPU_GEMM_WIDE_COLS * 8], ref[CPU_GEMM_WIDE_COLS * 8];
@@ -451,8 +453,8 @@ int main(int argc, char **argv)
         }
     check_q8_K_edges();
     const enum bp_type x8_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
-                                      BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K,
-                                   BP_TYPE_IQ4_XS, BP_TYPE_Q2_K };
+                                      BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K, BP_TYPE_IQ4_XS,
+                                      BP_TYPE_Q2_K, BP_TYPE_IQ4_NL, BP_TYPE_Q4_1, BP_TYPE_Q5_1 };
     for (size_t ti = 0; ti < sizeof x8_types / sizeof x8_types[0]; ti++)
         for (int64_t nb = 1; nb <= 9; nb += 4)
             for (int nc = 1; nc <= cpu_gemm_x8_cols(cpu_kernels_for(x8_types[ti])); nc++)

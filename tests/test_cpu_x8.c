@@ -20,10 +20,10 @@
  *    ncols from 1 to the kernel's most (4, or 8 for the wide ones);
  *  - an output stride bs > 8, with guard values that must stay untouched;
  *  - each column equal to the bit to the same column computed alone;
- *  - where GFNI moves bits (Q4_0, Q5_0, Q6_K and IQ4_XS high nibbles, Q2_K
- *    planes, Q3_K and Q5_K high bits; avx512 build), the output equal to
- *    the bit to the shift-and-mask path's;
- *  - Q2_K (avx512 build) equal to the bit to the plain dot of each row.
+ *  - where GFNI moves bits (every type but Q8_0 and Q4_K; avx512 build),
+ *    the output equal to the bit to the shift-and-mask path's;
+ *  - Q2_K, Q4_1 and Q5_1 (avx512 build) equal to the bit to the plain dot
+ *    of each row.
  *
  * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
  * the AMX tile kernels (kernels/gemm_amx.h) get the same edges: 16 weight
@@ -85,6 +85,15 @@ static void fill_weights(enum bp_type t, unsigned char *w, int64_t nblocks, enum
             memcpy(blk, &d, 2);
             if (f == EXTREME) /* every quant 31, or every quant 0 */
                 memset(blk + 2, rnd64() & 1 ? 0xFF : 0x00, 20);
+        } else if (t == BP_TYPE_IQ4_NL) {
+            memcpy(blk, &d, 2);
+            if (f == EXTREME) /* every quant 113, or every quant -127 */
+                memset(blk + 2, rnd64() & 1 ? 0xFF : 0x00, 16);
+        } else if (t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
+            memcpy(blk, &d, 2);
+            memcpy(blk + 2, &dmin, 2);
+            if (f == EXTREME) /* every quant 15 (Q5_1: 31), or every quant 0 */
+                memset(blk + 4, rnd64() & 1 ? 0xFF : 0x00, t == BP_TYPE_Q4_1 ? 16 : 20);
         } else if (t == BP_TYPE_Q5_K) {
             memcpy(blk, &d, 2);
             memcpy(blk + 2, &dmin, 2);
@@ -204,6 +213,7 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     const enum bp_type vdt = k->vec_dot_type;
     const size_t rs = bp_row_size(t, n), bs = 11; /* 3 guard outputs after each column */
     const size_t ys = vdt == BP_TYPE_Q8_0 ? cpu_q8_0_aux_row_size(nb) : bp_row_size(vdt, n);
+    const bool q8_1 = cpu_type_q8_1(t);
     unsigned char *w = malloc(rs * 8), *x8 = malloc(rs * 8), *y = malloc(ys * (size_t)ncols);
     float *x = malloc((size_t)n * 4), *wf = malloc((size_t)n * 8 * 4), *yf = malloc((size_t)n * 4);
     float out[CPU_GEMM_WIDE_COLS * 11];
@@ -214,14 +224,15 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
     for (int c = 0; c < ncols; c++) {
         fill_x(x, n, fx, pattern);
         cpu_kernels_for(vdt)->from_float(x, y + (size_t)c * ys, n);
-        if (vdt == BP_TYPE_Q8_0)
+        if (q8_1)
+            cpu_q8_1_fill_s(x, y + (size_t)c * ys, n);
+        else if (vdt == BP_TYPE_Q8_0)
             cpu_q8_0_fill_aux(y + (size_t)c * ys, n);
     }
     for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = -12345.0f;
     k->gemm_x8(n, out, bs, x8, 0, 1, y, ys, ncols);
 #if defined(CPU_HAVE_X86_GEMM)
-    if ((t == BP_TYPE_Q4_0 || t == BP_TYPE_Q5_0 || t == BP_TYPE_Q6_K || t == BP_TYPE_IQ4_XS ||
-         t == BP_TYPE_Q2_K || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K) &&
+    if (t != BP_TYPE_Q8_0 && t != BP_TYPE_Q4_K &&
         cpu_x8_gfni_use(true)) {
         float shift[sizeof out / sizeof out[0]];
         memcpy(shift, out, sizeof out);
@@ -245,6 +256,18 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
                 want += (double)wr[i] * yf[i];
                 mag += fabs((double)wr[i] * yf[i]);
             }
+            /* Q4_1, Q5_1: the min term of each block is m * s, Q8_1's s
+             * (d * sum(qs) rounded to f16), where the dequantized dot has m
+             * times the sum of the dequantized activation */
+            for (int64_t b = 0; q8_1 && b < nb; b++) {
+                uint16_t m16;
+                memcpy(&m16, w + (size_t)r * rs + (size_t)b * bp_type_size(t) + 2, 2);
+                double sum = 0;
+                for (int i = 0; i < 32; i++) sum += yf[32 * b + i];
+                const double m = bp_f16_to_f32(m16);
+                want += m * (cpu_q8_1_s(y + (size_t)c * ys, nb, b) - sum);
+                mag += fabs(m * cpu_q8_1_s(y + (size_t)c * ys, nb, b));
+            }
             const double tol = 1e-5 * mag + 1e-6;
             const float got = out[(size_t)c * bs + (size_t)r];
 #if defined(__AVX2__)
@@ -262,15 +285,16 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
             }
 #endif
 #if defined(CPU_HAVE_X86_GEMM)
-            if (t == BP_TYPE_Q2_K) { /* the x8 kernel keeps the plain dot's lanes */
+            /* these x8 kernels keep the plain dot's lanes */
+            if (t == BP_TYPE_Q2_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
                 float plain;
                 k->vec_dot(n, &plain, w + (size_t)r * rs, y + (size_t)c * ys);
                 checks++;
                 if (memcmp(&got, &plain, sizeof got) != 0) {
                     failures++;
-                    printf("FAIL q2_K x8 %s weights, %s activations, %lld blocks, row %d col %d of "
+                    printf("FAIL %s x8 %s weights, %s activations, %lld blocks, row %d col %d of "
                            "%d: x8 kernel %.9g, plain dot %.9g (must be equal to the bit)\n",
-                           fw == EXTREME ? "extreme" : "random", fx == EXTREME ? "+-1" : "long-tailed",
+                           bp_type_name(t), fw == EXTREME ? "extreme" : "random", fx == EXTREME ? "+-1" : "long-tailed",
                            (long long)nb, r, c, ncols, got, plain);
                 }
             }
@@ -482,8 +506,8 @@ int main(int argc, char **argv)
     if (!cpu_variant_score(CPU_VARIANT_AVX2, &isa)) { puts("SKIP: no AVX2 here"); return 77; }
 #endif
     const enum bp_type types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K, BP_TYPE_Q6_K,
-                                   BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K,
-                                   BP_TYPE_IQ4_XS, BP_TYPE_Q2_K };
+                                   BP_TYPE_Q5_0, BP_TYPE_Q5_K, BP_TYPE_Q3_K, BP_TYPE_IQ4_XS,
+                                   BP_TYPE_Q2_K, BP_TYPE_IQ4_NL, BP_TYPE_Q4_1, BP_TYPE_Q5_1 };
     const int64_t blocks[] = { 1, 2, 3, 5, 8, 65 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)

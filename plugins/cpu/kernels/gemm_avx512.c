@@ -47,12 +47,18 @@ static inline void row_scales2(const uint8_t *d, size_t stride, __m512 *d0, __m5
     *d1 = _mm512_permutexvar_ps(dup1, f);
 }
 
+/* Lane pairs (2r, 2r+1) summed, plus lane 2r of `late`, into s[r]. */
+static inline void store_rows_plus(float *s, __m512 acc, __m512 late)
+{
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1)), late);
+    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+    _mm256_storeu_ps(s, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, sum)));
+}
+
 /* Lane pairs (2r, 2r+1) summed into s[r]. */
 static inline void store_rows(float *s, __m512 acc)
 {
-    const __m512 sum = _mm512_add_ps(acc, _mm512_permute_ps(acc, 0xB1));
-    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
-    _mm256_storeu_ps(s, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, sum)));
+    store_rows_plus(s, acc, _mm512_setzero_ps());
 }
 
 /* The Q4_0 / Q8_0 kernels take blocks in chunks of X8_CHUNK: per chunk and
@@ -187,13 +193,47 @@ q5_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
     }
 }
 
+/* The 16 IQ4_NL levels + 128 (1..241: unsigned for vpdpbusd), in every
+ * 128-bit lane for vpshufb. */
+static inline __m512i iq4_levels_u8(void)
+{
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129,
+        (char)141, (char)153, (char)166, (char)181, (char)197, (char)217, (char)241));
+}
+
+/* One x8 block of IQ4_NL, as q4_0_x8_block: one vpshufb per nibble
+ * register looks up the level + 128, and the +128 comes out through the
+ * quant sum as Q8_0's does. */
+static inline X8_BLOCK_INLINE void
+iq4_nl_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
+                const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), lut = iq4_levels_u8();
+    const __m512i v0 = _mm512_loadu_si512(xb + 16), v1 = _mm512_loadu_si512(xb + 80);
+    const __m512i l0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(v0, m4));
+    const __m512i h0 = _mm512_shuffle_epi8(lut, hi_nibbles(v0, gfni));
+    const __m512i l1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(v1, m4));
+    const __m512i h1 = _mm512_shuffle_epi8(lut, hi_nibbles(v1, gfni));
+    for (int c = 0; c < ncols; c++) {
+        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
+        /* each of a row's two lanes carries half of the -128 * sum */
+        __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[c][b % X8_CHUNK]), l0, bcast8(q));
+        p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
+        p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
+        p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
+        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
+    }
+}
+
 typedef void (*x8_0_block_fn)(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb,
                               int64_t b, const int32_t (*off)[X8_CHUNK], __m512 *acc, int ncols,
                               int gfni);
 
-/* The Q4_0 and Q8_0 kernels' walk over the blocks (xs bytes each, weight
- * offsets shifted by `shift`): chunks of X8_CHUNK blocks whose offset terms
- * are made first, then blocks in pairs that share one scale conversion.
+/* The Q4_0, Q5_0, IQ4_NL and Q8_0 kernels' walk over the blocks (xs bytes
+ * each, weight offsets shifted by `shift`): chunks of X8_CHUNK blocks whose
+ * offset terms are made first, then blocks in pairs that share one scale
+ * conversion.
  * Always inlined with a constant `block`, which GCC then inlines too (no
  * indirect call is left: see the disassembly). */
 static inline __attribute__((always_inline)) void
@@ -247,6 +287,85 @@ q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 {
     x8_0_walk(n / BP_QK5_0, CPU_REPACK_ROWS * sizeof(struct bp_block_q5_0), 3, q5_0_x8_block, s, bs,
               w, y, ys, ncols, gfni);
+}
+
+static inline __attribute__((always_inline)) void
+iq4_nl_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+          const int gfni)
+{
+    x8_0_walk(n / BP_QK4_NL, CPU_REPACK_ROWS * sizeof(struct bp_block_iq4_nl), 6, iq4_nl_x8_block, s,
+              bs, w, y, ys, ncols, gfni);
+}
+
+/* Q4_1 and Q5_1 x8 (d, m, then Q4_0's qs or Q5_0's qh and qs): unsigned
+ * quants, no offset. ggml-cpu's dot of one row, to the bit: the 32 products
+ * of a block in 8 int32 lanes of 4 (lanes 2r, 2r + 1 of the four vpdpbusd,
+ * each from zero, are its lanes 0-1, 2-3, 4-5 and 6-7), each lane scaled by
+ * d_w d_y into its own float sum; the min terms m * s (Q8_1's s, repack.h)
+ * summed apart, in each row's even lane; at the end ggml's horizontal sum
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), then + the min terms.
+ * With the products in two lanes a row and the min terms added into them,
+ * llama-256's Q5_1 logits stood up to 0.2 from llama.cpp's at 9 of 32
+ * positions (then Q4_1's at 7 with the min terms apart). */
+static inline __attribute__((always_inline)) void
+x8_1(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+     const int q5, const int gfni)
+{
+    const int64_t nb = n / BP_QK4_1;
+    const size_t xs = CPU_REPACK_ROWS * (q5 ? sizeof(struct bp_block_q5_1) : sizeof(struct bp_block_q4_1));
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    const __m512i dup_even = _mm512_set_epi32(0, 7, 0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0);
+    const uint8_t *x = w;
+    const char *yr[CPU_GEMM_MAX_COLS];
+    __m512 acc[CPU_GEMM_MAX_COLS][4], accm[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < ncols; c++) {
+        yr[c] = (const char *)y + (size_t)c * ys;
+        acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = accm[c] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * xs;
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, xs);
+        const __m512 dw = row_scales(xb);
+        const __m512 mw = _mm512_maskz_permutexvar_ps(0x5555, dup_even, _mm512_castps256_ps512(
+            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(xb + 16)))));
+        const uint8_t *qs = xb + (q5 ? 64 : 32);
+        const __m512i v0 = _mm512_loadu_si512(qs), v1 = _mm512_loadu_si512(qs + 64);
+        __m512i u[4] = { _mm512_and_si512(v0, m4), _mm512_and_si512(v1, m4), hi_nibbles(v0, gfni),
+                         hi_nibbles(v1, gfni) };
+        if (q5) {
+            uint64_t qh[4];
+            memcpy(qh, xb + 32, sizeof qh);
+            for (int k = 0; k < 4; k++) u[k] = _mm512_mask_add_epi8(u[k], _cvtu64_mask64(qh[k]), u[k], b4);
+        }
+        for (int c = 0; c < ncols; c++) {
+            const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
+            const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b)));
+            for (int k = 0; k < 4; k++) {
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[k], bcast8(q + 8 * k));
+                acc[c][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dd, acc[c][k]);
+            }
+            accm[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(cpu_q8_1_s(yr[c], nb, b)), accm[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++)
+        store_rows_plus(s + (size_t)c * bs,
+                        _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]), _mm512_add_ps(acc[c][1], acc[c][3])),
+                        accm[c]);
+}
+
+static inline __attribute__((always_inline)) void
+q4_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
+{
+    x8_1(n, s, bs, w, y, ys, ncols, 0, gfni);
+}
+
+static inline __attribute__((always_inline)) void
+q5_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+        const int gfni)
+{
+    x8_1(n, s, bs, w, y, ys, ncols, 1, gfni);
 }
 
 static inline __attribute__((always_inline)) void
@@ -583,8 +702,7 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i lut = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129,
-        (char)141, (char)153, (char)166, (char)181, (char)197, (char)217, (char)241));
+    const __m512i lut = iq4_levels_u8();
     const __m256i k0f = _mm256_set1_epi8(0x0F), k03 = _mm256_set1_epi8(0x03), k0c = _mm256_set1_epi8(0x0C);
     const __m256i k32 = _mm256_set1_epi8(32);
     /* the activation's 8 sub-block sums, even sub-blocks first */
@@ -947,6 +1065,9 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 X8_GFNI_DISPATCH_WITH(q4_0, CPU_X8_DISPATCH_WIDE)
 X8_GFNI_DISPATCH(q6_K)
 X8_GFNI_DISPATCH(q5_0)
+X8_GFNI_DISPATCH(iq4_nl)
+X8_GFNI_DISPATCH(q4_1)
+X8_GFNI_DISPATCH(q5_1)
 X8_GFNI_DISPATCH(iq4_xs)
 X8_GFNI_DISPATCH(q2_K)
 X8_GFNI_DISPATCH(q3_K)

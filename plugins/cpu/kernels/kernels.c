@@ -19,18 +19,19 @@
                        cpu_gemm_q6_K_x8_ref },                                                \
     [BP_TYPE_Q8_K] = { BP_TYPE_Q8_K, NULL, cpu_quantize_row_q8_K_ref, NULL },                  \
     ABI_1_2_ENTRIES(ref, cpu_gemm_q5_0_x8_ref, cpu_gemm_q5_K_x8_ref, cpu_gemm_q3_K_x8_ref, \
-                    cpu_gemm_iq4_xs_x8_ref, cpu_gemm_q2_K_x8_ref)
+                    cpu_gemm_iq4_xs_x8_ref, cpu_gemm_q2_K_x8_ref, cpu_gemm_iq4_nl_x8_ref, \
+                    cpu_gemm_q4_1_x8_ref, cpu_gemm_q5_1_x8_ref)
 
 /* The ABI 1.2 weight types, with the dots of kernel set sfx (ref, x86,
  * neon): the 32-element types against Q8_0, the 256-element ones against
- * Q8_K; Q5_0, Q5_K, Q3_K, IQ4_XS and Q2_K with the x8 gemms g50, g5K,
- * g3K, gX4 and g2K where the build
- * repacks them (NULL elsewhere). */
-#define ABI_1_2_ENTRIES(sfx, g50, g5K, g3K, gX4, g2K)                                                                       \
-    [BP_TYPE_Q4_1] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_1_q8_0_##sfx, NULL, cpu_dequantize_row_q4_1 },     \
+ * Q8_K; Q5_0, Q5_K, Q3_K, IQ4_XS, Q2_K, IQ4_NL, Q4_1 and Q5_1 with the x8
+ * gemms g50, g5K, g3K, gX4, g2K, gNL, g41 and g51 where the build repacks
+ * them (NULL elsewhere). */
+#define ABI_1_2_ENTRIES(sfx, g50, g5K, g3K, gX4, g2K, gNL, g41, g51)                                     \
+    [BP_TYPE_Q4_1] = { BP_TYPE_Q8_0, cpu_vec_dot_q4_1_q8_0_##sfx, NULL, cpu_dequantize_row_q4_1, g41 },     \
     [BP_TYPE_Q5_0] = { BP_TYPE_Q8_0, cpu_vec_dot_q5_0_q8_0_##sfx, NULL, cpu_dequantize_row_q5_0, g50 },     \
-    [BP_TYPE_Q5_1] = { BP_TYPE_Q8_0, cpu_vec_dot_q5_1_q8_0_##sfx, NULL, cpu_dequantize_row_q5_1 },     \
-    [BP_TYPE_IQ4_NL] = { BP_TYPE_Q8_0, cpu_vec_dot_iq4_nl_q8_0_##sfx, NULL, cpu_dequantize_row_iq4_nl }, \
+    [BP_TYPE_Q5_1] = { BP_TYPE_Q8_0, cpu_vec_dot_q5_1_q8_0_##sfx, NULL, cpu_dequantize_row_q5_1, g51 },     \
+    [BP_TYPE_IQ4_NL] = { BP_TYPE_Q8_0, cpu_vec_dot_iq4_nl_q8_0_##sfx, NULL, cpu_dequantize_row_iq4_nl, gNL }, \
     [BP_TYPE_Q2_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q2_K_q8_K_##sfx, NULL, cpu_dequantize_row_q2_K, g2K },     \
     [BP_TYPE_Q3_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q3_K_q8_K_##sfx, NULL, cpu_dequantize_row_q3_K, g3K },     \
     [BP_TYPE_Q5_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q5_K_q8_K_##sfx, NULL, cpu_dequantize_row_q5_K, g5K },     \
@@ -57,6 +58,9 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q3_K cpu_gemm_q3_K_x8_x86
 #define GEMM_IQ4_XS cpu_gemm_iq4_xs_x8_x86
 #define GEMM_Q2_K cpu_gemm_q2_K_x8_x86
+#define GEMM_IQ4_NL cpu_gemm_iq4_nl_x8_x86
+#define GEMM_Q4_1 cpu_gemm_q4_1_x8_x86
+#define GEMM_Q5_1 cpu_gemm_q5_1_x8_x86
 #define GEMM_WIDE CPU_GEMM_WIDE_COLS /* Q4_0's and Q8_0's gemm_x8 columns */
 #else
 #define GEMM_Q4_0 cpu_gemm_q4_0_x8_avx2
@@ -68,6 +72,9 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q3_K NULL
 #define GEMM_IQ4_XS NULL
 #define GEMM_Q2_K NULL
+#define GEMM_IQ4_NL NULL
+#define GEMM_Q4_1 NULL
+#define GEMM_Q5_1 NULL
 #define GEMM_WIDE 0
 #endif
 static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
@@ -86,7 +93,8 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        GEMM_Q4_K },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_x86, NULL, cpu_dequantize_row_q6_K,
                        GEMM_Q6_K },
-    ABI_1_2_ENTRIES(x86, GEMM_Q5_0, GEMM_Q5_K, GEMM_Q3_K, GEMM_IQ4_XS, GEMM_Q2_K),
+    ABI_1_2_ENTRIES(x86, GEMM_Q5_0, GEMM_Q5_K, GEMM_Q3_K, GEMM_IQ4_XS, GEMM_Q2_K, GEMM_IQ4_NL,
+                    GEMM_Q4_1, GEMM_Q5_1),
 };
 #if defined(__AVX512F__)
 #define ISA_NAME "avx512"
@@ -111,7 +119,7 @@ static const struct cpu_type_kernels best_table[BP_TYPE_COUNT] = {
                        gemm_q4_K_via },
     [BP_TYPE_Q6_K] = { BP_TYPE_Q8_K, cpu_vec_dot_q6_K_q8_K_neon, NULL, cpu_dequantize_row_q6_K,
                        gemm_q6_K_via },
-    ABI_1_2_ENTRIES(neon, NULL, NULL, NULL, NULL, NULL),
+    ABI_1_2_ENTRIES(neon, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
 };
 #define ISA_NAME "neon"
 #else

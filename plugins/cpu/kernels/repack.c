@@ -64,7 +64,18 @@ static const struct x8_segment *segments(enum bp_type t)
         { 80, 2, 2, 0, 16 }, { 82, 2, 2, 16, 16 }, { 0, 16, 4, 32, 32 }, { 16, 64, 8, 160, 64 },
         { 0, 0, 0, 0, 0 }
     };
+    /* Q4_1: d, m, then qs as Q4_0's; Q5_1: d, m, then qh and qs as Q5_0's. */
+    static const struct x8_segment q4_1[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 2, 2, 16, 16 }, { 4, 16, 8, 32, 64 }, { 0, 0, 0, 0, 0 }
+    };
+    static const struct x8_segment q5_1[] = {
+        { 0, 2, 2, 0, 16 }, { 2, 2, 2, 16, 16 }, { 4, 4, 1, 32, 8 }, { 8, 16, 8, 64, 64 },
+        { 0, 0, 0, 0, 0 }
+    };
     switch (t) {
+    case BP_TYPE_Q4_1: return q4_1;
+    case BP_TYPE_Q5_1: return q5_1;
+    case BP_TYPE_IQ4_NL: return q4_0; /* the same block shape */
     case BP_TYPE_Q2_K: return q2_K;
     case BP_TYPE_IQ4_XS: return iq4_xs;
     case BP_TYPE_Q3_K: return q3_K;
@@ -101,7 +112,8 @@ bool cpu_repack_type_ok(enum bp_type t)
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||
-           t == BP_TYPE_IQ4_XS || t == BP_TYPE_Q2_K;
+           t == BP_TYPE_IQ4_XS || t == BP_TYPE_Q2_K || t == BP_TYPE_IQ4_NL || t == BP_TYPE_Q4_1 ||
+           t == BP_TYPE_Q5_1;
 #endif
 }
 
@@ -157,8 +169,10 @@ void cpu_q8_1_fill_s(const float *x, void *row, int64_t n)
 {
     const int64_t nb = n / BP_QK8_0;
     const struct bp_block_q8_0 *q = row;
-    char *s_at = (char *)row + cpu_q8_0_aux_offset(nb);
+    char *d_at = (char *)row + cpu_q8_0_aux_offset(nb), *s_at = (char *)row + cpu_q8_0_aux_sums_offset(nb);
     for (int64_t b = 0; b < nb; b++) {
+        const float dq = bp_f16_to_f32(q[b].d);
+        memcpy(d_at + 4 * b, &dq, 4);
         float amax = 0.0f;
         int32_t sum = 0;
         for (int j = 0; j < BP_QK8_0; j++) {
@@ -175,29 +189,49 @@ void cpu_q8_1_fill_s(const float *x, void *row, int64_t n)
 /* One plain block of each row rebuilt from x8 block b, then the plain dot
  * of that block; the per-block results are added in the plain reference's
  * order (its sum starts at 0 and adds one term per block), so the result is
- * the plain reference's to the bit. */
+ * the plain reference's to the bit. A Q8_1 row keeps its aux data after
+ * all its blocks (repack.h), so each block's dot gets a one-block row made
+ * here, with s = 0: the min terms m * s are summed apart in block order
+ * and added at the end, as the reference does. */
 static void via_dot_group(enum bp_type t, cpu_vec_dot_fn dot, int64_t n, float *s, size_t bs,
                           const void *w, const void *y, size_t ys, int ncols)
 {
     const size_t bsz = bp_type_size(t), xsz = CPU_REPACK_ROWS * bsz;
     const int64_t qk = bp_type_block_size(t), nb = n / qk;
     const size_t ybsz = qk == BP_QK_K ? sizeof(struct bp_block_q8_K) : sizeof(struct bp_block_q8_0);
+    const bool q8_1 = cpu_type_q8_1(t);
     uint8_t blk[CPU_REPACK_ROWS * sizeof(struct bp_block_q6_K)];
+    _Alignas(8) uint8_t one[sizeof(struct bp_block_q8_0) + 64] = { 0 }; /* a 1-block Q8_1 row */
     float sum[CPU_GEMM_WIDE_COLS][CPU_REPACK_ROWS] = { { 0 } };
-    if (bsz > sizeof(struct bp_block_q6_K))
+    float mins[CPU_GEMM_WIDE_COLS][CPU_REPACK_ROWS] = { { 0 } };
+    if (bsz > sizeof(struct bp_block_q6_K) || cpu_q8_1_row_size(1) > sizeof one)
         return;
     for (int64_t b = 0; b < nb; b++) {
         /* unpack treats blk as 8 rows of one block each */
         cpu_repack_unpack(t, blk, (const uint8_t *)w + (size_t)b * xsz, bsz, qk);
-        for (int c = 0; c < ncols; c++)
+        for (int c = 0; c < ncols; c++) {
+            const char *yb = (const char *)y + (size_t)c * ys + (size_t)b * ybsz;
+            if (q8_1) {
+                const float d = cpu_q8_0_aux_d((const char *)y + (size_t)c * ys, nb, b);
+                memcpy(one, yb, ybsz);
+                memcpy(one + cpu_q8_0_aux_offset(1), &d, sizeof d);
+                yb = (const char *)one;
+            }
             for (int r = 0; r < CPU_REPACK_ROWS; r++) {
                 float v;
-                dot(qk, &v, blk + (size_t)r * bsz, (const char *)y + (size_t)c * ys + (size_t)b * ybsz);
+                dot(qk, &v, blk + (size_t)r * bsz, yb);
                 sum[c][r] += v;
+                if (q8_1) { /* Q4_1's and Q5_1's m: the f16 after d */
+                    uint16_t m;
+                    memcpy(&m, blk + (size_t)r * bsz + 2, 2);
+                    mins[c][r] += bp_f16_to_f32(m) * cpu_q8_1_s((const char *)y + (size_t)c * ys, nb, b);
+                }
             }
+        }
     }
     for (int c = 0; c < ncols; c++)
-        for (int r = 0; r < CPU_REPACK_ROWS; r++) s[(size_t)c * bs + (size_t)r] = sum[c][r];
+        for (int r = 0; r < CPU_REPACK_ROWS; r++)
+            s[(size_t)c * bs + (size_t)r] = q8_1 ? sum[c][r] + mins[c][r] : sum[c][r];
 }
 
 void cpu_gemm_x8_via_dot(enum bp_type t, cpu_vec_dot_fn dot, CPU_GEMM_X8_PARAMS)
@@ -250,4 +284,19 @@ void cpu_gemm_q2_K_x8_ref(CPU_GEMM_X8_PARAMS)
 void cpu_gemm_q6_K_x8_ref(CPU_GEMM_X8_PARAMS)
 {
     cpu_gemm_x8_via_dot(BP_TYPE_Q6_K, cpu_vec_dot_q6_K_q8_K_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_iq4_nl_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_IQ4_NL, cpu_vec_dot_iq4_nl_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q4_1_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q4_1, cpu_vec_dot_q4_1_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
+}
+
+void cpu_gemm_q5_1_x8_ref(CPU_GEMM_X8_PARAMS)
+{
+    cpu_gemm_x8_via_dot(BP_TYPE_Q5_1, cpu_vec_dot_q5_1_q8_0_ref, n, s, bs, w, gs, ng, y, ys, ncols);
 }

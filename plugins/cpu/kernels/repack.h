@@ -45,6 +45,10 @@
  * x8 block of Q2_K (672 bytes): d[8], dmin[8], then scales[128]:
  *   scales[32 c + 4 r + j] = row r's scales[4 c + j], c = 0..3, then qs[512]
  *   as Q3_K's.
+ * x8 block of IQ4_NL (144 bytes): Q4_0's.
+ * x8 block of Q4_1 (160 bytes): d[8], m[8], then qs[128] as Q4_0's.
+ * x8 block of Q5_1 (192 bytes): d[8], m[8], then qh[32] and qs[128] as
+ *   Q5_0's.
  * The layout is a pure permutation of bytes, so filling a buffer with one
  * byte value means the same in both layouts.
  * With 8 bytes of a row side by side, one 64-bit broadcast of 8 activation
@@ -211,27 +215,29 @@ void cpu_q8_0_fill_aux(void *row, int64_t n);
 
 /* Q4_1 and Q5_1 weights meet ggml's Q8_1 activation, as ggml-cpu's dots do
  * (its vec_dot_type for both): a Q8_0 row (the same quants and f16 scales)
- * followed, at cpu_q8_0_aux_offset, by one float per block, Q8_1's s = d *
- * sum(qs) with d the unrounded amax / 127, rounded to f16. The min term is
- * m * s: with the exact m * f16(d) * sum(qs) instead, the 1B model's logits
- * stood 0.18-0.44 from llama.cpp's. */
+ * with aux data shaped as the Q8_0 aux's, each block's scale as a float,
+ * then in place of the quant sum Q8_1's s = d * sum(qs) (a float, with d
+ * the unrounded amax / 127, rounded to f16). The min term is m * s: with
+ * the exact m * f16(d) * sum(qs) instead, the 1B model's logits stood
+ * 0.18-0.44 from llama.cpp's. Their x8 kernels read the float scales as
+ * the Q8_0 ones do (cpu_q8_0_aux_d); the unsigned quants need no sum. */
 static inline bool cpu_type_q8_1(enum bp_type t)
 {
     return t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1;
 }
 static inline size_t cpu_q8_1_row_size(int64_t nb)
 {
-    return cpu_q8_0_aux_offset(nb) + (size_t)nb * 4;
+    return cpu_q8_0_aux_row_size(nb);
 }
 /* Block b's s of a Q8_1 row of nb blocks. */
 static inline float cpu_q8_1_s(const void *row, int64_t nb, int64_t b)
 {
     float v;
-    memcpy(&v, (const char *)row + cpu_q8_0_aux_offset(nb) + 4 * b, 4);
+    memcpy(&v, (const char *)row + cpu_q8_0_aux_sums_offset(nb) + 4 * b, 4);
     return v;
 }
-/* Write the s of each block of a Q8_1 row: x its n source floats, row
- * already quantized to Q8_0 from them. */
+/* Write the aux data (scale as float, s) of each block of a Q8_1 row: x
+ * its n source floats, row already quantized to Q8_0 from them. */
 void cpu_q8_1_fill_s(const float *x, void *row, int64_t n);
 
 /* The reference: row by row through the scalar vec_dot of each block,
@@ -247,5 +253,9 @@ void cpu_gemm_q5_K_x8_ref(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q3_K_x8_ref(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_iq4_xs_x8_ref(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q2_K_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_iq4_nl_x8_ref(CPU_GEMM_X8_PARAMS);
+/* Q4_1 and Q5_1 take Q8_1 rows (cpu_q8_1_row_size bytes apart). */
+void cpu_gemm_q4_1_x8_ref(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_1_x8_ref(CPU_GEMM_X8_PARAMS);
 
 #endif

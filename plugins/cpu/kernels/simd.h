@@ -73,8 +73,11 @@ void cpu_gemm_q5_K_x8_x86(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q3_K_x8_x86(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_iq4_xs_x8_x86(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q2_K_x8_x86(CPU_GEMM_X8_PARAMS);
-/* Whether the x8 kernels (x86) move bits with GFNI (the Q4_0, Q5_0, Q6_K
- * and IQ4_XS high nibbles, the Q6_K, Q3_K and Q5_K high bits, the Q2_K
+void cpu_gemm_iq4_nl_x8_x86(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q4_1_x8_x86(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_1_x8_x86(CPU_GEMM_X8_PARAMS);
+/* Whether the x8 kernels (x86) move bits with GFNI (the high nibbles of
+ * the 32-weight types, Q6_K and IQ4_XS, the Q6_K, Q3_K and Q5_K high bits, the Q2_K
  * planes): where the CPU has it, unless turned off here (tests compare
  * both paths). Returns the state after the call. */
 bool cpu_x8_gfni_use(bool on);

@@ -120,10 +120,10 @@ static bool x_direct(const struct bp_tensor *x, enum bp_type vdt)
 }
 
 /* With an x8 weight, Q8_0 rows carry their aux data: they are fed to
- * gemm_x8 ys bytes apart. */
+ * gemm_x8 ys bytes apart. (Q8_1 rows always carry theirs.) */
 static bool x_aux(const struct bp_tensor *t)
 {
-    return cpu_tensor_repacked(t->src[0]) &&
+    return cpu_tensor_repacked(t->src[0]) && !cpu_type_q8_1((enum bp_type)t->src[0]->type) &&
            cpu_kernels_for((enum bp_type)t->src[0]->type)->vec_dot_type == BP_TYPE_Q8_0;
 }
 
