@@ -1,11 +1,13 @@
 #!/bin/sh
-# vulkan_check.sh <backplane>: `backplane check --device vulkan0` on both
-# 16-bit paths of the shaders: native 16-bit storage (the default where the
-# device has storageBuffer16BitAccess) and packed words
+# vulkan_check.sh <backplane> [all|first]: `backplane check --device vulkan0`
+# on both 16-bit paths of the shaders: native 16-bit storage (the default
+# where the device has storageBuffer16BitAccess) and packed words
 # (BACKPLANE_VULKAN_F16_STORAGE=0), and the matrix products with the
-# shared-memory reductions (BACKPLANE_VULKAN_SUBGROUPS=0). Exits 77 (CTest's skip) with a sentence
-# when this machine has no Vulkan device.
+# shared-memory reductions (BACKPLANE_VULKAN_SUBGROUPS=0); `first` stops
+# after the first of them that runs. Exits 77 (CTest's skip) with a
+# sentence when this machine has no Vulkan device.
 bin="$1"
+passes="${2:-all}"
 if ! "$bin" devices 2>/dev/null | grep -q 'vulkan0'; then
     echo "no Vulkan device here (install mesa-vulkan-drivers for lavapipe); skipping the vulkan check."
     exit 77
@@ -19,6 +21,7 @@ if echo "$info" | grep -q 'storageBuffer16BitAccess *1'; then
     }
     echo "== native 16-bit storage"
     "$bin" check --device vulkan0 || exit 1
+    [ "$passes" = first ] && exit 0
 fi
 packed=$(BACKPLANE_VULKAN_F16_STORAGE=0 "$bin" info vulkan0 | grep storageBuffer16BitAccess)
 echo "$packed" | grep -q 'packed words' || {
@@ -27,5 +30,6 @@ echo "$packed" | grep -q 'packed words' || {
 }
 echo "== shared-memory reductions (BACKPLANE_VULKAN_SUBGROUPS=0): MUL_MAT, MUL_MAT_ID"
 BACKPLANE_VULKAN_SUBGROUPS=0 "$bin" check --device vulkan0 --op MUL_MAT --op MUL_MAT_ID || exit 1
+[ "$passes" = first ] && exit 0
 echo "== packed 16-bit words (BACKPLANE_VULKAN_F16_STORAGE=0)"
 BACKPLANE_VULKAN_F16_STORAGE=0 exec "$bin" check --device vulkan0
