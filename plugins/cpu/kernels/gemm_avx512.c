@@ -635,8 +635,13 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q3_K));
-        /* the whole block (880 bytes) is read at once: its prefetches too */
-        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 896);
+        /* the whole block (880 bytes) is read at once: its prefetches too,
+         * into L1 only. The kernel computes about as fast as memory streams,
+         * and the 14 L2 requests a block were 5% of its instructions: without
+         * them the 1B Q3_K_M decode took 1-9% less time a token (6 of 6
+         * alternating pairs, AMD family 1Ah), the kernel from 512 MiB 0.70,
+         * 0.62, 0.71 -> 0.75, 0.68, 0.74 of the read; without any prefetch it
+         * was slower again. (Q2_K's kernel lost from the same change.) */
         cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 896);
         const __m512 dw = row_scales(xb);
         const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16));
