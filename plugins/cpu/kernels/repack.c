@@ -101,14 +101,18 @@ static const struct x8_segment *segments(enum bp_type t)
  * instead of 47 / 13.9. The scalar reference repacks every type through
  * its reference kernels, so that the layout conversion runs under
  * valgrind; NEON has no x8 kernels yet. The Q2_K x8 kernel gives the
- * plain dot's bits (see cpu_gemm_q2_K_x8_x86). */
+ * plain dot's bits (see cpu_gemm_q2_K_x8_x86). avx2's Q5_0 x8 kernel: 1B
+ * Q5_0 decode 57-59 -> 35-36 ms a token, 16-token prefill 18-19 -> 60-63
+ * tokens/s (one thread, the avx2 variant forced on AMD family 1Ah, 3
+ * alternating pairs). */
 bool cpu_repack_type_ok(enum bp_type t)
 {
 #if defined(CPU_HAVE_NEON_SIMD)
     (void)t;
     return false;
 #elif defined(CPU_HAVE_X86_GEMM_AVX2)
-    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K;
+    return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
+           t == BP_TYPE_Q5_0;
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||
