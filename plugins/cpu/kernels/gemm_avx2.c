@@ -2,7 +2,7 @@
  * gemm_avx2.c — the x8 (repacked, see repack.h) dot kernels for AVX2
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
- * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K).
+ * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, Q3_K).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -415,11 +415,89 @@ q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     q4_0_q5_0_x8(n, s, bs, w, y, ys, ncols, 1);
 }
 
+/* Q3_K x8 (layout in repack.h): rows 0-3 and 4-7 one after the other, as
+ * Q4_K. A quant is u - 4 with u = its two bits of qs | its hmask bit << 2
+ * (0..7, unsigned for maddubs); the -4 comes out as 4 * sum_j scale[j] *
+ * bsums[j], one madd per 4 scales. Sub-block j (16 quants) of half h and
+ * shift p is pieces k = 0, 1 (j = 8h + 2p) or 2, 3 (j + 1) of qs piece
+ * 4h + k and hmask piece k: two maddubs add in int16 (at most 4 * 7 *
+ * 127) and one madd by the sub-block's signed scale widens them. */
+static inline __attribute__((always_inline)) void
+q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q3_K));
+        /* the whole block is read within the first row half: its prefetches
+         * at once, into L1 only (as the avx512 kernel's) */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 896);
+        __m256i sv[4];
+        cpu_q3_K_x8_scales(xb, sv);
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        __m256i sumi[2][CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++)
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+        for (int hr = 0; hr < 2; hr++) {
+            /* rows 4hr..4hr+3: scales 4q..4q+3 as int16, row r at 4r */
+            __m256i sc[4];
+            UNROLL
+            for (int q = 0; q < 4; q++)
+                sc[q] = _mm256_cvtepi8_epi16(hr ? _mm256_extracti128_si256(sv[q], 1)
+                                                : _mm256_castsi256_si128(sv[q]));
+            for (int c = 0; c < ncols; c++) {
+                __m256i corr = _mm256_setzero_si256();
+                for (int q = 0; q < 4; q++) {
+                    int64_t b4;
+                    memcpy(&b4, yb[c]->bsums + 4 * q, 8);
+                    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(sc[q], _mm256_set1_epi64x(b4)));
+                }
+                sumi[hr][c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 2));
+            }
+            UNROLL
+            for (int h = 0; h < 2; h++)
+                UNROLL
+                for (int p = 0; p < 4; p++)
+                    UNROLL
+                    for (int part = 0; part < 2; part++) { /* sub-block 8h + 2p + part */
+                        const int j = 8 * h + 2 * p + part, hb = 4 * h + p;
+                        const __m256i scale = spread16(sc[j / 4], j % 4);
+                        __m256i q16[CPU_GEMM_MAX_COLS];
+                        UNROLL
+                        for (int k = 2 * part; k < 2 * part + 2; k++) {
+                            const __m256i qv = load256(xb + 368 + 64 * (4 * h + k) + 32 * hr);
+                            const __m256i hv = load256(xb + 112 + 64 * k + 32 * hr);
+                            const __m256i lo = _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3);
+                            const __m256i hi = _mm256_and_si256(hb < 2 ? _mm256_slli_epi16(hv, 2 - hb)
+                                                                : hb == 2 ? hv : _mm256_srli_epi16(hv, hb - 2), b2);
+                            const __m256i u = _mm256_or_si256(lo, hi);
+                            for (int c = 0; c < ncols; c++) {
+                                const __m256i pr = _mm256_maddubs_epi16(u,
+                                    bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
+                                q16[c] = k == 2 * part ? pr : _mm256_add_epi16(q16[c], pr);
+                            }
+                        }
+                        for (int c = 0; c < ncols; c++)
+                            sumi[hr][c] = _mm256_add_epi32(sumi[hr][c], _mm256_madd_epi16(q16[c], scale));
+                    }
+        }
+        const __m256 dw = row_scales(xb);
+        for (int c = 0; c < ncols; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
+                                     _mm256_mul_ps(dw, _mm256_set1_ps(yb[c]->d)), acc[c]);
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
 CPU_X8_DISPATCH(q4_0, avx2)
 CPU_X8_DISPATCH(q5_0, avx2)
 CPU_X8_DISPATCH(q8_0, avx2)
 CPU_X8_DISPATCH(q4_K, avx2)
 CPU_X8_DISPATCH(q6_K, avx2)
+CPU_X8_DISPATCH(q3_K, avx2)
 #else
 typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
 #endif

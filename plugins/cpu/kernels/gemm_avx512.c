@@ -629,8 +629,6 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
-    const __m256i k0f = _mm256_set1_epi32(0x0f0f0f0f), k03 = _mm256_set1_epi32(0x03030303);
-    const __m256i k32 = _mm256_set1_epi8(32);
     __m512 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -644,20 +642,8 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
          * was slower again. (Q2_K's kernel lost from the same change.) */
         cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 896);
         const __m512 dw = row_scales(xb);
-        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16));
-        const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 48));
-        const __m256i a2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 80));
-        /* ggml's unpacking of the 6-bit scales, 8 rows at once, less 32 */
-        const __m256i sv[4] = {
-            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a0, k0f),
-                _mm256_slli_epi32(_mm256_and_si256(a2, k03), 4)), k32),
-            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a1, k0f),
-                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 2), k03), 4)), k32),
-            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a0, 4), k0f),
-                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 4), k03), 4)), k32),
-            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a1, 4), k0f),
-                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 6), k03), 4)), k32),
-        };
+        __m256i sv[4];
+        cpu_q3_K_x8_scales(xb, sv);
         /* row r's 4 scales of word q as int16 at qword r */
         const __m512i scw[4] = { _mm512_cvtepi8_epi16(sv[0]), _mm512_cvtepi8_epi16(sv[1]),
                                  _mm512_cvtepi8_epi16(sv[2]), _mm512_cvtepi8_epi16(sv[3]) };

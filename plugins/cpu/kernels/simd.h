@@ -29,6 +29,25 @@ static inline __attribute__((always_inline)) void cpu_x8_prefetch_l1(const uint8
     _Pragma("GCC unroll 32")
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
 }
+/* The 6-bit scales less 32 of an x8 Q3_K block's 8 rows (ggml's unpacking
+ * of its three packed words, on 8 rows at once): sv[q] holds, in row r's
+ * dword, the scales of sub-blocks 4q..4q+3, one signed byte each. */
+static inline __attribute__((always_inline)) void cpu_q3_K_x8_scales(const uint8_t *xb, __m256i sv[4])
+{
+    const __m256i k0f = _mm256_set1_epi32(0x0f0f0f0f), k03 = _mm256_set1_epi32(0x03030303);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 16));
+    const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 48));
+    const __m256i a2 = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 80));
+    sv[0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a0, k0f),
+        _mm256_slli_epi32(_mm256_and_si256(a2, k03), 4)), k32);
+    sv[1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a1, k0f),
+        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 2), k03), 4)), k32);
+    sv[2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a0, 4), k0f),
+        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 4), k03), 4)), k32);
+    sv[3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a1, 4), k0f),
+        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a2, 6), k03), 4)), k32);
+}
 void cpu_vec_dot_q4_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 void cpu_vec_dot_q8_0_q8_0_x86(int64_t n, float *s, const void *a, const void *b);
 /* cpu_quantize_row_q8_0_ref's arithmetic 8 lanes at a time: the same bytes. */
@@ -88,6 +107,7 @@ bool cpu_x8_gfni_use(bool on);
 #define CPU_HAVE_X86_GEMM_AVX2 1
 void cpu_gemm_q4_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q5_0_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q3_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q8_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q4_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q6_K_x8_avx2(CPU_GEMM_X8_PARAMS);
