@@ -2,7 +2,8 @@
  * gemm_avx2.c — the x8 (repacked, see repack.h) dot kernels for AVX2
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
- * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, Q3_K).
+ * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K,
+ * Q3_K).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -220,16 +221,21 @@ static inline __m256i row_bytes16(__m256i v, int h, int j)
     return _mm256_shuffle_epi8(rows, pick);
 }
 
-/* Q4_K x8: the 6-bit scales and mins of 8 rows come out of three 256-bit
- * words (ggml's packing on 8 rows at once, as in gemm_avx512.c). Rows 0-3 and
- * 4-7 are done one after the other, so each sub-block's int16 sums (4
- * maddubs of nibbles, |x| <= 15360) take one register per activation row;
- * one madd by the sub-block scale widens them. The min term
+/* Q4_K and (q5) Q5_K x8: the 6-bit scales and mins of 8 rows come out of
+ * three 256-bit words (ggml's packing on 8 rows at once, as in
+ * gemm_avx512.c). Rows 0-3 and 4-7 are done one after the other, so each
+ * sub-block's int16 sums (4 maddubs of quants at most 31: |x| <= 31496)
+ * take one register per activation row; one madd by the sub-block scale
+ * widens them. Q5_K's fifth bit of sub-block j is bit j of the qh piece
+ * beside the qs piece (repack.h). The min term
  * dmin * sum_j m[j] (bsums[2j] + bsums[2j+1]) is one madd per 4 mins. */
 static inline __attribute__((always_inline)) void
-q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q4_K_q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+             const int ncols, const int q5)
 {
     const int64_t nb = n / BP_QK_K;
+    const size_t xs = CPU_REPACK_ROWS * (q5 ? sizeof(struct bp_block_q5_K) : sizeof(struct bp_block_q4_K));
+    const __m256i b4 = _mm256_set1_epi8(0x10);
     const uint8_t *x = w;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
@@ -237,10 +243,11 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     __m256 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q4_K));
-        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 128); /* d, dmin, scales */
-        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 128);
-        const uint8_t *qs = xb + 128;
+        const uint8_t *xb = x + (size_t)b * xs;
+        /* d, dmin, scales (Q5_K: and qh) */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, q5 ? 384 : 128);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, q5 ? 384 : 128);
+        const uint8_t *qs = xb + (q5 ? 384 : 128);
         const __m256i u0 = load256(xb + 32), u1 = load256(xb + 64), u2 = load256(xb + 96);
         /* lane r: bytes j = scale (min) of sub-block j (lo) and 4 + j (hi) of row r */
         const __m256i sc_lo = _mm256_and_si256(u0, k3f), mn_lo = _mm256_and_si256(u1, k3f);
@@ -280,7 +287,12 @@ q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                         _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
                     }
                     const __m256i v = load256(piece + 32 * h);
-                    const __m256i q4 = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                    __m256i q4 = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                    if (q5) { /* bit j of qh piece k to bit 4 */
+                        const __m256i hq = load256(xb + 128 + 64 * k + 32 * h);
+                        q4 = _mm256_or_si256(q4, _mm256_and_si256(
+                            j < 4 ? _mm256_slli_epi16(hq, 4 - j) : j == 4 ? hq : _mm256_srli_epi16(hq, j - 4), b4));
+                    }
                     for (int c = 0; c < ncols; c++)
                         p[c] = _mm256_add_epi16(p[c], _mm256_maddubs_epi16(q4,
                             bcast8(yb[c]->qs + 64 * (j / 2) + 32 * (j & 1) + 8 * k)));
@@ -495,7 +507,20 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
 CPU_X8_DISPATCH(q4_0, avx2)
 CPU_X8_DISPATCH(q5_0, avx2)
 CPU_X8_DISPATCH(q8_0, avx2)
+static inline __attribute__((always_inline)) void
+q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q4_K_q5_K_x8(n, s, bs, w, y, ys, ncols, 0);
+}
+
+static inline __attribute__((always_inline)) void
+q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q4_K_q5_K_x8(n, s, bs, w, y, ys, ncols, 1);
+}
+
 CPU_X8_DISPATCH(q4_K, avx2)
+CPU_X8_DISPATCH(q5_K, avx2)
 CPU_X8_DISPATCH(q6_K, avx2)
 CPU_X8_DISPATCH(q3_K, avx2)
 #else

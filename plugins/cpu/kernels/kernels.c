@@ -68,7 +68,7 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q4_K cpu_gemm_q4_K_x8_avx2
 #define GEMM_Q6_K cpu_gemm_q6_K_x8_avx2
 #define GEMM_Q5_0 cpu_gemm_q5_0_x8_avx2
-#define GEMM_Q5_K NULL
+#define GEMM_Q5_K cpu_gemm_q5_K_x8_avx2
 #define GEMM_Q3_K cpu_gemm_q3_K_x8_avx2
 #define GEMM_IQ4_XS NULL
 #define GEMM_Q2_K NULL

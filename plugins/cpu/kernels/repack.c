@@ -105,7 +105,9 @@ static const struct x8_segment *segments(enum bp_type t)
  * Q5_0 decode 57-59 -> 35-36 ms a token, 16-token prefill 18-19 -> 60-63
  * tokens/s (one thread, the avx2 variant forced on AMD family 1Ah, 3
  * alternating pairs); its Q3_K one: 1B Q3_K_M decode 36-45 -> 27-31 ms,
- * prefill 31-33 -> 47-58 tokens/s, from L2 11.2 -> 17.4 GB/s. */
+ * prefill 31-33 -> 47-58 tokens/s, from L2 11.2 -> 17.4 GB/s; its Q5_K
+ * one: 1B Q5_K_M decode 38.5-39.2 -> 32.3-35.0 ms, prefill 29-30 -> 58-60
+ * tokens/s, from L2 20.4 -> 32.2 GB/s. */
 bool cpu_repack_type_ok(enum bp_type t)
 {
 #if defined(CPU_HAVE_NEON_SIMD)
@@ -113,7 +115,7 @@ bool cpu_repack_type_ok(enum bp_type t)
     return false;
 #elif defined(CPU_HAVE_X86_GEMM_AVX2)
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
-           t == BP_TYPE_Q5_0 || t == BP_TYPE_Q3_K;
+           t == BP_TYPE_Q5_0 || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K;
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||

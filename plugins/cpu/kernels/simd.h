@@ -108,6 +108,7 @@ bool cpu_x8_gfni_use(bool on);
 void cpu_gemm_q4_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q5_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q3_K_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q8_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q4_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q6_K_x8_avx2(CPU_GEMM_X8_PARAMS);
