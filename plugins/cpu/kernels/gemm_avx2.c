@@ -3,7 +3,7 @@
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
  * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K,
- * Q3_K).
+ * Q3_K, IQ4_XS).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -504,6 +504,87 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
+/* IQ4_XS x8 (layout in repack.h): rows 0-3 and 4-7 one after the other,
+ * as Q4_K. Each 32-byte register of nibbles looks up IQ4_NL's levels
+ * twice, as magnitudes and as signs: maddubs takes |level| (unsigned)
+ * against the activation with the level's sign (ggml's trick), and since
+ * a pair of those products fills int16 (2 * 127 * 127), each maddubs is
+ * widened at once by a madd with its sub-block's scale. The 6-bit scales
+ * of 8 rows come out of scales_l and scales_h in bytes (ggml's packing on
+ * 8 rows at once): byte q of row r's dword of ev (od) is sub-block 2q's
+ * (2q + 1's) scale less 32. */
+static inline __attribute__((always_inline)) void
+iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), k03 = _mm256_set1_epi8(0x03), k0c = _mm256_set1_epi8(0x0C);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)bp_iq4nl_values()));
+    const __m256i alut = _mm256_abs_epi8(lut);
+    /* odd bytes of each dword: 0xFF */
+    const __m256i odd = _mm256_set1_epi32((int)0xFF00FF00);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_iq4_xs));
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 64); /* d, scales */
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 64);
+        /* row r's scales_h as [low byte, low, high, high] in its dword, then
+         * nibble q of it in byte q */
+        const __m256i hd = _mm256_shuffle_epi8(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(xb + 16))),
+            _mm256_setr_epi8(0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13,
+                             0, 0, 1, 1, 4, 4, 5, 5, 8, 8, 9, 9, 12, 12, 13, 13));
+        const __m256i nib = _mm256_blendv_epi8(_mm256_and_si256(hd, m4),
+                                               _mm256_and_si256(_mm256_srli_epi16(hd, 4), m4), odd);
+        const __m256i l = load256(xb + 32);
+        const __m256i ev = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l, m4),
+            _mm256_slli_epi16(_mm256_and_si256(nib, k03), 4)), k32);
+        const __m256i od = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(nib, k0c), 2)), k32);
+        const uint8_t *qs = xb + 64;
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        __m256i sumi[2][CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++)
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+        for (int hr = 0; hr < 2; hr++) {
+            /* rows 4hr..4hr+3: sub-blocks 0, 2, 4, 6 (1, 3, 5, 7) as int16, row r at 4r */
+            const __m256i ev16 = _mm256_cvtepi8_epi16(hr ? _mm256_extracti128_si256(ev, 1) : _mm256_castsi256_si128(ev));
+            const __m256i od16 = _mm256_cvtepi8_epi16(hr ? _mm256_extracti128_si256(od, 1) : _mm256_castsi256_si128(od));
+            for (int c = 0; c < ncols; c++) sumi[hr][c] = _mm256_setzero_si256();
+            UNROLL
+            for (int ib = 0; ib < 8; ib++) {
+                const __m256i scale = spread16(ib % 2 ? od16 : ev16, ib / 2);
+                UNROLL
+                for (int t = 0; t < 2; t++) { /* qs piece 2 ib + t: elements 32 ib + 8 t (+ 16) */
+                    const uint8_t *piece = qs + 64 * (2 * ib + t);
+                    if (hr == 0) { /* rows 0-3 meet each piece first */
+                        _mm_prefetch((const char *)piece + CPU_X8_L2_PREFETCH_BYTES, _MM_HINT_T1);
+                        _mm_prefetch((const char *)piece + CPU_X8_L1_PREFETCH_BYTES, _MM_HINT_T0);
+                    }
+                    const __m256i v = load256(piece + 32 * hr);
+                    UNROLL
+                    for (int hi = 0; hi < 2; hi++) {
+                        const __m256i q4 = _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m4);
+                        const __m256i mag = _mm256_shuffle_epi8(alut, q4), sgn = _mm256_shuffle_epi8(lut, q4);
+                        for (int c = 0; c < ncols; c++) {
+                            const __m256i yv = _mm256_sign_epi8(bcast8(yb[c]->qs + 32 * ib + 16 * hi + 8 * t), sgn);
+                            sumi[hr][c] = _mm256_add_epi32(sumi[hr][c],
+                                _mm256_madd_epi16(_mm256_maddubs_epi16(mag, yv), scale));
+                        }
+                    }
+                }
+            }
+        }
+        const __m256 dw = row_scales(xb);
+        for (int c = 0; c < ncols; c++)
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
+                                     _mm256_mul_ps(dw, _mm256_set1_ps(yb[c]->d)), acc[c]);
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
 CPU_X8_DISPATCH(q4_0, avx2)
 CPU_X8_DISPATCH(q5_0, avx2)
 CPU_X8_DISPATCH(q8_0, avx2)
@@ -523,6 +604,7 @@ CPU_X8_DISPATCH(q4_K, avx2)
 CPU_X8_DISPATCH(q5_K, avx2)
 CPU_X8_DISPATCH(q6_K, avx2)
 CPU_X8_DISPATCH(q3_K, avx2)
+CPU_X8_DISPATCH(iq4_xs, avx2)
 #else
 typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
 #endif
