@@ -2,8 +2,8 @@
  * gemm_avx2.c — the x8 (repacked, see repack.h) dot kernels for AVX2
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
- * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K,
- * Q3_K, IQ4_XS).
+ * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K,
+ * Q6_K, Q3_K, IQ4_XS).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -162,24 +162,28 @@ q4_0_q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* Q8_0 x8: |w| once per block; sign(x, w) per activation row. Each group
+/* Q8_0 and (nl) IQ4_NL x8 (Q4_0's layout; its levels looked up per
+ * register): |w| once per block; sign(x, w) per activation row. Each group
  * of 8 weight bytes is loaded once and meets every activation row before
  * the next, so only 2 * ncols int32 sums stay live. A pair of int8 products
  * (up to 2 * 128 * 127) fills int16, so each maddubs is widened by its own
  * madd. Like the plain kernel this assumes no -128 in the activation
  * (from_float gives -127..127). */
 static inline __attribute__((always_inline)) void
-q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+q8_0_iq4_nl_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
+               const int ncols, const int nl)
 {
     const int64_t nb = n / BP_QK8_0;
+    const size_t xs = CPU_REPACK_ROWS * (nl ? sizeof(struct bp_block_iq4_nl) : sizeof(struct bp_block_q8_0));
     const uint8_t *x = w;
-    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0F);
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)bp_iq4nl_values()));
     __m256 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
-        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
-        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, CPU_REPACK_ROWS * sizeof(struct bp_block_q8_0));
+        const uint8_t *xb = x + (size_t)b * xs;
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, xs);
         const __m256 dw = row_scales(xb);
         const int8_t *q[CPU_GEMM_MAX_COLS];
         __m256i pa[CPU_GEMM_MAX_COLS], pb[CPU_GEMM_MAX_COLS];
@@ -190,7 +194,15 @@ q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
         /* group k of rows 0-3 (va) and 4-7 (vb): each weight byte loaded once */
         UNROLL
         for (int k = 0; k < 4; k++) {
-            const __m256i va = load256(xb + 16 + 64 * k), vb = load256(xb + 48 + 64 * k);
+            __m256i va, vb;
+            if (nl) { /* elements 8k..: the low (k < 2) or high nibbles of group k % 2 */
+                const __m256i na = load256(xb + 16 + 64 * (k % 2)), nbv = load256(xb + 48 + 64 * (k % 2));
+                va = _mm256_shuffle_epi8(lut, _mm256_and_si256(k < 2 ? na : _mm256_srli_epi16(na, 4), m4));
+                vb = _mm256_shuffle_epi8(lut, _mm256_and_si256(k < 2 ? nbv : _mm256_srli_epi16(nbv, 4), m4));
+            } else {
+                va = load256(xb + 16 + 64 * k);
+                vb = load256(xb + 48 + 64 * k);
+            }
             const __m256i aa = _mm256_abs_epi8(va), ab = _mm256_abs_epi8(vb);
             for (int c = 0; c < ncols; c++) {
                 const __m256i yk = bcast8(q[c] + 8 * k);
@@ -587,7 +599,20 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
 
 CPU_X8_DISPATCH(q4_0, avx2)
 CPU_X8_DISPATCH(q5_0, avx2)
+static inline __attribute__((always_inline)) void
+q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q8_0_iq4_nl_x8(n, s, bs, w, y, ys, ncols, 0);
+}
+
+static inline __attribute__((always_inline)) void
+iq4_nl_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    q8_0_iq4_nl_x8(n, s, bs, w, y, ys, ncols, 1);
+}
+
 CPU_X8_DISPATCH(q8_0, avx2)
+CPU_X8_DISPATCH(iq4_nl, avx2)
 static inline __attribute__((always_inline)) void
 q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {

@@ -115,7 +115,8 @@ bool cpu_repack_type_ok(enum bp_type t)
     return false;
 #elif defined(CPU_HAVE_X86_GEMM_AVX2)
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
-           t == BP_TYPE_Q5_0 || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K || t == BP_TYPE_IQ4_XS;
+           t == BP_TYPE_Q5_0 || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K || t == BP_TYPE_IQ4_XS ||
+           t == BP_TYPE_IQ4_NL;
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||
