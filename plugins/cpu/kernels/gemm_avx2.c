@@ -3,7 +3,7 @@
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
  * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K,
- * Q6_K, Q3_K, IQ4_XS).
+ * Q6_K, Q3_K, Q2_K, IQ4_XS).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -597,6 +597,86 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
+/* Q2_K x8 (layout in repack.h): rows 0-3 and 4-7 one after the other, as
+ * Q3_K. A quant is its two bits of qs (0..3, unsigned for maddubs);
+ * sub-block j (16 quants) of half h and shift p is pieces k = 0, 1 (j =
+ * 8h + 2p) or 2, 3 (j + 1) of qs piece 4h + k, two maddubs added in int16
+ * and widened by one madd with the scale (the low nibble of its byte). The
+ * min term dmin * sum_j m[j] * bsums[j] is one madd per 4 mins (the high
+ * nibbles). */
+static inline __attribute__((always_inline)) void
+q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    const int64_t nb = n / BP_QK_K;
+    const uint8_t *x = w;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i k0f = _mm_set1_epi8(0x0F);
+    __m256 acc[CPU_GEMM_MAX_COLS];
+    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q2_K));
+        /* the whole block (672 bytes) is read within the first row half */
+        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 704);
+        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 704);
+        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
+        __m256i sumi[2][CPU_GEMM_MAX_COLS], summ[2][CPU_GEMM_MAX_COLS];
+        for (int c = 0; c < ncols; c++)
+            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
+        for (int hr = 0; hr < 2; hr++) {
+            /* rows 4hr..4hr+3: scales (mins) of sub-blocks 4q..4q+3 as
+             * int16, row r at 4r */
+            __m256i sc[4], mn[4];
+            UNROLL
+            for (int q = 0; q < 4; q++) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(xb + 32 + 32 * q + 16 * hr));
+                sc[q] = _mm256_cvtepu8_epi16(_mm_and_si128(v, k0f));
+                mn[q] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), k0f));
+            }
+            for (int c = 0; c < ncols; c++) {
+                __m256i m = _mm256_setzero_si256();
+                for (int q = 0; q < 4; q++) {
+                    int64_t b4;
+                    memcpy(&b4, yb[c]->bsums + 4 * q, 8);
+                    m = _mm256_add_epi32(m, _mm256_madd_epi16(mn[q], _mm256_set1_epi64x(b4)));
+                }
+                summ[hr][c] = m;
+                sumi[hr][c] = _mm256_setzero_si256();
+            }
+            UNROLL
+            for (int h = 0; h < 2; h++)
+                UNROLL
+                for (int p = 0; p < 4; p++)
+                    UNROLL
+                    for (int part = 0; part < 2; part++) { /* sub-block 8h + 2p + part */
+                        const int j = 8 * h + 2 * p + part;
+                        const __m256i scale = spread16(sc[j / 4], j % 4);
+                        __m256i q16[CPU_GEMM_MAX_COLS];
+                        UNROLL
+                        for (int k = 2 * part; k < 2 * part + 2; k++) {
+                            const __m256i qv = load256(xb + 160 + 64 * (4 * h + k) + 32 * hr);
+                            const __m256i u = _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3);
+                            for (int c = 0; c < ncols; c++) {
+                                const __m256i pr = _mm256_maddubs_epi16(u,
+                                    bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
+                                q16[c] = k == 2 * part ? pr : _mm256_add_epi16(q16[c], pr);
+                            }
+                        }
+                        for (int c = 0; c < ncols; c++)
+                            sumi[hr][c] = _mm256_add_epi32(sumi[hr][c], _mm256_madd_epi16(q16[c], scale));
+                    }
+        }
+        const __m256 dw = row_scales(xb), mw = row_scales(xb + 16);
+        for (int c = 0; c < ncols; c++) {
+            const __m256 dy = _mm256_set1_ps(yb[c]->d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
+                                     _mm256_mul_ps(dw, dy), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(summ[0][c], summ[1][c])),
+                                      _mm256_mul_ps(mw, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
 CPU_X8_DISPATCH(q4_0, avx2)
 CPU_X8_DISPATCH(q5_0, avx2)
 static inline __attribute__((always_inline)) void
@@ -630,6 +710,7 @@ CPU_X8_DISPATCH(q5_K, avx2)
 CPU_X8_DISPATCH(q6_K, avx2)
 CPU_X8_DISPATCH(q3_K, avx2)
 CPU_X8_DISPATCH(iq4_xs, avx2)
+CPU_X8_DISPATCH(q2_K, avx2)
 #else
 typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
 #endif
