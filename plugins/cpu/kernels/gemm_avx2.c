@@ -55,6 +55,20 @@ static inline void store_rows(float *s, __m256 acc)
     _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(acc, ROW_ORDER));
 }
 
+/* acc[c] += (or -=, neg) the int32 sums of rows 0-3 (sumi[0]) and 4-7
+ * (sumi[1]), two lanes a row, times the row scales w and the activation
+ * block's d: the end of every 256-weight block. */
+static inline __attribute__((always_inline)) void
+x8_K_add(__m256 *acc, __m256i (*sumi)[CPU_GEMM_MAX_COLS], __m256 w,
+         const struct bp_block_q8_K *const *yb, const int ncols, const int neg)
+{
+    for (int c = 0; c < ncols; c++) {
+        const __m256 t = _mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c]));
+        const __m256 wd = _mm256_mul_ps(w, _mm256_set1_ps(yb[c]->d));
+        acc[c] = neg ? _mm256_fnmadd_ps(t, wd, acc[c]) : _mm256_fmadd_ps(t, wd, acc[c]);
+    }
+}
+
 /* Rows 0-3 (lo) and 4-7 (hi) of int16 sums, 4 int16 per row: one int32 per
  * row in ROW_ORDER. Both halves are at most 4 maddubs of nibbles (|x| <=
  * 15360), so the wrapping hadd of a pair cannot overflow. */
@@ -313,14 +327,8 @@ q4_K_q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_
                     sumi[h][c] = _mm256_add_epi32(sumi[h][c], _mm256_madd_epi16(p[c], scale));
             }
         }
-        const __m256 dw = row_scales(xb), mw = row_scales(xb + 16);
-        for (int c = 0; c < ncols; c++) {
-            const __m256 dy = _mm256_set1_ps(yb[c]->d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
-                                     _mm256_mul_ps(dw, dy), acc[c]);
-            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(summ[0][c], summ[1][c])),
-                                      _mm256_mul_ps(mw, dy), acc[c]);
-        }
+        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
+        x8_K_add(acc, summ, row_scales(xb + 16), yb, ncols, 1);
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
@@ -419,10 +427,7 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                             sumi[hr][c] = _mm256_add_epi32(sumi[hr][c], _mm256_madd_epi16(p[c], scale));
                     }
         }
-        const __m256 dw = row_scales(xb);
-        for (int c = 0; c < ncols; c++)
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
-                                     _mm256_mul_ps(dw, _mm256_set1_ps(yb[c]->d)), acc[c]);
+        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
@@ -439,19 +444,54 @@ q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     q4_0_q5_0_x8(n, s, bs, w, y, ys, ncols, 1);
 }
 
+/* Rows 4hr..4hr+3 of an x8 Q3_K (q3) or Q2_K block into sumi: sub-block j
+ * = 8h + 2p + part (16 quants) of half h and shift p is pieces k = 2 part,
+ * 2 part + 1 of qs piece 4h + k (Q3_K: and of hmask piece k, bit 4h + p,
+ * as bit 2), two maddubs added in int16 (at most 4 * 7 * 127) and widened
+ * by one madd with the sub-block's scale (sc[j / 4] holds 4 per row). */
+static inline __attribute__((always_inline)) void
+q23_K_x8_half(const uint8_t *xb, const __m256i *sc, const struct bp_block_q8_K *const *yb,
+              __m256i *sumi, const int ncols, const int hr, const int q3)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
+    const uint8_t *qs = xb + (q3 ? 368 : 160);
+    UNROLL
+    for (int h = 0; h < 2; h++)
+        UNROLL
+        for (int p = 0; p < 4; p++)
+            UNROLL
+            for (int part = 0; part < 2; part++) {
+                const int j = 8 * h + 2 * p + part, hb = 4 * h + p;
+                const __m256i scale = spread16(sc[j / 4], j % 4);
+                __m256i q16[CPU_GEMM_MAX_COLS];
+                UNROLL
+                for (int k = 2 * part; k < 2 * part + 2; k++) {
+                    const __m256i qv = load256(qs + 64 * (4 * h + k) + 32 * hr);
+                    __m256i u = _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3);
+                    if (q3) {
+                        const __m256i hv = load256(xb + 112 + 64 * k + 32 * hr);
+                        u = _mm256_or_si256(u, _mm256_and_si256(hb < 2 ? _mm256_slli_epi16(hv, 2 - hb)
+                                                                : hb == 2 ? hv : _mm256_srli_epi16(hv, hb - 2), b2));
+                    }
+                    for (int c = 0; c < ncols; c++) {
+                        const __m256i pr = _mm256_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
+                        q16[c] = k == 2 * part ? pr : _mm256_add_epi16(q16[c], pr);
+                    }
+                }
+                for (int c = 0; c < ncols; c++)
+                    sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(q16[c], scale));
+            }
+}
+
 /* Q3_K x8 (layout in repack.h): rows 0-3 and 4-7 one after the other, as
  * Q4_K. A quant is u - 4 with u = its two bits of qs | its hmask bit << 2
  * (0..7, unsigned for maddubs); the -4 comes out as 4 * sum_j scale[j] *
- * bsums[j], one madd per 4 scales. Sub-block j (16 quants) of half h and
- * shift p is pieces k = 0, 1 (j = 8h + 2p) or 2, 3 (j + 1) of qs piece
- * 4h + k and hmask piece k: two maddubs add in int16 (at most 4 * 7 *
- * 127) and one madd by the sub-block's signed scale widens them. */
+ * bsums[j], one madd per 4 scales; the products as q23_K_x8_half's. */
 static inline __attribute__((always_inline)) void
 q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
-    const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
     __m256 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -481,37 +521,9 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 }
                 sumi[hr][c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 2));
             }
-            UNROLL
-            for (int h = 0; h < 2; h++)
-                UNROLL
-                for (int p = 0; p < 4; p++)
-                    UNROLL
-                    for (int part = 0; part < 2; part++) { /* sub-block 8h + 2p + part */
-                        const int j = 8 * h + 2 * p + part, hb = 4 * h + p;
-                        const __m256i scale = spread16(sc[j / 4], j % 4);
-                        __m256i q16[CPU_GEMM_MAX_COLS];
-                        UNROLL
-                        for (int k = 2 * part; k < 2 * part + 2; k++) {
-                            const __m256i qv = load256(xb + 368 + 64 * (4 * h + k) + 32 * hr);
-                            const __m256i hv = load256(xb + 112 + 64 * k + 32 * hr);
-                            const __m256i lo = _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3);
-                            const __m256i hi = _mm256_and_si256(hb < 2 ? _mm256_slli_epi16(hv, 2 - hb)
-                                                                : hb == 2 ? hv : _mm256_srli_epi16(hv, hb - 2), b2);
-                            const __m256i u = _mm256_or_si256(lo, hi);
-                            for (int c = 0; c < ncols; c++) {
-                                const __m256i pr = _mm256_maddubs_epi16(u,
-                                    bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                                q16[c] = k == 2 * part ? pr : _mm256_add_epi16(q16[c], pr);
-                            }
-                        }
-                        for (int c = 0; c < ncols; c++)
-                            sumi[hr][c] = _mm256_add_epi32(sumi[hr][c], _mm256_madd_epi16(q16[c], scale));
-                    }
+            q23_K_x8_half(xb, sc, yb, sumi[hr], ncols, hr, 1);
         }
-        const __m256 dw = row_scales(xb);
-        for (int c = 0; c < ncols; c++)
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
-                                     _mm256_mul_ps(dw, _mm256_set1_ps(yb[c]->d)), acc[c]);
+        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
@@ -589,27 +601,20 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
                 }
             }
         }
-        const __m256 dw = row_scales(xb);
-        for (int c = 0; c < ncols; c++)
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
-                                     _mm256_mul_ps(dw, _mm256_set1_ps(yb[c]->d)), acc[c]);
+        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* Q2_K x8 (layout in repack.h): rows 0-3 and 4-7 one after the other, as
- * Q3_K. A quant is its two bits of qs (0..3, unsigned for maddubs);
- * sub-block j (16 quants) of half h and shift p is pieces k = 0, 1 (j =
- * 8h + 2p) or 2, 3 (j + 1) of qs piece 4h + k, two maddubs added in int16
- * and widened by one madd with the scale (the low nibble of its byte). The
- * min term dmin * sum_j m[j] * bsums[j] is one madd per 4 mins (the high
- * nibbles). */
+/* Q2_K x8 (layout in repack.h): as Q3_K's with quants of two bits (0..3)
+ * and no offset; the scales are the low nibbles of the scale bytes, and
+ * the min term dmin * sum_j m[j] * bsums[j] (m the high nibbles) is one
+ * madd per 4 mins. */
 static inline __attribute__((always_inline)) void
 q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK_K;
     const uint8_t *x = w;
-    const __m256i m3 = _mm256_set1_epi8(3);
     const __m128i k0f = _mm_set1_epi8(0x0F);
     __m256 acc[CPU_GEMM_MAX_COLS];
     for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
@@ -642,37 +647,10 @@ q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                 summ[hr][c] = m;
                 sumi[hr][c] = _mm256_setzero_si256();
             }
-            UNROLL
-            for (int h = 0; h < 2; h++)
-                UNROLL
-                for (int p = 0; p < 4; p++)
-                    UNROLL
-                    for (int part = 0; part < 2; part++) { /* sub-block 8h + 2p + part */
-                        const int j = 8 * h + 2 * p + part;
-                        const __m256i scale = spread16(sc[j / 4], j % 4);
-                        __m256i q16[CPU_GEMM_MAX_COLS];
-                        UNROLL
-                        for (int k = 2 * part; k < 2 * part + 2; k++) {
-                            const __m256i qv = load256(xb + 160 + 64 * (4 * h + k) + 32 * hr);
-                            const __m256i u = _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3);
-                            for (int c = 0; c < ncols; c++) {
-                                const __m256i pr = _mm256_maddubs_epi16(u,
-                                    bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                                q16[c] = k == 2 * part ? pr : _mm256_add_epi16(q16[c], pr);
-                            }
-                        }
-                        for (int c = 0; c < ncols; c++)
-                            sumi[hr][c] = _mm256_add_epi32(sumi[hr][c], _mm256_madd_epi16(q16[c], scale));
-                    }
+            q23_K_x8_half(xb, sc, yb, sumi[hr], ncols, hr, 0);
         }
-        const __m256 dw = row_scales(xb), mw = row_scales(xb + 16);
-        for (int c = 0; c < ncols; c++) {
-            const __m256 dy = _mm256_set1_ps(yb[c]->d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sumi[0][c], sumi[1][c])),
-                                     _mm256_mul_ps(dw, dy), acc[c]);
-            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(summ[0][c], summ[1][c])),
-                                      _mm256_mul_ps(mw, dy), acc[c]);
-        }
+        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
+        x8_K_add(acc, summ, row_scales(xb + 16), yb, ncols, 1);
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }

@@ -122,26 +122,34 @@ static bool gfni_in_use(void)
     return st ? st == 1 : cpu_x8_gfni_use(true);
 }
 
+/* The integer dot of one x8 block of a 32-weight type against ncols
+ * activation rows, started from the column's offset term, then scaled:
+ * u[k] holds elements 8k..8k+7 of every row (unsigned). */
+static inline __attribute__((always_inline)) void
+x8_0_dot(const __m512i *u, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
+         const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols)
+{
+    for (int c = 0; c < ncols; c++) {
+        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
+        /* each of a row's two lanes carries half of the offset term */
+        __m512i p = _mm512_set1_epi32(off[c][b % X8_CHUNK]);
+        for (int k = 0; k < 4; k++) p = _mm512_dpbusd_epi32(p, u[k], bcast8(q + 8 * k));
+        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
+    }
+}
+
 /* One x8 block of Q4_0 (at xb, block b of the rows; dw its row scales)
- * against ncols activation rows. */
+ * against ncols activation rows: the -8 offset through the quant sum. */
 static inline X8_BLOCK_INLINE void
 q4_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, int64_t b,
               const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i v0 = _mm512_loadu_si512(xb + 16), v1 = _mm512_loadu_si512(xb + 80);
-    const __m512i l0 = _mm512_and_si512(v0, m4), h0 = hi_nibbles(v0, gfni);
-    const __m512i l1 = _mm512_and_si512(v1, m4), h1 = hi_nibbles(v1, gfni);
-    for (int c = 0; c < ncols; c++) {
-        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
-        /* each of a row's two lanes carries half of the -8 * sum */
-        __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[c][b % X8_CHUNK]), l0, bcast8(q));
-        p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
-        p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
-        p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
-        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
-    }
+    const __m512i u[4] = { _mm512_and_si512(v0, m4), _mm512_and_si512(v1, m4), hi_nibbles(v0, gfni),
+                           hi_nibbles(v1, gfni) };
+    x8_0_dot(u, dw, yr, nb, b, off, acc, ncols);
 }
 
 /* One x8 block of Q8_0, as q4_0_x8_block (there is no GFNI step). */
@@ -150,17 +158,11 @@ q8_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
               const int32_t (*off)[X8_CHUNK], __m512 *acc, const int ncols, const int gfni)
 {
     (void)gfni;
+    /* weights read +128 */
     __m512i v[4];
     for (int k = 0; k < 4; k++)
         v[k] = _mm512_xor_si512(_mm512_loadu_si512(xb + 16 + 64 * k), _mm512_set1_epi8((char)0x80));
-    for (int c = 0; c < ncols; c++) {
-        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
-        /* weights read +128: half of -128 * sum per lane */
-        __m512i p = _mm512_set1_epi32(off[c][b % X8_CHUNK]);
-        for (int k = 0; k < 4; k++) p = _mm512_dpbusd_epi32(p, v[k], bcast8(q + 8 * k));
-        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
-    }
+    x8_0_dot(v, dw, yr, nb, b, off, acc, ncols);
 }
 
 /* One x8 block of Q5_0, as q4_0_x8_block: the nibbles get their fifth bit
@@ -175,22 +177,10 @@ q5_0_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb, i
     uint64_t qh[4];
     memcpy(qh, xb + 16, sizeof qh);
     const __m512i v0 = _mm512_loadu_si512(xb + 48), v1 = _mm512_loadu_si512(xb + 112);
-    __m512i l0 = _mm512_and_si512(v0, m4), h0 = hi_nibbles(v0, gfni);
-    __m512i l1 = _mm512_and_si512(v1, m4), h1 = hi_nibbles(v1, gfni);
-    l0 = _mm512_mask_add_epi8(l0, _cvtu64_mask64(qh[0]), l0, b4);
-    l1 = _mm512_mask_add_epi8(l1, _cvtu64_mask64(qh[1]), l1, b4);
-    h0 = _mm512_mask_add_epi8(h0, _cvtu64_mask64(qh[2]), h0, b4);
-    h1 = _mm512_mask_add_epi8(h1, _cvtu64_mask64(qh[3]), h1, b4);
-    for (int c = 0; c < ncols; c++) {
-        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
-        /* each of a row's two lanes carries half of the -16 * sum */
-        __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[c][b % X8_CHUNK]), l0, bcast8(q));
-        p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
-        p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
-        p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
-        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
-    }
+    __m512i u[4] = { _mm512_and_si512(v0, m4), _mm512_and_si512(v1, m4), hi_nibbles(v0, gfni),
+                     hi_nibbles(v1, gfni) };
+    for (int k = 0; k < 4; k++) u[k] = _mm512_mask_add_epi8(u[k], _cvtu64_mask64(qh[k]), u[k], b4);
+    x8_0_dot(u, dw, yr, nb, b, off, acc, ncols);
 }
 
 /* The 16 IQ4_NL levels + 128 (1..241: unsigned for vpdpbusd), in every
@@ -210,20 +200,11 @@ iq4_nl_x8_block(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb,
 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), lut = iq4_levels_u8();
     const __m512i v0 = _mm512_loadu_si512(xb + 16), v1 = _mm512_loadu_si512(xb + 80);
-    const __m512i l0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(v0, m4));
-    const __m512i h0 = _mm512_shuffle_epi8(lut, hi_nibbles(v0, gfni));
-    const __m512i l1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(v1, m4));
-    const __m512i h1 = _mm512_shuffle_epi8(lut, hi_nibbles(v1, gfni));
-    for (int c = 0; c < ncols; c++) {
-        const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr[c])[b].qs;
-        /* each of a row's two lanes carries half of the -128 * sum */
-        __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[c][b % X8_CHUNK]), l0, bcast8(q));
-        p = _mm512_dpbusd_epi32(p, l1, bcast8(q + 8));
-        p = _mm512_dpbusd_epi32(p, h0, bcast8(q + 16));
-        p = _mm512_dpbusd_epi32(p, h1, bcast8(q + 24));
-        const __m512 dy = _mm512_set1_ps(cpu_q8_0_aux_d(yr[c], nb, b));
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dy), acc[c]);
-    }
+    const __m512i u[4] = { _mm512_shuffle_epi8(lut, _mm512_and_si512(v0, m4)),
+                           _mm512_shuffle_epi8(lut, _mm512_and_si512(v1, m4)),
+                           _mm512_shuffle_epi8(lut, hi_nibbles(v0, gfni)),
+                           _mm512_shuffle_epi8(lut, hi_nibbles(v1, gfni)) };
+    x8_0_dot(u, dw, yr, nb, b, off, acc, ncols);
 }
 
 typedef void (*x8_0_block_fn)(const uint8_t *xb, __m512 dw, const char *const *yr, int64_t nb,
