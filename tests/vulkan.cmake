@@ -40,8 +40,9 @@ set_tests_properties(test_vulkan_gpu_paths PROPERTIES SKIP_RETURN_CODE 77)
 
 # Every op x type x shape of the check harness against the CPU reference,
 # on the native and the packed-word 16-bit paths. Under ASan only the first
-# pass: the others differ from it in the shaders lavapipe runs, which the
-# plain tree checks, and each pass cost the sanitizer stage about two minutes.
+# pass: the others differ from it in the shaders lavapipe runs, not in host
+# code, and cost the sanitizer stage three minutes; a plain tree runs them
+# all (scripts/test-all.sh with BP_PLAIN_TESTS=1, or ctest in build/).
 if(BP_SANITIZE)
   set(BP_VK_CHECK_PASSES first)
 else()
