@@ -101,17 +101,11 @@ static const struct x8_segment *segments(enum bp_type t)
  * instead of 47 / 13.9. The scalar reference repacks every type through
  * its reference kernels, so that the layout conversion runs under
  * valgrind; NEON has no x8 kernels yet. The Q2_K x8 kernel gives the
- * plain dot's bits (see cpu_gemm_q2_K_x8_x86). avx2's Q5_0 x8 kernel: 1B
- * Q5_0 decode 57-59 -> 35-36 ms a token, 16-token prefill 18-19 -> 60-63
- * tokens/s (one thread, the avx2 variant forced on AMD family 1Ah, 3
- * alternating pairs); its Q3_K one: 1B Q3_K_M decode 36-45 -> 27-31 ms,
- * prefill 31-33 -> 47-58 tokens/s, from L2 11.2 -> 17.4 GB/s; its Q5_K
- * one: 1B Q5_K_M decode 38.5-39.2 -> 32.3-35.0 ms, prefill 29-30 -> 58-60
- * tokens/s, from L2 20.4 -> 32.2 GB/s; IQ4_XS decode 33.0-33.7 ->
- * 24.8-26.3 ms, IQ4_NL 45.8-46.8 -> 27.5-28.0 ms; Q2_K's computes barely
- * faster than its plain dot (from L2 14.9 -> 16.5 GB/s, decode 1-3% less
- * time) but prefills 1.24x as fast. Q4_1 and Q5_1 stay plain in avx2:
- * their x8 kernels keep ggml-cpu's lanes (see gemm_avx512.c), which a
+ * plain dot's bits (see cpu_gemm_q2_K_x8_x86). The avx2 kernels of the
+ * ABI 1.2 types against the plain dot: docs/performance.md, "The avx2
+ * variant" (Q2_K's computes barely faster than its plain dot at decode but
+ * prefills 1.24x as fast). Q4_1 and Q5_1 stay plain in avx2: their x8
+ * kernels keep ggml-cpu's lanes (see gemm_avx512.c), which a
  * 4-rows-per-register kernel would not. */
 bool cpu_repack_type_ok(enum bp_type t)
 {
