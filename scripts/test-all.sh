@@ -2,11 +2,15 @@
 # test-all.sh — every test, the way CI runs them (.ci/run calls this):
 #   1. build/       RelWithDebInfo build
 #   2. build/       the host and CPU-plugin suites under valgrind
-#                   (ctest -L valgrind; registered by tests/valgrind.cmake)
+#                   (ctest -L valgrind; registered by tests/valgrind.cmake),
+#                   and the few tests that only a plain tree registers
+#                   (ctest -L uninstrumented: shader paths that a sanitizer
+#                   would watch nothing of)
 #   3. build-asan/  AddressSanitizer + UBSan build (-DBP_SANITIZE=ON): every
 #                   suite. The same suites uninstrumented in build/ would add
 #                   a third of the run and find nothing this stage misses;
-#                   BP_PLAIN_TESTS=1 runs them too (ctest -LE valgrind)
+#                   BP_PLAIN_TESTS=1 runs them too
+#                   (ctest -LE 'valgrind|uninstrumented')
 #   4. build-tsan/  ThreadSanitizer build (-DBP_TSAN=ON) of the suites that run
 #                   threads: cpu, meta, loader (ctest -L tsan; tests/tsan.cmake)
 #   5. build-fuzz/  clang + libFuzzer: the fuzz harnesses (tests/fuzz/) and a
@@ -53,10 +57,11 @@ build_tree() { # dir cmake-args...
 
 if stage "build (build/)" build_tree build -DBP_SANITIZE=OFF -DBP_VALGRIND=ON; then
     if [[ ${BP_PLAIN_TESTS:-0} == 1 ]]; then
-        stage "ctest (build/)" ctest --test-dir build --output-on-failure -j"$jobs" -LE valgrind
+        stage "ctest (build/)" ctest --test-dir build --output-on-failure -j"$jobs" -LE 'valgrind|uninstrumented'
     fi
     if ctest --test-dir build -N -L valgrind | grep -q 'Total Tests: [1-9]'; then
-        stage "ctest valgrind (build/)" ctest --test-dir build --output-on-failure -j"$jobs" -L valgrind
+        stage "ctest valgrind + uninstrumented (build/)" ctest --test-dir build --output-on-failure -j"$jobs" \
+            -L 'valgrind|uninstrumented'
     else
         failed+=("ctest valgrind (build/): no valgrind tests registered; is valgrind installed?")
     fi
