@@ -22,8 +22,8 @@
  *  - each column equal to the bit to the same column computed alone;
  *  - where GFNI moves bits (every type but Q8_0 and Q4_K; avx512 build),
  *    the output equal to the bit to the shift-and-mask path's;
- *  - Q2_K, Q4_1 and Q5_1 (avx512 build) equal to the bit to the plain dot
- *    of each row.
+ *  - Q4_1 and Q5_1 (avx2 and avx512 builds) and Q2_K (avx512 build) equal
+ *    to the bit to the plain dot of each row.
  *
  * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
  * the AMX tile kernels (kernels/gemm_amx.h) get the same edges: 16 weight
@@ -284,9 +284,13 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
                 }
             }
 #endif
-#if defined(CPU_HAVE_X86_GEMM)
+#if defined(CPU_HAVE_X86_SIMD)
             /* these x8 kernels keep the plain dot's lanes */
+#if defined(CPU_HAVE_X86_GEMM)
             if (t == BP_TYPE_Q2_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
+#else
+            if (t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
+#endif
                 float plain;
                 k->vec_dot(n, &plain, w + (size_t)r * rs, y + (size_t)c * ys);
                 checks++;

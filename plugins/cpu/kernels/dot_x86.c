@@ -436,7 +436,9 @@ static inline __m256i iq4nl_table(void)
 
 /* Q4_1 and Q5_1 against Q8_1 (repack.h): d_x d_y sum(q_x q_y) in a vector
  * accumulator, plus m_x s_y summed apart and added at the end, as ggml-cpu
- * does. */
+ * does. The sum of m_x s_y is fused multiply-adds, written out: the x8
+ * kernels (gemm_avx2.c, gemm_avx512.c) give these bits, and a compiler
+ * contracts `summs += a * b` or not as its options say. */
 
 void cpu_vec_dot_q4_1_q8_0_x86(int64_t n, float *s, const void *va, const void *vb)
 {
@@ -449,7 +451,7 @@ void cpu_vec_dot_q4_1_q8_0_x86(int64_t n, float *s, const void *va, const void *
         const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs);
         const __m256i p = udot_u8(nibbles32(x[i].qs), qy);
         acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p), acc_d);
-        summs += f16(x[i].m) * cpu_q8_1_s(vb, nb, i);
+        summs = fmaf(f16(x[i].m), cpu_q8_1_s(vb, nb, i), summs);
     }
     *s = hsum_ps(acc_d) + summs;
 }
@@ -467,7 +469,7 @@ void cpu_vec_dot_q5_1_q8_0_x86(int64_t n, float *s, const void *va, const void *
         const __m256i qy = _mm256_loadu_si256((const __m256i *)(const void *)y[i].qs);
         const __m256i p = udot_u8(q, qy);
         acc_d = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), _mm256_cvtepi32_ps(p), acc_d);
-        summs += f16(x[i].m) * cpu_q8_1_s(vb, nb, i);
+        summs = fmaf(f16(x[i].m), cpu_q8_1_s(vb, nb, i), summs);
     }
     *s = hsum_ps(acc_d) + summs;
 }

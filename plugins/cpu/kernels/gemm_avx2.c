@@ -3,7 +3,7 @@
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
  * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K,
- * Q6_K, Q3_K, Q2_K, IQ4_XS).
+ * Q6_K, Q3_K, Q2_K, IQ4_XS; Q4_1 and Q5_1 take the columns one by one).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -233,6 +233,88 @@ q8_0_iq4_nl_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, siz
         }
     }
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+}
+
+/* Q4_1 and (q5) Q5_1 x8 (d, m, then Q4_0's qs or Q5_0's qh and qs): the
+ * plain dot's arithmetic (dot_x86.c), which is ggml-cpu's, to the bit. Its
+ * 8 int32 lanes of 4 products a block (lane j: elements 4j..4j+3) each take
+ * d_w d_y into a float sum of their own, so a register of 4 rows x 8 bytes
+ * gives two lanes of each row: 8 float sums a column (acc[k][h] below),
+ * and m * s summed apart. ggml's horizontal sum
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) is (A + C) + (B + D)
+ * and one hadd, which leaves the rows in ROW_ORDER. Sixteen float sums do
+ * not fit in registers beside the quants, so the columns take a chunk of
+ * X8_1_CHUNK blocks one after the other, each unpacking the nibbles again
+ * (cheaper than storing and loading them: 117 against 95 GFLOP/s at 64
+ * columns); Q5_1's fifth bits cost more, so the first column keeps its
+ * quants in `u` for the others (62 -> 79 GFLOP/s). */
+#define X8_1_CHUNK 16
+static inline __attribute__((always_inline)) void
+x8_1(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols,
+     const int q5)
+{
+    const int64_t nb = n / BP_QK4_1;
+    const size_t xs = CPU_REPACK_ROWS * (q5 ? sizeof(struct bp_block_q5_1) : sizeof(struct bp_block_q4_1));
+    const uint8_t *x = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const __m256i dup_lo = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    const __m256i dup_hi = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
+    __m256 acc[CPU_GEMM_MAX_COLS][4][2], accm[CPU_GEMM_MAX_COLS];
+    _Alignas(32) uint8_t u[X8_1_CHUNK][4][2][32];
+    for (int c = 0; c < ncols; c++) {
+        accm[c] = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) acc[c][k][0] = acc[c][k][1] = _mm256_setzero_ps();
+    }
+    for (int64_t b0 = 0; b0 < nb; b0 += X8_1_CHUNK) {
+        const int64_t e = nb - b0 < X8_1_CHUNK ? nb : b0 + X8_1_CHUNK;
+        for (int c = 0; c < ncols; c++) {
+            const char *yr = (const char *)y + (size_t)c * ys;
+            for (int64_t b = b0; b < e; b++) {
+                const uint8_t *xb = x + (size_t)b * xs;
+                if (c == 0) {
+                    cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, xs);
+                    cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES_32, xs);
+                }
+                const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr)[b].qs;
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)xb));
+                const __m256 dy = _mm256_set1_ps(cpu_q8_0_aux_d(yr, nb, b));
+                const __m256 dd[2] = { _mm256_mul_ps(_mm256_permutevar8x32_ps(d, dup_lo), dy),
+                                       _mm256_mul_ps(_mm256_permutevar8x32_ps(d, dup_hi), dy) };
+                const uint8_t *qs = xb + (q5 ? 64 : 32);
+                /* k = 0..3: elements 0-7, 8-15 (low nibbles of qs 0-7,
+                 * 8-15), 16-23, 24-31 (their high nibbles); h: rows 0-3, 4-7 */
+                UNROLL
+                for (int k = 0; k < 4; k++) {
+                    const __m256i yk = bcast8(q + 8 * k);
+                    UNROLL
+                    for (int h = 0; h < 2; h++) {
+                        __m256i uk;
+                        if (c == 0 || !q5) {
+                            const __m256i v = load256(qs + 64 * (k % 2) + 32 * h);
+                            uk = _mm256_and_si256(k < 2 ? v : _mm256_srli_epi16(v, 4), m4);
+                            if (q5) /* byte k of the rows' qh: 4 bytes a row half */
+                                uk = _mm256_or_si256(uk, fifth_bits(xb + 32 + 8 * k + 4 * h));
+                            if (q5 && ncols > 1)
+                                _mm256_store_si256((__m256i *)(void *)u[b - b0][k][h], uk);
+                        } else {
+                            uk = _mm256_load_si256((const __m256i *)(const void *)u[b - b0][k][h]);
+                        }
+                        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(uk, yk), ones);
+                        acc[c][k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), dd[h], acc[c][k][h]);
+                    }
+                }
+                accm[c] = _mm256_fmadd_ps(row_scales(xb + 16), _mm256_set1_ps(cpu_q8_1_s(yr, nb, b)),
+                                          accm[c]);
+            }
+        }
+    }
+    for (int c = 0; c < ncols; c++) {
+        __m256 g[2];
+        for (int h = 0; h < 2; h++)
+            g[h] = _mm256_add_ps(_mm256_add_ps(acc[c][0][h], acc[c][2][h]),
+                                 _mm256_add_ps(acc[c][1][h], acc[c][3][h]));
+        store_rows(s + (size_t)c * bs, _mm256_add_ps(_mm256_hadd_ps(g[0], g[1]), accm[c]));
+    }
 }
 
 /* From v, one byte per row in each 32-bit lane (row r in lane r), the byte
@@ -689,6 +771,20 @@ CPU_X8_DISPATCH(q6_K, avx2)
 CPU_X8_DISPATCH(q3_K, avx2)
 CPU_X8_DISPATCH(iq4_xs, avx2)
 CPU_X8_DISPATCH(q2_K, avx2)
+static inline __attribute__((always_inline)) void
+q4_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    x8_1(n, s, bs, w, y, ys, ncols, 0);
+}
+
+static inline __attribute__((always_inline)) void
+q5_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
+{
+    x8_1(n, s, bs, w, y, ys, ncols, 1);
+}
+
+CPU_X8_DISPATCH(q4_1, avx2)
+CPU_X8_DISPATCH(q5_1, avx2)
 #else
 typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
 #endif

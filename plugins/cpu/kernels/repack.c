@@ -104,9 +104,7 @@ static const struct x8_segment *segments(enum bp_type t)
  * plain dot's bits (see cpu_gemm_q2_K_x8_x86). The avx2 kernels of the
  * ABI 1.2 types against the plain dot: docs/performance.md, "The avx2
  * variant" (Q2_K's computes barely faster than its plain dot at decode but
- * prefills 1.24x as fast). Q4_1 and Q5_1 stay plain in avx2: their x8
- * kernels keep ggml-cpu's lanes (see gemm_avx512.c), which a
- * 4-rows-per-register kernel would not. */
+ * prefills 1.24x as fast). */
 bool cpu_repack_type_ok(enum bp_type t)
 {
 #if defined(CPU_HAVE_NEON_SIMD)
@@ -115,7 +113,7 @@ bool cpu_repack_type_ok(enum bp_type t)
 #elif defined(CPU_HAVE_X86_GEMM_AVX2)
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K || t == BP_TYPE_IQ4_XS ||
-           t == BP_TYPE_IQ4_NL || t == BP_TYPE_Q2_K;
+           t == BP_TYPE_IQ4_NL || t == BP_TYPE_Q2_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1;
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||

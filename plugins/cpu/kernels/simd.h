@@ -115,6 +115,8 @@ void cpu_gemm_q2_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q8_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q4_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q6_K_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q4_1_x8_avx2(CPU_GEMM_X8_PARAMS);
+void cpu_gemm_q5_1_x8_avx2(CPU_GEMM_X8_PARAMS);
 #endif
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
