@@ -22,7 +22,7 @@
  *  - each column equal to the bit to the same column computed alone;
  *  - where GFNI moves bits (every type but Q8_0 and Q4_K; avx512 build),
  *    the output equal to the bit to the shift-and-mask path's;
- *  - Q4_1 and Q5_1 (avx2 and avx512 builds) and Q2_K (avx512 build) equal
+ *  - Q4_1 and Q5_1, and Q2_K (avx512 build) or Q3_K (avx2 build), equal
  *    to the bit to the plain dot of each row.
  *
  * With --amx (avx512 build; exit 77 where the CPU or OS has no AMX-INT8)
@@ -289,7 +289,7 @@ static void check(enum bp_type t, int64_t nb, int ncols, enum fill fw, enum fill
 #if defined(CPU_HAVE_X86_GEMM)
             if (t == BP_TYPE_Q2_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
 #else
-            if (t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
+            if (t == BP_TYPE_Q3_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1) {
 #endif
                 float plain;
                 k->vec_dot(n, &plain, w + (size_t)r * rs, y + (size_t)c * ys);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "cpu_variant_util.h"
 #include "decoder.h"
 #include "model.h"
 #include "quantize_model.h"
@@ -479,14 +480,22 @@ int main(void)
         fprintf(stderr, "cannot read %squantize/EXPECTED or the tokens of %sarch/MANIFEST\n", DATA, DATA);
         return EXIT_FAILURE;
     }
+    const int gate = variant_gate();
+    if (gate)
+        return gate;
     Suite *s = suite_create("quantize");
     TCase *tc = tcase_create("quantize");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_quantize_makes_llama_cpps_file, 0, n_cases);
     tcase_add_test(tc, test_quantize_bytes_do_not_depend_on_threads);
-    tcase_add_loop_test(tc, test_quantize_llama_cpp_files_run_with_its_logits, 0, N_LOGIT_PRESETS);
     tcase_add_test(tc, test_quantize_cli);
     tcase_add_test(tc, test_quantize_refuses_non_finite_input);
     suite_add_tcase(s, tc);
+    /* its own case, so that tests/quantize.cmake can run it alone on
+     * another cpu variant (CK_RUN_CASE=logits) */
+    TCase *logits = tcase_create("logits");
+    tcase_set_timeout(logits, 300);
+    tcase_add_loop_test(logits, test_quantize_llama_cpp_files_run_with_its_logits, 0, N_LOGIT_PRESETS);
+    suite_add_tcase(s, logits);
     return run_suite(s);
 }

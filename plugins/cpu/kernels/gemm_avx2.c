@@ -3,7 +3,8 @@
  * without AVX-512: built into the avx2 variant only (the avx512 one has
  * gemm_avx512.c). One x8 block of 8 weight rows is loaded and unpacked once,
  * then meets up to four activation rows (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K,
- * Q6_K, Q3_K, Q2_K, IQ4_XS; Q4_1 and Q5_1 take the columns one by one).
+ * Q6_K, Q3_K, IQ4_XS; Q4_1 and Q5_1 take the columns one by one). Q2_K
+ * stays on the plain dot (see q3_K_x8).
  *
  * A 256-bit register holds the same 8-byte group of 4 rows (rows 0-3 in
  * one, 4-7 in the other), so a 64-bit broadcast of 8 activation bytes
@@ -526,88 +527,93 @@ q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     q4_0_q5_0_x8(n, s, bs, w, y, ys, ncols, 1);
 }
 
-/* Rows 4hr..4hr+3 of an x8 Q3_K (q3) or Q2_K block into sumi: sub-block j
- * = 8h + 2p + part (16 quants) of half h and shift p is pieces k = 2 part,
- * 2 part + 1 of qs piece 4h + k (Q3_K: and of hmask piece k, bit 4h + p,
- * as bit 2), two maddubs added in int16 (at most 4 * 7 * 127) and widened
- * by one madd with the sub-block's scale (sc[j / 4] holds 4 per row). */
-static inline __attribute__((always_inline)) void
-q23_K_x8_half(const uint8_t *xb, const __m256i *sc, const struct bp_block_q8_K *const *yb,
-              __m256i *sumi, const int ncols, const int hr, const int q3)
-{
-    const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
-    const uint8_t *qs = xb + (q3 ? 368 : 160);
-    UNROLL
-    for (int h = 0; h < 2; h++)
-        UNROLL
-        for (int p = 0; p < 4; p++)
-            UNROLL
-            for (int part = 0; part < 2; part++) {
-                const int j = 8 * h + 2 * p + part, hb = 4 * h + p;
-                const __m256i scale = spread16(sc[j / 4], j % 4);
-                __m256i q16[CPU_GEMM_MAX_COLS];
-                UNROLL
-                for (int k = 2 * part; k < 2 * part + 2; k++) {
-                    const __m256i qv = load256(qs + 64 * (4 * h + k) + 32 * hr);
-                    __m256i u = _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3);
-                    if (q3) {
-                        const __m256i hv = load256(xb + 112 + 64 * k + 32 * hr);
-                        u = _mm256_or_si256(u, _mm256_and_si256(hb < 2 ? _mm256_slli_epi16(hv, 2 - hb)
-                                                                : hb == 2 ? hv : _mm256_srli_epi16(hv, hb - 2), b2));
-                    }
-                    for (int c = 0; c < ncols; c++) {
-                        const __m256i pr = _mm256_maddubs_epi16(u, bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k));
-                        q16[c] = k == 2 * part ? pr : _mm256_add_epi16(q16[c], pr);
-                    }
-                }
-                for (int c = 0; c < ncols; c++)
-                    sumi[c] = _mm256_add_epi32(sumi[c], _mm256_madd_epi16(q16[c], scale));
-            }
-}
-
-/* Q3_K x8 (layout in repack.h): rows 0-3 and 4-7 one after the other, as
- * Q4_K. A quant is u - 4 with u = its two bits of qs | its hmask bit << 2
- * (0..7, unsigned for maddubs); the -4 comes out as 4 * sum_j scale[j] *
- * bsums[j], one madd per 4 scales; the products as q23_K_x8_half's. */
+/* Q3_K x8 (layout in repack.h), to the bit the plain dot's result
+ * (cpu_vec_dot_q3_K_q8_K_x86): 2- and 3-bit models amplify a last-bit
+ * difference in one layer into another rounding of the next layer's
+ * activation quants, and with each row's block summed in one integer,
+ * llama-256's Q2_K file (whose attention values are Q3_K) stood 0.3 from
+ * llama.cpp's logits at 30 of 32 positions. So, as gemm_avx512.c does for
+ * Q2_K, every row keeps the plain dot's 8 lanes: lane 2k + e sums bytes
+ * 8k + 4e .. 8k + 4e + 3 of every 32-byte quant run, which is lane e of a
+ * row in qs piece k, so sumi[c][k] and acc[c][k][hr] carry lanes 2k, 2k + 1
+ * of rows 4hr..4hr+3. A run (half h, shift p) holds sub-block 8h + 2p in
+ * pieces 0-1 and 8h + 2p + 1 in pieces 2-3: each piece's maddubs is
+ * widened by one madd with its sub-block's scale (spread16). The quants go
+ * in as the plain dot's, their two bits less 4 where the hmask bit is
+ * clear, by the sign trick; ggml's horizontal sum at the end. That costs
+ * the kernel a third of its speed against summing each block in one
+ * integer, and leaves it 1.2-1.4x the plain dot. (The same for Q2_K was
+ * no faster than its plain dot at decode, so avx2 keeps Q2_K plain.) */
 static inline __attribute__((always_inline)) void
 q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {
     const int64_t nb = n / BP_QK_K;
+    const size_t xs = CPU_REPACK_ROWS * sizeof(struct bp_block_q3_K);
     const uint8_t *x = w;
-    __m256 acc[CPU_GEMM_MAX_COLS];
-    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
+    const __m256i dup[2] = { _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                             _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7) };
+    __m256 acc[CPU_GEMM_MAX_COLS][4][2];
+    for (int c = 0; c < ncols; c++)
+        for (int k = 0; k < 4; k++) acc[c][k][0] = acc[c][k][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q3_K));
+        const uint8_t *xb = x + (size_t)b * xs;
         /* the whole block is read within the first row half: its prefetches
          * at once, into L1 only (as the avx512 kernel's) */
         cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 896);
+        const uint8_t *qs = xb + 368;
         __m256i sv[4];
         cpu_q3_K_x8_scales(xb, sv);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)xb));
         const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
-        __m256i sumi[2][CPU_GEMM_MAX_COLS];
         for (int c = 0; c < ncols; c++)
             yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
         for (int hr = 0; hr < 2; hr++) {
-            /* rows 4hr..4hr+3: scales 4q..4q+3 as int16, row r at 4r */
+            /* rows 4hr..4hr+3: scales of sub-blocks 4q..4q+3 as int16, row r at 4r */
             __m256i sc[4];
             UNROLL
             for (int q = 0; q < 4; q++)
                 sc[q] = _mm256_cvtepi8_epi16(hr ? _mm256_extracti128_si256(sv[q], 1)
                                                 : _mm256_castsi256_si128(sv[q]));
+            __m256i sumi[CPU_GEMM_MAX_COLS][4];
+            for (int c = 0; c < ncols; c++)
+                for (int k = 0; k < 4; k++) sumi[c][k] = _mm256_setzero_si256();
+            UNROLL
+            for (int h = 0; h < 2; h++)
+                UNROLL
+                for (int p = 0; p < 4; p++)
+                    UNROLL
+                    for (int k = 0; k < 4; k++) {
+                        const int j = 8 * h + 2 * p + k / 2, hb = 4 * h + p;
+                        const __m256i scale = spread16(sc[j / 4], j % 4);
+                        const __m256i qv = load256(qs + 64 * (4 * h + k) + 32 * hr);
+                        const __m256i hv = load256(xb + 112 + 64 * k + 32 * hr);
+                        /* the two bits less 4 where the hmask bit is clear */
+                        const __m256i q = _mm256_sub_epi8(
+                            _mm256_and_si256(p ? _mm256_srli_epi16(qv, 2 * p) : qv, m3),
+                            _mm256_andnot_si256(hb < 2 ? _mm256_slli_epi16(hv, 2 - hb)
+                                                : hb == 2 ? hv : _mm256_srli_epi16(hv, hb - 2), b2));
+                        const __m256i a = _mm256_sign_epi8(q, q);
+                        for (int c = 0; c < ncols; c++) {
+                            const __m256i yk = bcast8(yb[c]->qs + 128 * h + 32 * p + 8 * k);
+                            const __m256i pr = _mm256_maddubs_epi16(a, _mm256_sign_epi8(yk, q));
+                            sumi[c][k] = _mm256_add_epi32(sumi[c][k], _mm256_madd_epi16(pr, scale));
+                        }
+                    }
             for (int c = 0; c < ncols; c++) {
-                __m256i corr = _mm256_setzero_si256();
-                for (int q = 0; q < 4; q++) {
-                    int64_t b4;
-                    memcpy(&b4, yb[c]->bsums + 4 * q, 8);
-                    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(sc[q], _mm256_set1_epi64x(b4)));
-                }
-                sumi[hr][c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 2));
+                const __m256 dd = _mm256_mul_ps(_mm256_permutevar8x32_ps(dw, dup[hr]), _mm256_set1_ps(yb[c]->d));
+                for (int k = 0; k < 4; k++)
+                    acc[c][k][hr] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sumi[c][k]), acc[c][k][hr]);
             }
-            q23_K_x8_half(xb, sc, yb, sumi[hr], ncols, hr, 1);
         }
-        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
     }
-    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
+    for (int c = 0; c < ncols; c++) {
+        __m256 g[2];
+        for (int hr = 0; hr < 2; hr++)
+            g[hr] = _mm256_add_ps(_mm256_add_ps(acc[c][0][hr], acc[c][2][hr]),
+                                  _mm256_add_ps(acc[c][1][hr], acc[c][3][hr]));
+        store_rows(s + (size_t)c * bs, _mm256_hadd_ps(g[0], g[1]));
+    }
 }
 
 /* IQ4_XS x8 (layout in repack.h): rows 0-3 and 4-7 one after the other,
@@ -688,55 +694,6 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-/* Q2_K x8 (layout in repack.h): as Q3_K's with quants of two bits (0..3)
- * and no offset; the scales are the low nibbles of the scale bytes, and
- * the min term dmin * sum_j m[j] * bsums[j] (m the high nibbles) is one
- * madd per 4 mins. */
-static inline __attribute__((always_inline)) void
-q2_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    const int64_t nb = n / BP_QK_K;
-    const uint8_t *x = w;
-    const __m128i k0f = _mm_set1_epi8(0x0F);
-    __m256 acc[CPU_GEMM_MAX_COLS];
-    for (int c = 0; c < CPU_GEMM_MAX_COLS; c++) acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *xb = x + (size_t)b * (CPU_REPACK_ROWS * sizeof(struct bp_block_q2_K));
-        /* the whole block (672 bytes) is read within the first row half */
-        cpu_x8_prefetch(xb + CPU_X8_L2_PREFETCH_BYTES, 704);
-        cpu_x8_prefetch_l1(xb + CPU_X8_L1_PREFETCH_BYTES, 704);
-        const struct bp_block_q8_K *yb[CPU_GEMM_MAX_COLS];
-        __m256i sumi[2][CPU_GEMM_MAX_COLS], summ[2][CPU_GEMM_MAX_COLS];
-        for (int c = 0; c < ncols; c++)
-            yb[c] = (const struct bp_block_q8_K *)(const void *)((const char *)y + (size_t)c * ys) + b;
-        for (int hr = 0; hr < 2; hr++) {
-            /* rows 4hr..4hr+3: scales (mins) of sub-blocks 4q..4q+3 as
-             * int16, row r at 4r */
-            __m256i sc[4], mn[4];
-            UNROLL
-            for (int q = 0; q < 4; q++) {
-                const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(xb + 32 + 32 * q + 16 * hr));
-                sc[q] = _mm256_cvtepu8_epi16(_mm_and_si128(v, k0f));
-                mn[q] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), k0f));
-            }
-            for (int c = 0; c < ncols; c++) {
-                __m256i m = _mm256_setzero_si256();
-                for (int q = 0; q < 4; q++) {
-                    int64_t b4;
-                    memcpy(&b4, yb[c]->bsums + 4 * q, 8);
-                    m = _mm256_add_epi32(m, _mm256_madd_epi16(mn[q], _mm256_set1_epi64x(b4)));
-                }
-                summ[hr][c] = m;
-                sumi[hr][c] = _mm256_setzero_si256();
-            }
-            q23_K_x8_half(xb, sc, yb, sumi[hr], ncols, hr, 0);
-        }
-        x8_K_add(acc, sumi, row_scales(xb), yb, ncols, 0);
-        x8_K_add(acc, summ, row_scales(xb + 16), yb, ncols, 1);
-    }
-    for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
-}
-
 CPU_X8_DISPATCH(q4_0, avx2)
 CPU_X8_DISPATCH(q5_0, avx2)
 static inline __attribute__((always_inline)) void
@@ -770,7 +727,6 @@ CPU_X8_DISPATCH(q5_K, avx2)
 CPU_X8_DISPATCH(q6_K, avx2)
 CPU_X8_DISPATCH(q3_K, avx2)
 CPU_X8_DISPATCH(iq4_xs, avx2)
-CPU_X8_DISPATCH(q2_K, avx2)
 static inline __attribute__((always_inline)) void
 q4_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
 {

@@ -71,7 +71,7 @@ static const struct cpu_type_kernels ref_table[BP_TYPE_COUNT] = { REF_ENTRIES };
 #define GEMM_Q5_K cpu_gemm_q5_K_x8_avx2
 #define GEMM_Q3_K cpu_gemm_q3_K_x8_avx2
 #define GEMM_IQ4_XS cpu_gemm_iq4_xs_x8_avx2
-#define GEMM_Q2_K cpu_gemm_q2_K_x8_avx2
+#define GEMM_Q2_K NULL /* its plain dot: see q3_K_x8 in gemm_avx2.c */
 #define GEMM_IQ4_NL cpu_gemm_iq4_nl_x8_avx2
 #define GEMM_Q4_1 cpu_gemm_q4_1_x8_avx2
 #define GEMM_Q5_1 cpu_gemm_q5_1_x8_avx2

@@ -100,11 +100,11 @@ static const struct x8_segment *segments(enum bp_type t)
  * variant), and the 1B Q8_0 model ran 115 prefill / 27.9 decode tokens/s
  * instead of 47 / 13.9. The scalar reference repacks every type through
  * its reference kernels, so that the layout conversion runs under
- * valgrind; NEON has no x8 kernels yet. The Q2_K x8 kernel gives the
- * plain dot's bits (see cpu_gemm_q2_K_x8_x86). The avx2 kernels of the
- * ABI 1.2 types against the plain dot: docs/performance.md, "The avx2
- * variant" (Q2_K's computes barely faster than its plain dot at decode but
- * prefills 1.24x as fast). */
+ * valgrind; NEON has no x8 kernels yet. The avx512 Q2_K x8 kernel gives
+ * the plain dot's bits (see gemm_avx512.c); in avx2 such a kernel was no
+ * faster than the plain dot at decode, so Q2_K stays plain there (see
+ * q3_K_x8 in gemm_avx2.c). The avx2 kernels of the ABI 1.2 types against
+ * the plain dot: docs/performance.md, "The avx2 variant". */
 bool cpu_repack_type_ok(enum bp_type t)
 {
 #if defined(CPU_HAVE_NEON_SIMD)
@@ -113,7 +113,7 @@ bool cpu_repack_type_ok(enum bp_type t)
 #elif defined(CPU_HAVE_X86_GEMM_AVX2)
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q3_K || t == BP_TYPE_Q5_K || t == BP_TYPE_IQ4_XS ||
-           t == BP_TYPE_IQ4_NL || t == BP_TYPE_Q2_K || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1;
+           t == BP_TYPE_IQ4_NL || t == BP_TYPE_Q4_1 || t == BP_TYPE_Q5_1;
 #else
     return t == BP_TYPE_Q4_0 || t == BP_TYPE_Q8_0 || t == BP_TYPE_Q4_K || t == BP_TYPE_Q6_K ||
            t == BP_TYPE_Q5_0 || t == BP_TYPE_Q5_K || t == BP_TYPE_Q3_K ||

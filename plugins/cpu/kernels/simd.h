@@ -111,7 +111,6 @@ void cpu_gemm_q3_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q5_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_iq4_xs_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_iq4_nl_x8_avx2(CPU_GEMM_X8_PARAMS);
-void cpu_gemm_q2_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q8_0_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q4_K_x8_avx2(CPU_GEMM_X8_PARAMS);
 void cpu_gemm_q6_K_x8_avx2(CPU_GEMM_X8_PARAMS);
