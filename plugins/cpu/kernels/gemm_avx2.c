@@ -515,18 +515,6 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-static inline __attribute__((always_inline)) void
-q4_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q4_0_q5_0_x8(n, s, bs, w, y, ys, ncols, 0);
-}
-
-static inline __attribute__((always_inline)) void
-q5_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q4_0_q5_0_x8(n, s, bs, w, y, ys, ncols, 1);
-}
-
 /* Q3_K x8 (layout in repack.h), to the bit the plain dot's result
  * (cpu_vec_dot_q3_K_q8_K_x86): 2- and 3-bit models amplify a last-bit
  * difference in one layer into another rounding of the next layer's
@@ -694,53 +682,28 @@ iq4_xs_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t y
     for (int c = 0; c < ncols; c++) store_rows(s + (size_t)c * bs, acc[c]);
 }
 
-CPU_X8_DISPATCH(q4_0, avx2)
-CPU_X8_DISPATCH(q5_0, avx2)
-static inline __attribute__((always_inline)) void
-q8_0_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q8_0_iq4_nl_x8(n, s, bs, w, y, ys, ncols, 0);
-}
+/* T's x8 kernel: IMPL with its last argument V (which of the types it
+ * serves), under CPU_X8_DISPATCH. */
+#define X8_KERNEL(T, IMPL, V)                                                            \
+    static inline __attribute__((always_inline)) void                                    \
+    T##_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,      \
+           const int ncols)                                                              \
+    {                                                                                    \
+        IMPL(n, s, bs, w, y, ys, ncols, V);                                              \
+    }                                                                                    \
+    CPU_X8_DISPATCH(T, avx2)
 
-static inline __attribute__((always_inline)) void
-iq4_nl_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q8_0_iq4_nl_x8(n, s, bs, w, y, ys, ncols, 1);
-}
-
-CPU_X8_DISPATCH(q8_0, avx2)
-CPU_X8_DISPATCH(iq4_nl, avx2)
-static inline __attribute__((always_inline)) void
-q4_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q4_K_q5_K_x8(n, s, bs, w, y, ys, ncols, 0);
-}
-
-static inline __attribute__((always_inline)) void
-q5_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    q4_K_q5_K_x8(n, s, bs, w, y, ys, ncols, 1);
-}
-
-CPU_X8_DISPATCH(q4_K, avx2)
-CPU_X8_DISPATCH(q5_K, avx2)
+X8_KERNEL(q4_0, q4_0_q5_0_x8, 0)
+X8_KERNEL(q5_0, q4_0_q5_0_x8, 1)
+X8_KERNEL(q8_0, q8_0_iq4_nl_x8, 0)
+X8_KERNEL(iq4_nl, q8_0_iq4_nl_x8, 1)
+X8_KERNEL(q4_K, q4_K_q5_K_x8, 0)
+X8_KERNEL(q5_K, q4_K_q5_K_x8, 1)
+X8_KERNEL(q4_1, x8_1, 0)
+X8_KERNEL(q5_1, x8_1, 1)
 CPU_X8_DISPATCH(q6_K, avx2)
 CPU_X8_DISPATCH(q3_K, avx2)
 CPU_X8_DISPATCH(iq4_xs, avx2)
-static inline __attribute__((always_inline)) void
-q4_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    x8_1(n, s, bs, w, y, ys, ncols, 0);
-}
-
-static inline __attribute__((always_inline)) void
-q5_1_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, const int ncols)
-{
-    x8_1(n, s, bs, w, y, ys, ncols, 1);
-}
-
-CPU_X8_DISPATCH(q4_1, avx2)
-CPU_X8_DISPATCH(q5_1, avx2)
 #else
 typedef int cpu_gemm_avx2_not_built; /* ISO C forbids an empty translation unit */
 #endif
