@@ -56,6 +56,27 @@ static inline void store_rows(float *s, __m256 acc)
     _mm256_storeu_ps(s, _mm256_permutevar8x32_ps(acc, ROW_ORDER));
 }
 
+/* For kernels that keep the plain dot's 8 float lanes a row (x8_1,
+ * q3_K_x8): 8 f16 row scales at d times dy, each row's scale in its two
+ * lanes, rows 4h..4h+3. */
+static inline __m256 row_pair_scales(__m256 d, int h, __m256 dy)
+{
+    const __m256i dup = h ? _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7) : _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    return _mm256_mul_ps(_mm256_permutevar8x32_ps(d, dup), dy);
+}
+
+/* ...and their end: acc[k][h] holds lanes 2k, 2k + 1 of rows 4h..4h+3;
+ * ggml's horizontal sum ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
+ * is (acc0 + acc2) + (acc1 + acc3) and one hadd, which leaves the rows in
+ * ROW_ORDER; then + late (in ROW_ORDER), into s[0..7]. */
+static inline void store_lanes8(float *s, const __m256 (*acc)[2], __m256 late)
+{
+    __m256 g[2];
+    for (int h = 0; h < 2; h++)
+        g[h] = _mm256_add_ps(_mm256_add_ps(acc[0][h], acc[2][h]), _mm256_add_ps(acc[1][h], acc[3][h]));
+    store_rows(s, _mm256_add_ps(_mm256_hadd_ps(g[0], g[1]), late));
+}
+
 /* acc[c] += (or -=, neg) the int32 sums of rows 0-3 (sumi[0]) and 4-7
  * (sumi[1]), two lanes a row, times the row scales w and the activation
  * block's d: the end of every 256-weight block. */
@@ -240,10 +261,8 @@ q8_0_iq4_nl_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, siz
  * plain dot's arithmetic (dot_x86.c), which is ggml-cpu's, to the bit. Its
  * 8 int32 lanes of 4 products a block (lane j: elements 4j..4j+3) each take
  * d_w d_y into a float sum of their own, so a register of 4 rows x 8 bytes
- * gives two lanes of each row: 8 float sums a column (acc[k][h] below),
- * and m * s summed apart. ggml's horizontal sum
- * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) is (A + C) + (B + D)
- * and one hadd, which leaves the rows in ROW_ORDER. Sixteen float sums do
+ * gives two lanes of each row: 8 float sums a column (acc[k][h] below,
+ * ended by store_lanes8), and m * s summed apart. Sixteen float sums do
  * not fit in registers beside the quants, so the columns take a chunk of
  * X8_1_CHUNK blocks one after the other, each unpacking the nibbles again
  * (cheaper than storing and loading them: 117 against 95 GFLOP/s at 64
@@ -258,8 +277,6 @@ x8_1(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, co
     const size_t xs = CPU_REPACK_ROWS * (q5 ? sizeof(struct bp_block_q5_1) : sizeof(struct bp_block_q4_1));
     const uint8_t *x = w;
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    const __m256i dup_lo = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-    const __m256i dup_hi = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
     __m256 acc[CPU_GEMM_MAX_COLS][4][2], accm[CPU_GEMM_MAX_COLS];
     _Alignas(32) uint8_t u[X8_1_CHUNK][4][2][32];
     for (int c = 0; c < ncols; c++) {
@@ -279,8 +296,7 @@ x8_1(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, co
                 const int8_t *q = ((const struct bp_block_q8_0 *)(const void *)yr)[b].qs;
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)xb));
                 const __m256 dy = _mm256_set1_ps(cpu_q8_0_aux_d(yr, nb, b));
-                const __m256 dd[2] = { _mm256_mul_ps(_mm256_permutevar8x32_ps(d, dup_lo), dy),
-                                       _mm256_mul_ps(_mm256_permutevar8x32_ps(d, dup_hi), dy) };
+                const __m256 dd[2] = { row_pair_scales(d, 0, dy), row_pair_scales(d, 1, dy) };
                 const uint8_t *qs = xb + (q5 ? 64 : 32);
                 /* k = 0..3: elements 0-7, 8-15 (low nibbles of qs 0-7,
                  * 8-15), 16-23, 24-31 (their high nibbles); h: rows 0-3, 4-7 */
@@ -309,13 +325,7 @@ x8_1(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys, co
             }
         }
     }
-    for (int c = 0; c < ncols; c++) {
-        __m256 g[2];
-        for (int h = 0; h < 2; h++)
-            g[h] = _mm256_add_ps(_mm256_add_ps(acc[c][0][h], acc[c][2][h]),
-                                 _mm256_add_ps(acc[c][1][h], acc[c][3][h]));
-        store_rows(s + (size_t)c * bs, _mm256_add_ps(_mm256_hadd_ps(g[0], g[1]), accm[c]));
-    }
+    for (int c = 0; c < ncols; c++) store_lanes8(s + (size_t)c * bs, acc[c], accm[c]);
 }
 
 /* From v, one byte per row in each 32-bit lane (row r in lane r), the byte
@@ -528,7 +538,7 @@ q6_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
  * pieces 0-1 and 8h + 2p + 1 in pieces 2-3: each piece's maddubs is
  * widened by one madd with its sub-block's scale (spread16). The quants go
  * in as the plain dot's, their two bits less 4 where the hmask bit is
- * clear, by the sign trick; ggml's horizontal sum at the end. That costs
+ * clear, by the sign trick; store_lanes8 at the end. That costs
  * the kernel a third of its speed against summing each block in one
  * integer, and leaves it 1.2-1.4x the plain dot. (The same for Q2_K was
  * no faster than its plain dot at decode, so avx2 keeps Q2_K plain.) */
@@ -539,8 +549,6 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
     const size_t xs = CPU_REPACK_ROWS * sizeof(struct bp_block_q3_K);
     const uint8_t *x = w;
     const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
-    const __m256i dup[2] = { _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
-                             _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7) };
     __m256 acc[CPU_GEMM_MAX_COLS][4][2];
     for (int c = 0; c < ncols; c++)
         for (int k = 0; k < 4; k++) acc[c][k][0] = acc[c][k][1] = _mm256_setzero_ps();
@@ -589,19 +597,13 @@ q3_K_x8(int64_t n, float *s, size_t bs, const void *w, const void *y, size_t ys,
                         }
                     }
             for (int c = 0; c < ncols; c++) {
-                const __m256 dd = _mm256_mul_ps(_mm256_permutevar8x32_ps(dw, dup[hr]), _mm256_set1_ps(yb[c]->d));
+                const __m256 dd = row_pair_scales(dw, hr, _mm256_set1_ps(yb[c]->d));
                 for (int k = 0; k < 4; k++)
                     acc[c][k][hr] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sumi[c][k]), acc[c][k][hr]);
             }
         }
     }
-    for (int c = 0; c < ncols; c++) {
-        __m256 g[2];
-        for (int hr = 0; hr < 2; hr++)
-            g[hr] = _mm256_add_ps(_mm256_add_ps(acc[c][0][hr], acc[c][2][hr]),
-                                  _mm256_add_ps(acc[c][1][hr], acc[c][3][hr]));
-        store_rows(s + (size_t)c * bs, _mm256_hadd_ps(g[0], g[1]));
-    }
+    for (int c = 0; c < ncols; c++) store_lanes8(s + (size_t)c * bs, acc[c], _mm256_setzero_ps());
 }
 
 /* IQ4_XS x8 (layout in repack.h): rows 0-3 and 4-7 one after the other,
