@@ -419,9 +419,9 @@ static struct bp_buffer_type *repack_buft(void)
 }
 
 /* The types a variant may repack (which ones it does is its
- * cpu_repack_type_ok: all twelve in avx512 and scalar, all but Q4_1 and
- * Q5_1 in avx2, none in neon), and F16, which a CPU_REPACK buffer stores as
- * it is: they must round-trip and multiply all the same. */
+ * cpu_repack_type_ok: all twelve in avx512 and scalar, all but Q2_K in
+ * avx2, none in neon), and F16, which a CPU_REPACK buffer stores as it is:
+ * they must round-trip and multiply all the same. */
 static const enum bp_type repack_types[] = { BP_TYPE_Q4_0, BP_TYPE_Q8_0, BP_TYPE_Q4_K,
                                              BP_TYPE_Q6_K, BP_TYPE_Q5_0, BP_TYPE_Q5_K,
                                              BP_TYPE_Q3_K, BP_TYPE_IQ4_XS, BP_TYPE_Q2_K,
